@@ -1,0 +1,5 @@
+// Package config owns the service's start-up configuration: the flags, the
+// ALFRED_* environment variables and the optional file, their defaults, and
+// their validation. A wrong value stops the start with a message that names the
+// setting and what it accepts.
+package config

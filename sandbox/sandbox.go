@@ -1,0 +1,99 @@
+// Package sandbox owns where an agent CLI runs: the Runner interface and the
+// Spec the engine fills, the image runner (a Docker container driven through the
+// Docker Engine SDK), the host runner (a plain process), credential mount
+// parsing, and the overlap check the session resolver needs.
+//
+// A run sees its worktree and nothing else: the environment is an allowlist,
+// the command is an argv (never a shell string), credential mounts are
+// read-only, and every run ends by its wall-clock timeout.
+package sandbox
+
+import (
+	"context"
+	"io"
+	"time"
+)
+
+// Mount is a bind mount of a host path into the sandbox.
+type Mount struct {
+	Host      string // absolute path on the host
+	Container string // absolute path inside the container
+	ReadOnly  bool
+}
+
+// Tmpfs is an in-memory folder inside the container owned by the spec's user.
+type Tmpfs struct {
+	Path string
+	Mode uint32 // e.g. 0o700
+	Size int64  // bytes; 0 means the runner's default
+}
+
+// Spec is everything a runner needs to start one agent process.
+type Spec struct {
+	// Image is the container image (image runner only).
+	Image string
+	// UID and GID run the process; never 0 in the image runner.
+	UID, GID int
+	// Workdir is the working directory inside the sandbox (usually /workspace).
+	Workdir string
+	// Argv is the command. It is never passed through a shell.
+	Argv []string
+	// Env is the whole environment of the process: nothing else reaches it.
+	Env map[string]string
+
+	// Worktree is mounted at /workspace, read-only in read-only phases.
+	Worktree *Mount
+	// Credentials are always mounted read-only, whatever ReadOnly says.
+	Credentials []Mount
+	// Session is the agent's session state, read-write even in read-only phases.
+	// The host runner never gets one.
+	Session *Mount
+	// Tmpfs lists extra in-memory folders (HOME and the session parent are added by the runner).
+	Tmpfs []Tmpfs
+
+	// Network is a Docker network name; "none" (the default when empty) gives only lo.
+	Network string
+	// NanoCPUs, MemoryBytes and PidsLimit bound the container; 0 means the runner's default.
+	NanoCPUs    int64
+	MemoryBytes int64
+	PidsLimit   int64
+	// Timeout is the wall-clock limit, after which the process is killed.
+	Timeout time.Duration
+
+	// Stdin feeds the process; nil means empty.
+	Stdin io.Reader
+	// Stdout and Stderr receive the output as it comes, when set. The Result
+	// keeps a copy either way.
+	Stdout, Stderr io.Writer
+	// Labels are extra container labels (e.g. the run id), for leftovers and tracing.
+	Labels map[string]string
+}
+
+// Outcome is how a sandboxed process ended.
+type Outcome string
+
+// Outcomes.
+const (
+	OutcomeExited   Outcome = "exited"   // the process ended by itself; see ExitCode
+	OutcomeTimeout  Outcome = "timeout"  // killed at Spec.Timeout
+	OutcomeCanceled Outcome = "canceled" // the context was canceled
+)
+
+// Result is what a finished process left.
+type Result struct {
+	Outcome  Outcome
+	ExitCode int
+	Stdout   []byte
+	Stderr   []byte
+	Started  time.Time
+	Duration time.Duration
+}
+
+// Runner runs one Spec to its end and cleans up after it, whatever the outcome.
+type Runner interface {
+	// Name is "image" or "host".
+	Name() string
+	// Run starts the process and waits for it. An error means the sandbox could
+	// not be set up or torn down; a process that fails or times out is a Result.
+	Run(ctx context.Context, spec Spec) (*Result, error)
+}
