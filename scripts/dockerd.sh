@@ -1,0 +1,244 @@
+#!/bin/sh
+# dockerd.sh - a private Docker daemon for Alfred's sandbox tests.
+#
+# Usage (as root):
+#   scripts/dockerd.sh start   install docker.io and busybox-static when missing,
+#                              start our own dockerd, import the test image and
+#                              print the variables the tests read
+#   scripts/dockerd.sh env     print those variables again (daemon must be running)
+#   scripts/dockerd.sh stop    stop the daemon this script started (by its pidfile PID)
+#   scripts/dockerd.sh purge   stop, then delete the state folder (images, containers)
+#
+# From a Makefile:
+#   eval "$(scripts/dockerd.sh start)" && go test ./sandbox/...; rc=$?; scripts/dockerd.sh stop; exit $rc
+# or read the env file it writes: $ALFRED_DOCKER_STATE/env (KEY=VALUE lines).
+#
+# Only the printed `export` lines go to stdout; progress goes to stderr.
+#
+# The daemon is ours alone: its own --data-root, --exec-root, --pidfile, unix socket
+# and containerd namespace under the state folder, an empty --config-file (so
+# /etc/docker/daemon.json of another daemon is not read), and no networking of its
+# own (--bridge=none, no iptables), so it does not disturb a daemon started by
+# someone else, which this script never touches.
+#
+# Environment:
+#   ALFRED_DOCKER_STATE          state folder (default /tmp/alfred-test-docker; keep it
+#                                short: the containerd socket path must fit 108 bytes)
+#   ALFRED_DOCKER_STORAGE        storage driver to use; default: try overlay2, then vfs
+#   ALFRED_DOCKER_CGROUP_DRIVER  cgroupfs (default) or systemd
+#   ALFRED_DOCKER_WAIT           seconds to wait for the daemon (default 60)
+#   ALFRED_TEST_IMAGE            name of the imported test image
+#                                (default alfred-test/busybox:latest)
+set -eu
+
+STATE=${ALFRED_DOCKER_STATE:-/tmp/alfred-test-docker}
+SOCK="$STATE/docker.sock"
+PIDFILE="$STATE/docker.pid"
+EXEC_ROOT="$STATE/exec"
+DATA_ROOT="$STATE/data"
+LOG="$STATE/dockerd.log"
+ENVFILE="$STATE/env"
+IMAGE=${ALFRED_TEST_IMAGE:-alfred-test/busybox:latest}
+WAIT=${ALFRED_DOCKER_WAIT:-60}
+CGROUP_DRIVER=${ALFRED_DOCKER_CGROUP_DRIVER:-cgroupfs}
+DOCKER_HOST_URL="unix://$SOCK"
+
+log() { printf 'dockerd.sh: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# docker runs the Docker CLI against our daemon only.
+docker_cli() { docker -H "$DOCKER_HOST_URL" "$@"; }
+
+now_ms() { date +%s%3N; }
+
+# ours_pid prints the PID of the daemon this script started, if it is alive.
+# A PID is ours only when the process is a dockerd started with our pidfile,
+# so a recycled PID or another daemon is never touched.
+ours_pid() {
+	[ -f "$PIDFILE" ] || return 1
+	pid=$(cat "$PIDFILE" 2>/dev/null) || return 1
+	case "$pid" in '' | *[!0-9]*) return 1 ;; esac
+	[ -r "/proc/$pid/cmdline" ] || return 1
+	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "--pidfile $PIDFILE " || return 1
+	echo "$pid"
+}
+
+print_env() {
+	printf 'export ALFRED_TEST_DOCKER_HOST=%s\n' "$DOCKER_HOST_URL"
+	printf 'export ALFRED_TEST_IMAGE=%s\n' "$IMAGE"
+}
+
+write_envfile() {
+	{
+		printf 'ALFRED_TEST_DOCKER_HOST=%s\n' "$DOCKER_HOST_URL"
+		printf 'ALFRED_TEST_IMAGE=%s\n' "$IMAGE"
+	} >"$ENVFILE"
+}
+
+# install_packages installs docker.io and busybox-static when missing. A
+# policy-rc.d that exits 101 is put in place first so the package does not start
+# Debian's default daemon (with a bridge and iptables rules); it is removed
+# afterwards only if this script created it.
+install_packages() {
+	need=""
+	command -v dockerd >/dev/null 2>&1 || need="$need docker.io"
+	dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' || need="$need busybox-static"
+	[ -z "$need" ] && return 0
+	[ "$(id -u)" = 0 ] || die "missing packages:$need; run as root to install them"
+	created_policy=""
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+		chmod 0755 /usr/sbin/policy-rc.d
+		created_policy=1
+	fi
+	log "installing$need"
+	# shellcheck disable=SC2086
+	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $need >&2 ||
+		{ apt-get update >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $need >&2; }
+	if [ -n "$created_policy" ]; then rm -f /usr/sbin/policy-rc.d; fi
+}
+
+# launch starts dockerd with storage driver $1 and waits until it answers.
+launch() {
+	driver=$1
+	mkdir -p "$STATE" "$EXEC_ROOT" "$DATA_ROOT"
+	chmod 0711 "$STATE"
+	[ -f "$STATE/daemon.json" ] || echo '{}' >"$STATE/daemon.json"
+	rm -f "$SOCK" "$PIDFILE"
+	log "starting dockerd (storage driver $driver, cgroup driver $CGROUP_DRIVER) in $STATE"
+	# setsid: the daemon outlives this script and a Ctrl-C of the caller.
+	setsid dockerd \
+		--host "$DOCKER_HOST_URL" \
+		--pidfile "$PIDFILE" \
+		--data-root "$DATA_ROOT" \
+		--exec-root "$EXEC_ROOT" \
+		--config-file "$STATE/daemon.json" \
+		--containerd-namespace alfred-test \
+		--containerd-plugins-namespace alfred-test-plugins \
+		--storage-driver "$driver" \
+		--exec-opt "native.cgroupdriver=$CGROUP_DRIVER" \
+		--bridge=none --iptables=false --ip6tables=false \
+		--ip-forward=false --ip-masq=false --userland-proxy=false \
+		--log-level=warn \
+		</dev/null >"$LOG" 2>&1 &
+	launched=$!
+	deadline=$(($(date +%s) + WAIT))
+	while :; do
+		if docker_cli version --format '{{.Server.Version}}' >/dev/null 2>&1; then
+			return 0
+		fi
+		if ! kill -0 "$launched" 2>/dev/null; then
+			log "dockerd exited during start; last log lines:"
+			tail -n 15 "$LOG" >&2
+			return 1
+		fi
+		if [ "$(date +%s)" -ge "$deadline" ]; then
+			log "dockerd did not answer within ${WAIT}s; last log lines:"
+			tail -n 15 "$LOG" >&2
+			kill "$launched" 2>/dev/null || true
+			return 1
+		fi
+		sleep 0.2
+	done
+}
+
+# import_image builds a tiny rootfs from busybox-static (every applet as a
+# symlink, a user 1000 "agent") and imports it as $IMAGE.
+import_image() {
+	rootfs="$STATE/rootfs"
+	rm -rf "$rootfs"
+	mkdir -p "$rootfs/bin" "$rootfs/etc" "$rootfs/tmp" "$rootfs/home" "$rootfs/workspace" \
+		"$rootfs/proc" "$rootfs/sys" "$rootfs/dev"
+	chmod 1777 "$rootfs/tmp"
+	cp /bin/busybox "$rootfs/bin/busybox"
+	for applet in $(/bin/busybox --list); do
+		[ "$applet" = busybox ] || ln -s busybox "$rootfs/bin/$applet"
+	done
+	cat >"$rootfs/etc/passwd" <<-'EOF'
+		root:x:0:0:root:/root:/bin/sh
+		agent:x:1000:1000:agent:/home/agent:/bin/sh
+		nobody:x:65534:65534:nobody:/nonexistent:/bin/false
+	EOF
+	cat >"$rootfs/etc/group" <<-'EOF'
+		root:x:0:
+		agent:x:1000:
+		nogroup:x:65534:
+	EOF
+	tar -C "$rootfs" --numeric-owner --owner=0 --group=0 -cf - . |
+		docker_cli import \
+			--change 'ENV PATH=/bin' \
+			--change 'WORKDIR /workspace' \
+			--change 'LABEL alfred.test-image=busybox-static' \
+			- "$IMAGE" >/dev/null
+	rm -rf "$rootfs"
+}
+
+start() {
+	[ "$(id -u)" = 0 ] || die "start needs root (it runs dockerd)"
+	install_packages
+	if pid=$(ours_pid); then
+		log "dockerd already running (pid $pid)"
+	else
+		t0=$(now_ms)
+		if [ -n "${ALFRED_DOCKER_STORAGE:-}" ]; then
+			launch "$ALFRED_DOCKER_STORAGE" || die "dockerd did not start with storage driver $ALFRED_DOCKER_STORAGE (log: $LOG)"
+		elif ! launch overlay2; then
+			log "overlay2 failed; falling back to vfs"
+			launch vfs || die "dockerd did not start with overlay2 or vfs (log: $LOG)"
+		fi
+		log "dockerd ready in $(($(now_ms) - t0)) ms (pid $(cat "$PIDFILE"), storage $(docker_cli info --format '{{.Driver}}'))"
+	fi
+	t0=$(now_ms)
+	import_image
+	log "imported $IMAGE in $(($(now_ms) - t0)) ms"
+	write_envfile
+	print_env
+}
+
+stop() {
+	if ! pid=$(ours_pid); then
+		log "no dockerd of ours is running (pidfile $PIDFILE)"
+		return 0
+	fi
+	log "stopping dockerd pid $pid"
+	kill -TERM "$pid"
+	i=0
+	while [ -d "/proc/$pid" ] && [ $i -lt 150 ]; do
+		sleep 0.2
+		i=$((i + 1))
+	done
+	if [ -d "/proc/$pid" ]; then
+		log "dockerd pid $pid ignored SIGTERM for 30s; killing it"
+		kill -KILL "$pid" 2>/dev/null || true
+	fi
+	# The containerd that dockerd started for itself stops with it; after a
+	# SIGKILL it may linger: stop it too, again only by its own pidfile.
+	cpidfile="$EXEC_ROOT/containerd/containerd.pid"
+	if [ -f "$cpidfile" ]; then
+		cpid=$(cat "$cpidfile")
+		if [ -r "/proc/$cpid/cmdline" ] && tr '\0' ' ' <"/proc/$cpid/cmdline" | grep -qF -- "$EXEC_ROOT"; then
+			kill -TERM "$cpid" 2>/dev/null || true
+		fi
+	fi
+	rm -f "$ENVFILE"
+}
+
+case "${1:-}" in
+start) start ;;
+stop) stop ;;
+env)
+	ours_pid >/dev/null || die "no dockerd of ours is running; run: $0 start"
+	print_env
+	;;
+purge)
+	stop
+	if mountpoint -q "$DATA_ROOT" 2>/dev/null || grep -q " $STATE/" /proc/mounts; then
+		die "mounts remain under $STATE; not deleting it"
+	fi
+	rm -rf "$STATE"
+	;;
+*)
+	echo "usage: $0 start|stop|env|purge" >&2
+	exit 2
+	;;
+esac
