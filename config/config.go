@@ -1,0 +1,392 @@
+package config
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is the validated start-up configuration of `alfred serve` and of the
+// other subcommands.
+type Config struct {
+	Listen          string
+	PublicURL       string
+	StateDir        string
+	DataDir         string
+	LogFormat       string
+	LogLevel        string
+	ShutdownTimeout time.Duration
+
+	ForgeKind      string
+	ForgeName      string
+	ForgeURL       string
+	ForgeToken     string
+	WebhookSecrets []string
+
+	Runner           string
+	DockerHost       string
+	AgentImage       string
+	MaxParallelRuns  int
+	PollInterval     time.Duration
+	CredentialMounts string
+}
+
+// Setting describes one configuration value: its flag, its ALFRED_* variable,
+// its default and what it accepts. The catalogue is the single source of the
+// flags, the variables, the validation and the README's reference table.
+type Setting struct {
+	Flag    string // flag name, without dashes
+	Env     string // environment variable
+	Default string
+	Accepts string // what a valid value looks like, for error messages and docs
+	Help    string
+	Secret  bool // never printed back
+	set     func(c *Config, v string) error
+	get     func(c *Config) string
+}
+
+// Settings is the catalogue, in the order the README lists it.
+var Settings = []Setting{
+	{Flag: "listen", Env: "ALFRED_LISTEN", Default: "127.0.0.1:8080", Accepts: "host:port",
+		Help: "address the HTTP server listens on",
+		set:  func(c *Config, v string) error { return setHostPort(&c.Listen, v) }, get: func(c *Config) string { return c.Listen }},
+	{Flag: "public-url", Env: "ALFRED_PUBLIC_URL", Default: "", Accepts: "an http(s) URL, or empty for http://<listen>",
+		Help: "URL people reach Alfred at, used for links in comments",
+		set:  func(c *Config, v string) error { return setURL(&c.PublicURL, v, true) }, get: func(c *Config) string { return c.PublicURL }},
+	{Flag: "state", Env: "ALFRED_STATE_DIR", Default: "./var/state.git", Accepts: "a folder path",
+		Help: "bare git repository that holds every record (branch alfred/state)",
+		set:  func(c *Config, v string) error { return setNonEmpty(&c.StateDir, v) }, get: func(c *Config) string { return c.StateDir }},
+	{Flag: "data", Env: "ALFRED_DATA_DIR", Default: "./var", Accepts: "a folder path",
+		Help: "base of the cached clones, run worktrees and .agent-sessions",
+		set:  func(c *Config, v string) error { return setNonEmpty(&c.DataDir, v) }, get: func(c *Config) string { return c.DataDir }},
+	{Flag: "log-format", Env: "ALFRED_LOG_FORMAT", Default: "text", Accepts: "text or json",
+		Help: "log/slog handler",
+		set:  func(c *Config, v string) error { return setOneOf(&c.LogFormat, v, "text", "json") }, get: func(c *Config) string { return c.LogFormat }},
+	{Flag: "log-level", Env: "ALFRED_LOG_LEVEL", Default: "info", Accepts: "debug, info, warn or error",
+		Help: "lowest level logged",
+		set:  func(c *Config, v string) error { return setOneOf(&c.LogLevel, v, "debug", "info", "warn", "error") }, get: func(c *Config) string { return c.LogLevel }},
+	{Flag: "shutdown-timeout", Env: "ALFRED_SHUTDOWN_TIMEOUT", Default: "30s", Accepts: "a positive Go duration such as 30s",
+		Help: "how long requests and runs in flight may take to finish on SIGTERM",
+		set:  func(c *Config, v string) error { return setDuration(&c.ShutdownTimeout, v) }, get: func(c *Config) string { return c.ShutdownTimeout.String() }},
+
+	{Flag: "forge", Env: "ALFRED_FORGE", Default: "", Accepts: "forgejo, github, gitlab, or empty",
+		Help: "kind of forge the bot works on (Forgejo covers Gitea); empty serves without a forge",
+		set:  func(c *Config, v string) error { return setOneOf(&c.ForgeKind, v, "", "forgejo", "github", "gitlab") }, get: func(c *Config) string { return c.ForgeKind }},
+	{Flag: "forge-name", Env: "ALFRED_FORGE_NAME", Default: "", Accepts: "letters, digits, '-' or '_'; empty means the forge kind",
+		Help: "name of the forge in records and in the webhook URL /webhooks/{name}",
+		set:  func(c *Config, v string) error { return setName(&c.ForgeName, v) }, get: func(c *Config) string { return c.ForgeName }},
+	{Flag: "forge-url", Env: "ALFRED_FORGE_URL", Default: "", Accepts: "the forge's base http(s) URL",
+		Help: "e.g. https://forgejo.example.com (GitHub: https://api.github.com)",
+		set:  func(c *Config, v string) error { return setURL(&c.ForgeURL, v, true) }, get: func(c *Config) string { return c.ForgeURL }},
+	{Flag: "forge-token", Env: "ALFRED_FORGE_TOKEN", Default: "", Accepts: "an API token of the bot's account", Secret: true,
+		Help: "token of the bot's account on the forge (also used for git over HTTPS)",
+		set:  func(c *Config, v string) error { c.ForgeToken = v; return nil }, get: func(c *Config) string { return c.ForgeToken }},
+	{Flag: "webhook-secrets", Env: "ALFRED_WEBHOOK_SECRETS", Default: "", Accepts: "comma-separated secrets", Secret: true,
+		Help: "webhook secrets accepted (several at once while rotating)",
+		set:  func(c *Config, v string) error { c.WebhookSecrets = splitList(v); return nil }, get: func(c *Config) string { return strings.Join(c.WebhookSecrets, ",") }},
+
+	{Flag: "runner", Env: "ALFRED_RUNNER", Default: "image", Accepts: "image or host",
+		Help: "where agent CLIs run: a Docker container (image) or a plain process (host, never resumes sessions)",
+		set:  func(c *Config, v string) error { return setOneOf(&c.Runner, v, "image", "host") }, get: func(c *Config) string { return c.Runner }},
+	{Flag: "docker-host", Env: "ALFRED_DOCKER_HOST", Default: "", Accepts: "a Docker daemon address such as unix:///var/run/docker.sock; empty uses DOCKER_HOST",
+		Help: "Docker daemon of the image runner",
+		set:  func(c *Config, v string) error { c.DockerHost = v; return nil }, get: func(c *Config) string { return c.DockerHost }},
+	{Flag: "agent-image", Env: "ALFRED_AGENT_IMAGE", Default: "alfred-agent:latest", Accepts: "a Docker image reference",
+		Help: "image the agent CLIs run in (see sandbox/images/agent)",
+		set:  func(c *Config, v string) error { return setNonEmpty(&c.AgentImage, v) }, get: func(c *Config) string { return c.AgentImage }},
+	{Flag: "max-parallel-runs", Env: "ALFRED_MAX_PARALLEL_RUNS", Default: "2", Accepts: "a whole number from 1 to 64",
+		Help: "runs of different mailboxes executed at once",
+		set:  func(c *Config, v string) error { return setInt(&c.MaxParallelRuns, v, 1, 64) }, get: func(c *Config) string { return strconv.Itoa(c.MaxParallelRuns) }},
+	{Flag: "poll-interval", Env: "ALFRED_POLL_INTERVAL", Default: "1m", Accepts: "a positive Go duration such as 1m",
+		Help: "how often CI state and mergeability of open merge requests are polled (forges that send no webhook for them)",
+		set:  func(c *Config, v string) error { return setDuration(&c.PollInterval, v) }, get: func(c *Config) string { return c.PollInterval.String() }},
+	{Flag: "credential-mounts", Env: "AGENT_CREDENTIAL_MOUNTS", Default: "", Accepts: "adapter=/host/path:/home/agent/path, comma-separated",
+		Help: "read-only credential mounts per adapter (default for the setting of the same name)",
+		set:  func(c *Config, v string) error { c.CredentialMounts = v; return nil }, get: func(c *Config) string { return c.CredentialMounts }},
+}
+
+// FileFlag and FileEnv name the optional configuration file: lines of
+// ALFRED_NAME=value (as in a systemd EnvironmentFile), '#' comments allowed.
+const (
+	FileFlag = "config"
+	FileEnv  = "ALFRED_CONFIG"
+)
+
+// Load builds the configuration of a subcommand from, in rising precedence,
+// the defaults, the optional file, the environment and the command-line
+// flags. args are the subcommand's arguments; lookupEnv is os.LookupEnv in
+// production. The first invalid value stops it with an error naming the
+// setting and what it accepts.
+func Load(name string, args []string, lookupEnv func(string) (string, bool), stderr io.Writer) (*Config, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	file := fs.String(FileFlag, "", "optional configuration file of ALFRED_NAME=value lines (env "+FileEnv+")")
+	given := make(map[string]*string, len(Settings))
+	for _, s := range Settings {
+		v := new(string)
+		given[s.Flag] = v
+		help := fmt.Sprintf("%s (env %s; %s)", s.Help, s.Env, s.Accepts)
+		if s.Secret {
+			help += " — prefer the variable: flags show in process lists"
+		}
+		fs.Func(s.Flag, help, func(x string) error { *v = x; return nil })
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	values := make(map[string]string, len(Settings))
+	for _, s := range Settings {
+		values[s.Env] = s.Default
+	}
+	path := *file
+	if path == "" {
+		path, _ = lookupEnv(FileEnv)
+	}
+	if path != "" {
+		fromFile, err := readFile(path)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range fromFile {
+			values[k] = v
+		}
+	}
+	for _, s := range Settings {
+		if v, ok := lookupEnv(s.Env); ok {
+			values[s.Env] = v
+		}
+	}
+	fs.Visit(func(f *flag.Flag) {
+		if v, ok := given[f.Name]; ok {
+			for _, s := range Settings {
+				if s.Flag == f.Name {
+					values[s.Env] = *v
+				}
+			}
+		}
+	})
+	c := &Config{}
+	for _, s := range Settings {
+		if err := s.set(c, strings.TrimSpace(values[s.Env])); err != nil {
+			return nil, fmt.Errorf("setting %s (flag -%s): %w; it accepts %s", s.Env, s.Flag, err, s.Accepts)
+		}
+	}
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Config) check() error {
+	if c.ForgeName == "" {
+		c.ForgeName = c.ForgeKind
+	}
+	if c.ForgeKind != "" {
+		if c.ForgeURL == "" && c.ForgeKind != "github" {
+			return fmt.Errorf("setting ALFRED_FORGE_URL: required when ALFRED_FORGE is %s; it accepts the forge's base http(s) URL", c.ForgeKind)
+		}
+	}
+	return nil
+}
+
+// Missing lists, in plain words, what a working bot still needs. The home page
+// shows it; an empty list means the bot can take issues.
+func (c *Config) Missing() []string {
+	var m []string
+	if c.ForgeKind == "" {
+		m = append(m, "no forge: set ALFRED_FORGE (forgejo, github or gitlab) and ALFRED_FORGE_URL")
+		return m
+	}
+	if c.ForgeToken == "" {
+		m = append(m, "no forge token: set ALFRED_FORGE_TOKEN to a token of the bot's account")
+	}
+	if len(c.WebhookSecrets) == 0 {
+		m = append(m, "no webhook secret: set ALFRED_WEBHOOK_SECRETS; webhooks are refused until then")
+	}
+	return m
+}
+
+// Describe lists every setting with its value, secrets shown only as set or not.
+func (c *Config) Describe() []Entry {
+	out := make([]Entry, 0, len(Settings))
+	for _, s := range Settings {
+		v := s.get(c)
+		if s.Secret {
+			if v == "" {
+				v = "(not set)"
+			} else {
+				v = "(set, hidden)"
+			}
+		}
+		out = append(out, Entry{Name: s.Env, Value: v, Default: v == s.Default})
+	}
+	return out
+}
+
+// Entry is one line of Describe.
+type Entry struct {
+	Name    string
+	Value   string
+	Default bool
+}
+
+func readFile(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("configuration file: %w", err)
+	}
+	defer f.Close()
+	known := make(map[string]bool, len(Settings))
+	for _, s := range Settings {
+		known[s.Env] = true
+	}
+	out := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		k = strings.TrimSpace(strings.TrimPrefix(k, "export "))
+		if !ok {
+			return nil, fmt.Errorf("configuration file %s line %d: want NAME=value", path, n)
+		}
+		if !known[k] {
+			return nil, fmt.Errorf("configuration file %s line %d: unknown setting %s (known: %s)", path, n, k, strings.Join(envNames(), ", "))
+		}
+		out[k] = unquote(strings.TrimSpace(v))
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("configuration file %s: %w", path, err)
+	}
+	return out, nil
+}
+
+func envNames() []string {
+	n := make([]string, 0, len(Settings))
+	for _, s := range Settings {
+		n = append(n, s.Env)
+	}
+	sort.Strings(n)
+	return n
+}
+
+func unquote(v string) string {
+	if len(v) >= 2 && (v[0] == '"' && v[len(v)-1] == '"' || v[0] == '\'' && v[len(v)-1] == '\'') {
+		return v[1 : len(v)-1]
+	}
+	return v
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+var errEmpty = errors.New("empty value")
+
+func setNonEmpty(dst *string, v string) error {
+	if v == "" {
+		return errEmpty
+	}
+	*dst = v
+	return nil
+}
+
+func setOneOf(dst *string, v string, allowed ...string) error {
+	for _, a := range allowed {
+		if v == a {
+			*dst = v
+			return nil
+		}
+	}
+	return fmt.Errorf("%q is not allowed", v)
+}
+
+func setHostPort(dst *string, v string) error {
+	_, port, err := net.SplitHostPort(v)
+	if err != nil {
+		return fmt.Errorf("%q: %w", v, err)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return fmt.Errorf("%q: port %q is not a number from 0 to 65535", v, port)
+	}
+	*dst = v
+	return nil
+}
+
+func setURL(dst *string, v string, emptyOK bool) error {
+	if v == "" && emptyOK {
+		*dst = ""
+		return nil
+	}
+	if !strings.HasPrefix(v, "http://") && !strings.HasPrefix(v, "https://") || len(v) <= len("https://") {
+		return fmt.Errorf("%q is not an http(s) URL", v)
+	}
+	*dst = strings.TrimRight(v, "/")
+	return nil
+}
+
+func setDuration(dst *time.Duration, v string) error {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return fmt.Errorf("%q is not a duration", v)
+	}
+	if d <= 0 {
+		return fmt.Errorf("%q is not positive", v)
+	}
+	*dst = d
+	return nil
+}
+
+func setInt(dst *int, v string, lo, hi int) error {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		return fmt.Errorf("%q is out of range", v)
+	}
+	*dst = n
+	return nil
+}
+
+func setName(dst *string, v string) error {
+	for _, r := range v {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return fmt.Errorf("%q has the character %q", v, r)
+		}
+	}
+	*dst = v
+	return nil
+}
+
+// Reference writes the catalogue as the Markdown table of the README's
+// configuration reference (`alfred config reference`).
+func Reference(w io.Writer) error {
+	var b strings.Builder
+	b.WriteString("| variable | flag | default | accepts | what it does |\n|---|---|---|---|---|\n")
+	for _, s := range Settings {
+		def := "`" + s.Default + "`"
+		if s.Default == "" {
+			def = "(empty)"
+		}
+		fmt.Fprintf(&b, "| `%s` | `-%s` | %s | %s | %s |\n", s.Env, s.Flag, def, s.Accepts, s.Help)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

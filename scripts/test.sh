@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The whole test suite, as `make test` and CI run it. On a fresh Debian machine,
+# as root, it installs what the tests need, starts a private Docker daemon,
+# installs the agent CLIs from the npm registry, runs every test and stops the
+# daemon it started. Nothing here skips: a missing part fails the run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '== %s\n' "$*" >&2; }
+
+need_pkgs=()
+command -v git >/dev/null || need_pkgs+=(git)
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+	log "installing ${need_pkgs[*]}"
+	apt-get update -q
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need_pkgs[@]}"
+fi
+# go-git and the tests commit as someone.
+git config --global user.name >/dev/null || git config --global user.name "Alfred tests"
+git config --global user.email >/dev/null || git config --global user.email "tests@alfred.invalid"
+
+log "lint"
+make --no-print-directory lint
+
+log "starting a private Docker daemon"
+eval "$(bash scripts/dockerd.sh start)"
+trap 'bash scripts/dockerd.sh stop || true' EXIT
+
+if [ -f scripts/agent-clis.sh ]; then
+	log "installing the agent CLIs"
+	eval "$(bash scripts/agent-clis.sh)"
+fi
+
+log "go test"
+go test -count=1 -timeout 40m ./...

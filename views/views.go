@@ -1,0 +1,86 @@
+package views
+
+import (
+	"context"
+	"embed"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/alchemic-studio/alfred/config"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+var templates = template.Must(template.New("").ParseFS(templateFS, "templates/*.html"))
+
+// Deps is what the pages need from the rest of the service.
+type Deps struct {
+	Version string
+	Config  *config.Config
+	// Ready reports whether the service can do its work (the state store is
+	// open and writable); nil means always ready.
+	Ready  func(ctx context.Context) error
+	Logger *slog.Logger
+}
+
+// Register adds the health probes and the pages to r.
+func Register(r *mux.Router, d Deps) {
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	r.HandleFunc("/healthz", healthz).Methods(http.MethodGet, http.MethodHead)
+	r.HandleFunc("/readyz", d.readyz).Methods(http.MethodGet, http.MethodHead)
+	r.HandleFunc("/", d.home).Methods(http.MethodGet, http.MethodHead)
+}
+
+// healthz answers as long as the process serves HTTP.
+func healthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Write([]byte("ok\n"))
+}
+
+func (d Deps) readyz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if d.Ready != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		defer cancel()
+		if err := d.Ready(ctx); err != nil {
+			d.Logger.Warn("not ready", "err", err)
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.Write([]byte("not ready: " + err.Error() + "\n"))
+			return
+		}
+	}
+	w.Write([]byte("ready\n"))
+}
+
+type homeData struct {
+	Version string
+	Missing []string
+	Entries []config.Entry
+	Webhook string
+}
+
+func (d Deps) home(w http.ResponseWriter, r *http.Request) {
+	data := homeData{Version: d.Version}
+	if d.Config != nil {
+		data.Missing = d.Config.Missing()
+		data.Entries = d.Config.Describe()
+		if d.Config.ForgeName != "" {
+			data.Webhook = "/webhooks/" + d.Config.ForgeName
+		}
+	}
+	render(w, d.Logger, "home.html", data)
+}
+
+func render(w http.ResponseWriter, log *slog.Logger, name string, data any) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := templates.ExecuteTemplate(w, name, data); err != nil {
+		log.Error("render page", "template", name, "err", err)
+	}
+}

@@ -1,0 +1,78 @@
+package views
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/gorilla/mux"
+
+	"github.com/alchemic-studio/alfred/config"
+)
+
+func serve(t *testing.T, d Deps) *httptest.Server {
+	t.Helper()
+	r := mux.NewRouter()
+	Register(r, d)
+	srv := httptest.NewServer(r)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestHealthAndReadiness(t *testing.T) {
+	var failing error
+	srv := serve(t, Deps{Ready: func(context.Context) error { return failing }})
+	if code, body := get(t, srv.URL+"/healthz"); code != 200 || body != "ok\n" {
+		t.Fatalf("healthz: %d %q", code, body)
+	}
+	if code, _ := get(t, srv.URL+"/readyz"); code != 200 {
+		t.Fatalf("readyz while ready: %d", code)
+	}
+	failing = errors.New("state store is read-only")
+	code, body := get(t, srv.URL+"/readyz")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "read-only") {
+		t.Fatalf("readyz while not ready: %d %q", code, body)
+	}
+}
+
+func TestHomeSaysWhatIsMissing(t *testing.T) {
+	lookup := func(k string) (string, bool) {
+		v, ok := map[string]string{"ALFRED_FORGE": "forgejo", "ALFRED_FORGE_URL": "http://127.0.0.1:3000", "ALFRED_FORGE_TOKEN": "tok-secret-1"}[k]
+		return v, ok
+	}
+	c, err := config.Load("serve", nil, lookup, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := serve(t, Deps{Version: "test", Config: c})
+	code, body := get(t, srv.URL+"/")
+	if code != 200 {
+		t.Fatalf("home: %d", code)
+	}
+	for _, want := range []string{`data-test="missing"`, "ALFRED_WEBHOOK_SECRETS", "/webhooks/forgejo", "(set, hidden)"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("home page lacks %q", want)
+		}
+	}
+	if strings.Contains(body, "tok-secret-1") {
+		t.Error("home page shows the forge token")
+	}
+	if code, _ := get(t, srv.URL+"/nope"); code != 404 {
+		t.Errorf("unknown path: %d", code)
+	}
+}
