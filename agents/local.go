@@ -1,0 +1,327 @@
+package agents
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/Masterminds/semver/v3"
+
+	"github.com/alchemic-studio/alfred/sandbox"
+)
+
+// Mode is how a local CLI is invoked for one attempt.
+type Mode string
+
+// Modes.
+const (
+	// ModeNone: no SessionRef. The argv must be exactly what the adapter
+	// runs when the session feature does not apply (no session flags, and
+	// nothing that disables the CLI's own persistence either).
+	ModeNone Mode = "none"
+	// ModeFresh: start a new session, labelled with the session name where
+	// the CLI has a label, with the id from CLI.NewSessionID where the CLI
+	// accepts one.
+	ModeFresh Mode = "fresh"
+	// ModeResume: continue the session Invocation.SessionID.
+	ModeResume Mode = "resume"
+)
+
+// Invocation is everything a CLI needs to build one attempt's argv.
+type Invocation struct {
+	Mode     Mode
+	Prompt   string // identical in every mode; pass it verbatim as one argv element (or stdin)
+	Phase    Phase
+	Provider string
+	Model    string // empty: the CLI's default, add no model flag
+	Workdir  string // the sandbox working directory (Request.Sandbox.Workdir)
+	// SessionName is the session label (fresh and resume; empty in ModeNone).
+	SessionName string
+	// SessionID is, in ModeFresh, the id CLI.NewSessionID returned (empty
+	// when the CLI picks its own), and in ModeResume the native id to resume.
+	SessionID string
+}
+
+// Output is what a CLI read from one finished process.
+type Output struct {
+	// Succeeded is true when the CLI did its job: it exited normally and
+	// reported no error (check the JSON too: some CLIs exit 0 on API errors).
+	Succeeded bool
+	// Text is the final answer, or the error the CLI reported.
+	Text string
+	// NativeSessionID is the session id the CLI reported (JSON field or
+	// event), empty when it printed none.
+	NativeSessionID string
+	InputTokens     int64
+	OutputTokens    int64
+	CostUSD         float64
+}
+
+// CLI is what a per-CLI package supplies; NewLocal turns it into an Adapter
+// that runs the shared local-agent flow. Methods must be pure functions of
+// their arguments (no I/O): the flow does all running through the Runner.
+//
+// To add a CLI, write a package agents/<name> with a type implementing CLI
+// (see agents/fake for a complete worked example) and a constructor
+// New(...) (*agents.Local, error) that calls agents.NewLocal. Then add:
+// testdata/golden argv files for none/fresh/resume, recorded real outputs
+// (testdata/, each saying which CLI version produced it) for Parse, a
+// classifier table built from the real messages, and real-binary tests
+// (version, missing-session resume, round trip against agents/mockllm).
+type CLI interface {
+	// ID is the adapter id (see Adapter.ID).
+	ID() string
+	// Capabilities must have Kind KindLocal. A resumable CLI's
+	// SessionStatePath is the narrowest folder under /home/agent that holds
+	// its sessions and no credentials.
+	Capabilities() Capabilities
+	// VerifiedRange is the semver constraint (Masterminds syntax, e.g.
+	// ">=2.1.101, <=2.1.332") of versions whose session behaviour was
+	// verified. Detection reports resumable_sessions only inside it.
+	VerifiedRange() string
+	// VersionArgv is the command that prints the version (e.g. claude --version).
+	VersionArgv() []string
+	// ParseVersion reads that command's output.
+	ParseVersion(stdout, stderr []byte) (*semver.Version, error)
+	// Argv builds the command for one attempt. The prompt must appear the
+	// same in every mode. Flags the CLI needs to run headless and
+	// non-interactively (output format, approvals, trust) are the same in
+	// every mode too; ModeFresh and ModeResume only add session flags.
+	Argv(inv Invocation) []string
+	// EnvAllowlist names the variables, beyond BaseEnv, that the CLI may
+	// receive from Request.Sandbox.Env (API keys, base URLs, provider
+	// settings). Anything else the engine offers is dropped.
+	EnvAllowlist() []string
+	// FixedEnv is set on top, whatever the engine offers (e.g. disabling
+	// auto-update). May return nil.
+	FixedEnv() map[string]string
+	// NewSessionID returns a fresh random id (a UUID) for ModeFresh when
+	// the CLI accepts an id chosen by the caller, or "" when it assigns its
+	// own. Never derived from the session name.
+	NewSessionID() string
+	// Parse reads a finished process (Outcome exited). It must not fail:
+	// unreadable output is Output{Succeeded: false, Text: <what it could get>}.
+	Parse(res *sandbox.Result) Output
+	// Classify is called for a resume attempt that exited without
+	// succeeding. It returns FallbackStateMissing, FallbackUnsupportedVersion
+	// or FallbackRefused when the output proves the session could not be
+	// resumed (e.g. "No conversation found with session ID"), and
+	// FallbackNone for anything ambiguous (auth, network, crash, unknown):
+	// an ambiguous failure keeps its outcome and is never retried fresh.
+	Classify(res *sandbox.Result) FallbackReason
+}
+
+// BaseEnv names the variables every local CLI receives from
+// Request.Sandbox.Env when the engine offers them.
+var BaseEnv = []string{
+	"HOME", "PATH", "USER", "LANG", "LC_ALL", "TERM", "TZ", "TMPDIR",
+	"NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR",
+	"HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_proxy", "no_proxy",
+}
+
+// Local is the Adapter for a local CLI: it runs the shared flow.
+type Local struct {
+	cli  CLI
+	caps Capabilities
+	now  func() time.Time
+}
+
+// NewLocal checks the CLI's capabilities and returns its adapter.
+func NewLocal(cli CLI) (*Local, error) {
+	caps := cli.Capabilities()
+	if caps.Kind != KindLocal {
+		return nil, fmt.Errorf("adapter %s: a CLI must have kind %q, not %q", cli.ID(), KindLocal, caps.Kind)
+	}
+	if err := caps.Validate(); err != nil {
+		return nil, fmt.Errorf("adapter %s: %w", cli.ID(), err)
+	}
+	if _, err := semver.NewConstraint(cli.VerifiedRange()); err != nil {
+		return nil, fmt.Errorf("adapter %s: verified range %q: %w", cli.ID(), cli.VerifiedRange(), err)
+	}
+	return &Local{cli: cli, caps: caps, now: time.Now}, nil
+}
+
+// ID implements Adapter.
+func (l *Local) ID() string { return l.cli.ID() }
+
+// Capabilities implements Adapter.
+func (l *Local) Capabilities() Capabilities { return l.caps }
+
+// CLI returns the CLI the adapter runs (for detection).
+func (l *Local) CLI() CLI { return l.cli }
+
+// Run implements Adapter with the shared flow:
+//
+//   - no SessionRef: one ModeNone attempt, no session mount, and the session
+//     fields of the Result stay empty;
+//   - SessionRef without ResumeID: one ModeFresh attempt; ResumeFallback is
+//     the SessionRef's FreshReason;
+//   - SessionRef with ResumeID: a ModeResume attempt. If it exits without
+//     succeeding and Classify recognises why, one ModeFresh attempt follows
+//     under the same name, with only what is left of Request.Timeout (none
+//     left: Outcome timeout), and ResumeFallback is the reason. An
+//     unrecognised failure keeps its outcome. A resume whose reported id is
+//     not the one asked for did not resume (Resumed false,
+//     ResumeFallback state_missing: the CLI started a new session itself).
+//
+// Every attempt runs with Spec.Timeout set to the time left, so the CLI's own
+// retry loops end with our wall-clock budget.
+func (l *Local) Run(ctx context.Context, req Request) (*Result, error) {
+	if req.Runner == nil {
+		return nil, fmt.Errorf("adapter %s: request has no runner", l.ID())
+	}
+	if req.Session != nil {
+		if !l.caps.ResumableSessions {
+			return nil, fmt.Errorf("adapter %s: got a session reference but does not resume sessions", l.ID())
+		}
+		if req.Session.Name == "" {
+			return nil, fmt.Errorf("adapter %s: session reference without a name", l.ID())
+		}
+	}
+	start := l.now()
+	budget := func() (time.Duration, bool) {
+		if req.Timeout <= 0 {
+			return 0, true
+		}
+		left := req.Timeout - l.now().Sub(start)
+		return left, left > 0
+	}
+	run := func(inv Invocation) (Attempt, Output, error) {
+		left, ok := budget()
+		if !ok {
+			return Attempt{Mode: inv.Mode, Outcome: OutcomeTimeout}, Output{}, nil
+		}
+		return l.attempt(ctx, req, inv, left)
+	}
+	inv := Invocation{
+		Mode: ModeNone, Prompt: req.Prompt, Phase: req.Phase,
+		Provider: req.Provider, Model: req.Model, Workdir: req.Sandbox.Workdir,
+	}
+
+	if req.Session == nil {
+		a, out, err := run(inv)
+		if err != nil {
+			return nil, err
+		}
+		res := l.result([]Attempt{a}, out, start)
+		return res, nil
+	}
+
+	inv.SessionName = req.Session.Name
+	fresh := func() (Attempt, Output, error) {
+		f := inv
+		f.Mode = ModeFresh
+		f.SessionID = l.cli.NewSessionID()
+		return run(f)
+	}
+
+	if req.Session.ResumeID == "" {
+		a, out, err := fresh()
+		if err != nil {
+			return nil, err
+		}
+		res := l.result([]Attempt{a}, out, start)
+		res.NativeSessionID = out.NativeSessionID
+		res.ResumeFallback = req.Session.FreshReason
+		return res, nil
+	}
+
+	r := inv
+	r.Mode = ModeResume
+	r.SessionID = req.Session.ResumeID
+	a, out, err := run(r)
+	if err != nil {
+		return nil, err
+	}
+	if a.Fallback == FallbackNone {
+		res := l.result([]Attempt{a}, out, start)
+		res.NativeSessionID = out.NativeSessionID
+		switch {
+		case out.NativeSessionID == req.Session.ResumeID:
+			res.Resumed = true
+		case out.NativeSessionID != "":
+			// The CLI silently started another session.
+			res.ResumeFallback = FallbackStateMissing
+		}
+		return res, nil
+	}
+
+	attempts := []Attempt{a}
+	b, out, err := fresh()
+	if err != nil {
+		return nil, err
+	}
+	attempts = append(attempts, b)
+	res := l.result(attempts, out, start)
+	res.NativeSessionID = out.NativeSessionID
+	res.ResumeFallback = a.Fallback
+	return res, nil
+}
+
+// attempt runs one process with the given time budget (0: none).
+func (l *Local) attempt(ctx context.Context, req Request, inv Invocation, timeout time.Duration) (Attempt, Output, error) {
+	spec := req.Sandbox
+	spec.Argv = l.cli.Argv(inv)
+	spec.Env = l.env(req.Sandbox.Env)
+	spec.Timeout = timeout
+	spec.Session = nil
+	if inv.Mode != ModeNone && req.Session.HostStateDir != "" {
+		spec.Session = &sandbox.Mount{Host: req.Session.HostStateDir, Container: l.caps.SessionStatePath}
+	}
+	raw, err := req.Runner.Run(ctx, spec)
+	if err != nil {
+		return Attempt{}, Output{}, fmt.Errorf("adapter %s: run %s attempt: %w", l.ID(), inv.Mode, err)
+	}
+	a := Attempt{
+		Mode: inv.Mode, ExitCode: raw.ExitCode,
+		Stdout: raw.Stdout, Stderr: raw.Stderr, Duration: raw.Duration,
+	}
+	var out Output
+	switch raw.Outcome {
+	case sandbox.OutcomeTimeout:
+		a.Outcome = OutcomeTimeout
+	case sandbox.OutcomeCanceled:
+		a.Outcome = OutcomeCanceled
+	case sandbox.OutcomeExited:
+		out = l.cli.Parse(raw)
+		a.Outcome = OutcomeFailed
+		if out.Succeeded {
+			a.Outcome = OutcomeSucceeded
+		} else if inv.Mode == ModeResume {
+			a.Fallback = l.cli.Classify(raw)
+		}
+	default:
+		return Attempt{}, Output{}, fmt.Errorf("adapter %s: runner returned unknown outcome %q", l.ID(), raw.Outcome)
+	}
+	return a, out, nil
+}
+
+// result builds the Result from the attempts and the last one's output.
+func (l *Local) result(attempts []Attempt, out Output, start time.Time) *Result {
+	last := attempts[len(attempts)-1]
+	return &Result{
+		Outcome: last.Outcome, Text: out.Text,
+		InputTokens: out.InputTokens, OutputTokens: out.OutputTokens, CostUSD: out.CostUSD,
+		Stdout: last.Stdout, Stderr: last.Stderr, ExitCode: last.ExitCode,
+		Attempts: attempts, Duration: l.now().Sub(start),
+	}
+}
+
+// env keeps BaseEnv and the CLI's allowlist from offered, then sets FixedEnv.
+func (l *Local) env(offered map[string]string) map[string]string {
+	env := make(map[string]string)
+	for _, names := range [][]string{BaseEnv, l.cli.EnvAllowlist()} {
+		for _, k := range names {
+			if v, ok := offered[k]; ok {
+				env[k] = v
+			}
+		}
+	}
+	maps.Copy(env, l.cli.FixedEnv())
+	return env
+}
+
+// ErrNoVersion is returned by ParseVersion implementations that found no version.
+var ErrNoVersion = errors.New("no version in output")
