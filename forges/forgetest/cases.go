@@ -1,0 +1,658 @@
+package forgetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alchemic-studio/alfred/forges"
+)
+
+func ctxFor(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func issueTarget(h Harness, n int64) forges.Target {
+	return forges.Target{Project: h.Project(), Kind: forges.TargetIssue, Number: n}
+}
+
+func mrTarget(h Harness, n int64) forges.Target {
+	return forges.Target{Project: h.Project(), Kind: forges.TargetMergeRequest, Number: n}
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}
+
+func sameSet(a, b []string) bool { return slices.Equal(sorted(a), sorted(b)) }
+
+func testIdentity(t *testing.T, h Harness) {
+	ctx, f, p, w := ctxFor(t), h.Forge(), h.Project(), h.Want()
+	if f.Kind() == "" {
+		t.Error("Kind() is empty")
+	}
+	me, err := f.Me(ctx)
+	if err != nil {
+		t.Fatalf("Me: %v", err)
+	}
+	if me.Login != w.BotLogin {
+		t.Errorf("Me().Login = %q, want %q", me.Login, w.BotLogin)
+	}
+	if br, err := f.DefaultBranch(ctx, p); err != nil || br != w.DefaultBranch {
+		t.Errorf("DefaultBranch = %q, %v; want %q", br, err, w.DefaultBranch)
+	}
+	if u, err := f.CloneURL(ctx, p); err != nil || u != w.CloneURL {
+		t.Errorf("CloneURL = %q, %v; want %q", u, err, w.CloneURL)
+	}
+	if u, pw := f.GitCredentials(); u != w.GitUsername || pw != w.GitPassword {
+		t.Errorf("GitCredentials = %q, (secret); want %q and the configured token", u, w.GitUsername)
+	}
+}
+
+func testPermission(t *testing.T, h Harness) {
+	ctx, f, p := ctxFor(t), h.Forge(), h.Project()
+	h.SeedUser(t, "olivia", forges.PermissionAdmin)
+	h.SeedUser(t, "wendy", forges.PermissionWrite)
+	h.SeedUser(t, "reed", forges.PermissionRead)
+	for _, tc := range []struct {
+		user string
+		want forges.Permission
+	}{
+		{"olivia", forges.PermissionAdmin},
+		{"wendy", forges.PermissionWrite},
+		{"reed", forges.PermissionRead},
+		{"nobody-at-all", forges.PermissionNone},
+	} {
+		got, err := f.Permission(ctx, p, tc.user)
+		if err != nil {
+			t.Errorf("Permission(%q): %v", tc.user, err)
+			continue
+		}
+		if got != tc.want {
+			t.Errorf("Permission(%q) = %v, want %v", tc.user, got, tc.want)
+		}
+	}
+}
+
+func testIssue(t *testing.T, h Harness) {
+	ctx, f, p := ctxFor(t), h.Forge(), h.Project()
+	want := forges.Issue{
+		Number: 7, Title: "Add a name on ai client and resume from it #6 #7",
+		Body:   "Première ligne\r\nsecond line ✓\r\n\r\n```go\nx := 1\n```\n",
+		Author: "alice", Labels: []string{"type::task", "status::in_ci"}, Assignees: []string{h.Want().BotLogin},
+	}
+	h.SeedIssue(t, want)
+	h.SeedIssue(t, forges.Issue{Number: 8, Title: "closed one", Body: "x", Author: "alice", State: "closed"})
+	got, err := f.Issue(ctx, p, 7)
+	if err != nil {
+		t.Fatalf("Issue(7): %v", err)
+	}
+	if got.Number != 7 || got.Title != want.Title || got.Body != want.Body || got.Author != "alice" || got.State != "open" {
+		t.Errorf("Issue(7) = %+v, want %+v with state open", got, want)
+	}
+	if !sameSet(got.Labels, want.Labels) {
+		t.Errorf("Issue(7).Labels = %q, want %q", got.Labels, want.Labels)
+	}
+	if !sameSet(got.Assignees, want.Assignees) {
+		t.Errorf("Issue(7).Assignees = %q, want %q", got.Assignees, want.Assignees)
+	}
+	closed, err := f.Issue(ctx, p, 8)
+	if err != nil {
+		t.Fatalf("Issue(8): %v", err)
+	}
+	if closed.State != "closed" {
+		t.Errorf("Issue(8).State = %q, want closed", closed.State)
+	}
+}
+
+func testNotFound(t *testing.T, h Harness) {
+	ctx, f, p := ctxFor(t), h.Forge(), h.Project()
+	h.SeedIssue(t, forges.Issue{Number: 1, Title: "t", Author: "alice"})
+	if _, err := f.Issue(ctx, p, 999); !errors.Is(err, forges.ErrNotFound) {
+		t.Errorf("Issue(999) error = %v, want one wrapping ErrNotFound", err)
+	}
+	if _, err := f.MergeRequest(ctx, p, 999); !errors.Is(err, forges.ErrNotFound) {
+		t.Errorf("MergeRequest(999) error = %v, want one wrapping ErrNotFound", err)
+	}
+	if _, err := f.EditComment(ctx, issueTarget(h, 1), 999999, "x"); !errors.Is(err, forges.ErrNotFound) {
+		t.Errorf("EditComment(999999) error = %v, want one wrapping ErrNotFound", err)
+	}
+	err := f.UpdateLabel(ctx, p, forges.Label{Name: "no-such-label", Color: "ededed"})
+	if !errors.Is(err, forges.ErrNotFound) {
+		t.Errorf("UpdateLabel(no-such-label) error = %v, want one wrapping ErrNotFound", err)
+	}
+}
+
+func testSetIssueBody(t *testing.T, h Harness) {
+	ctx, f, p := ctxFor(t), h.Forge(), h.Project()
+	h.SeedIssue(t, forges.Issue{Number: 3, Title: "t", Body: "old", Author: "alice"})
+	body := "People wrote this.\r\n\r\n<!-- agent:section:start -->\r\n## Agent ✓\r\n<!-- agent:section:end -->\r\n"
+	if err := f.SetIssueBody(ctx, p, 3, body); err != nil {
+		t.Fatalf("SetIssueBody: %v", err)
+	}
+	if got := h.IssueBody(t, 3); got != body {
+		t.Errorf("stored body = %q, want %q", got, body)
+	}
+	got, err := f.Issue(ctx, p, 3)
+	if err != nil {
+		t.Fatalf("Issue(3): %v", err)
+	}
+	if got.Body != body {
+		t.Errorf("Issue(3).Body = %q, want %q", got.Body, body)
+	}
+	if err := f.SetIssueBody(ctx, p, 999, "x"); !errors.Is(err, forges.ErrNotFound) {
+		t.Errorf("SetIssueBody(999) error = %v, want one wrapping ErrNotFound", err)
+	}
+}
+
+func testCommentsPaginated(t *testing.T, h Harness) {
+	ctx, f := ctxFor(t), h.Forge()
+	h.SeedIssue(t, forges.Issue{Number: 2, Title: "t", Author: "alice"})
+	tg := issueTarget(h, 2)
+	var ids []int64
+	for i := range 120 {
+		author := "alice"
+		if i%3 == 0 {
+			author = h.Want().BotLogin
+		}
+		ids = append(ids, h.SeedComment(t, tg, author, fmt.Sprintf("comment %03d", i)))
+	}
+	got, err := f.Comments(ctx, tg)
+	if err != nil {
+		t.Fatalf("Comments: %v", err)
+	}
+	if len(got) != 120 {
+		t.Fatalf("Comments returned %d comments, want 120", len(got))
+	}
+	for i, c := range got {
+		if c.ID != ids[i] || c.Body != fmt.Sprintf("comment %03d", i) {
+			t.Fatalf("comment %d = {ID %d, Body %q}, want {ID %d, Body %q} (oldest first)", i, c.ID, c.Body, ids[i], fmt.Sprintf("comment %03d", i))
+		}
+		wantAuthor := "alice"
+		if i%3 == 0 {
+			wantAuthor = h.Want().BotLogin
+		}
+		if c.Author != wantAuthor {
+			t.Fatalf("comment %d author = %q, want %q", i, c.Author, wantAuthor)
+		}
+	}
+}
+
+func testCreateAndEditComment(t *testing.T, h Harness) {
+	ctx, f := ctxFor(t), h.Forge()
+	h.SeedIssue(t, forges.Issue{Number: 4, Title: "t", Author: "alice"})
+	tg := issueTarget(h, 4)
+	h.SeedComment(t, tg, "alice", "first")
+	c, err := f.CreateComment(ctx, tg, "hello ✓\n\n<!-- agent:key=0123456789ab:kind=acknowledgement -->")
+	if err != nil {
+		t.Fatalf("CreateComment: %v", err)
+	}
+	if c.ID == 0 || c.Author != h.Want().BotLogin || !strings.HasPrefix(c.Body, "hello ✓") {
+		t.Errorf("CreateComment = %+v, want an id, author %q and the body", c, h.Want().BotLogin)
+	}
+	e, err := f.EditComment(ctx, tg, c.ID, "edited")
+	if err != nil {
+		t.Fatalf("EditComment: %v", err)
+	}
+	if e.ID != c.ID || e.Body != "edited" {
+		t.Errorf("EditComment = %+v, want id %d and body edited", e, c.ID)
+	}
+	all, err := f.Comments(ctx, tg)
+	if err != nil {
+		t.Fatalf("Comments: %v", err)
+	}
+	if len(all) != 2 || all[0].Body != "first" || all[1].ID != c.ID || all[1].Body != "edited" {
+		t.Errorf("Comments after edit = %+v, want [first, edited]", all)
+	}
+}
+
+func testMergeRequestComments(t *testing.T, h Harness) {
+	ctx, f := ctxFor(t), h.Forge()
+	h.SeedIssue(t, forges.Issue{Number: 5, Title: "issue", Author: "alice"})
+	h.SeedMergeRequest(t, forges.MergeRequest{Number: 20, Title: "mr", Author: h.Want().BotLogin, State: forges.MergeRequestOpen,
+		SourceBranch: "agent/issue-5-x", TargetBranch: h.Want().DefaultBranch, HeadSHA: sha('a'), Mergeable: forges.MergeableClean})
+	h.SeedComment(t, issueTarget(h, 5), "alice", "on the issue")
+	h.SeedComment(t, mrTarget(h, 20), "alice", "on the mr")
+	if _, err := f.CreateComment(ctx, mrTarget(h, 20), "bot on the mr"); err != nil {
+		t.Fatalf("CreateComment on mr: %v", err)
+	}
+	got, err := f.Comments(ctx, mrTarget(h, 20))
+	if err != nil {
+		t.Fatalf("Comments(mr): %v", err)
+	}
+	var bodies []string
+	for _, c := range got {
+		bodies = append(bodies, c.Body)
+	}
+	if !slices.Equal(bodies, []string{"on the mr", "bot on the mr"}) {
+		t.Errorf("Comments(mr 20) bodies = %q, want [on the mr, bot on the mr]", bodies)
+	}
+}
+
+func testLabels(t *testing.T, h Harness) {
+	ctx, f, p := ctxFor(t), h.Forge(), h.Project()
+	want := map[string]forges.Label{}
+	for i := range 60 {
+		l := forges.Label{Name: fmt.Sprintf("area::part-%02d", i), Color: fmt.Sprintf("%06x", 0x101010*(i%15)+i), Description: fmt.Sprintf("part %d", i)}
+		if err := f.CreateLabel(ctx, p, l); err != nil {
+			t.Fatalf("CreateLabel(%s): %v", l.Name, err)
+		}
+		want[l.Name] = l
+	}
+	upd := forges.Label{Name: "area::part-07", Color: "abcdef", Description: "changed ✓"}
+	if err := f.UpdateLabel(ctx, p, upd); err != nil {
+		t.Fatalf("UpdateLabel: %v", err)
+	}
+	want[upd.Name] = upd
+	got, err := f.Labels(ctx, p)
+	if err != nil {
+		t.Fatalf("Labels: %v", err)
+	}
+	seen := map[string]bool{}
+	for _, l := range got {
+		w, ok := want[l.Name]
+		if !ok {
+			continue
+		}
+		seen[l.Name] = true
+		if strings.HasPrefix(l.Color, "#") || !forges.SameColor(l.Color, w.Color) || l.Description != w.Description {
+			t.Errorf("label %s = {%q, %q}, want {%q, %q} (colour without '#')", l.Name, l.Color, l.Description, w.Color, w.Description)
+		}
+	}
+	if len(seen) != len(want) {
+		t.Errorf("Labels returned %d of the %d created labels (pagination?)", len(seen), len(want))
+	}
+}
+
+func testAddRemoveLabels(t *testing.T, h Harness) {
+	ctx, f, p := ctxFor(t), h.Forge(), h.Project()
+	for _, n := range []string{"status::in_ci", "ai::retry", "type::bug", "other"} {
+		if err := f.CreateLabel(ctx, p, forges.Label{Name: n, Color: "ededed"}); err != nil {
+			t.Fatalf("CreateLabel(%s): %v", n, err)
+		}
+	}
+	h.SeedIssue(t, forges.Issue{Number: 6, Title: "t", Author: "alice", Labels: []string{"type::bug"}})
+	h.SeedMergeRequest(t, forges.MergeRequest{Number: 21, Title: "mr", Author: h.Want().BotLogin, State: forges.MergeRequestOpen,
+		SourceBranch: "agent/issue-6-x", TargetBranch: h.Want().DefaultBranch, HeadSHA: sha('b'), Mergeable: forges.MergeableClean})
+	for _, tg := range []forges.Target{issueTarget(h, 6), mrTarget(h, 21)} {
+		before := h.TargetLabels(t, tg)
+		if err := f.AddLabels(ctx, tg, "status::in_ci", "ai::retry"); err != nil {
+			t.Fatalf("AddLabels(%v): %v", tg, err)
+		}
+		want := append(slices.Clone(before), "status::in_ci", "ai::retry")
+		if got := h.TargetLabels(t, tg); !sameSet(got, want) {
+			t.Errorf("labels of %s %d after AddLabels = %q, want %q", tg.Kind, tg.Number, got, want)
+		}
+		if err := f.RemoveLabel(ctx, tg, "ai::retry"); err != nil {
+			t.Fatalf("RemoveLabel(%v): %v", tg, err)
+		}
+		if err := f.RemoveLabel(ctx, tg, "other"); err != nil {
+			t.Errorf("RemoveLabel of a label not on %s %d: %v, want no error", tg.Kind, tg.Number, err)
+		}
+		want = append(slices.Clone(before), "status::in_ci")
+		if got := h.TargetLabels(t, tg); !sameSet(got, want) {
+			t.Errorf("labels of %s %d after RemoveLabel = %q, want %q", tg.Kind, tg.Number, got, want)
+		}
+	}
+	is, err := f.Issue(ctx, p, 6)
+	if err != nil {
+		t.Fatalf("Issue(6): %v", err)
+	}
+	if !sameSet(is.Labels, []string{"type::bug", "status::in_ci"}) {
+		t.Errorf("Issue(6).Labels = %q, want [type::bug status::in_ci]", is.Labels)
+	}
+}
+
+func sha(c byte) string { return strings.Repeat(string(c), 40) }
+
+func seedMRs(t *testing.T, h Harness) []forges.MergeRequest {
+	bot, main := h.Want().BotLogin, h.Want().DefaultBranch
+	mrs := []forges.MergeRequest{
+		{Number: 22, Title: "open clean", Body: "Closes #1", Author: bot, State: forges.MergeRequestOpen, SourceBranch: "agent/issue-1-open", TargetBranch: main, HeadSHA: sha('1'), Mergeable: forges.MergeableClean},
+		{Number: 23, Title: "open conflict", Body: "Closes #2", Author: bot, State: forges.MergeRequestOpen, SourceBranch: "agent/issue-2-conflict", TargetBranch: main, HeadSHA: sha('2'), Mergeable: forges.MergeableConflict},
+		{Number: 24, Title: "merged", Body: "Closes #3", Author: "alice", State: forges.MergeRequestMerged, SourceBranch: "feature/merged", TargetBranch: main, HeadSHA: sha('3'), Mergeable: forges.MergeableClean},
+		{Number: 25, Title: "closed", Body: "nope", Author: "alice", State: forges.MergeRequestClosed, SourceBranch: "feature/closed", TargetBranch: main, HeadSHA: sha('4'), Mergeable: forges.MergeableClean},
+	}
+	for _, mr := range mrs {
+		h.SeedMergeRequest(t, mr)
+	}
+	return mrs
+}
+
+func checkMR(t *testing.T, what string, got *forges.MergeRequest, want forges.MergeRequest, mergeable bool) {
+	t.Helper()
+	if got.Number != want.Number || got.Title != want.Title || got.Body != want.Body || got.State != want.State ||
+		got.Author != want.Author || got.SourceBranch != want.SourceBranch || got.TargetBranch != want.TargetBranch ||
+		got.HeadSHA != want.HeadSHA {
+		t.Errorf("%s = %+v, want %+v", what, *got, want)
+	}
+	if mergeable && got.Mergeable != want.Mergeable {
+		t.Errorf("%s.Mergeable = %q, want %q", what, got.Mergeable, want.Mergeable)
+	}
+}
+
+func testMergeRequest(t *testing.T, h Harness) {
+	ctx, f, p := ctxFor(t), h.Forge(), h.Project()
+	for _, want := range seedMRs(t, h) {
+		got, err := f.MergeRequest(ctx, p, want.Number)
+		if err != nil {
+			t.Errorf("MergeRequest(%d): %v", want.Number, err)
+			continue
+		}
+		checkMR(t, fmt.Sprintf("MergeRequest(%d)", want.Number), got, want, want.State == forges.MergeRequestOpen)
+	}
+}
+
+func testMergeRequestForBranch(t *testing.T, h Harness) {
+	ctx, f, p := ctxFor(t), h.Forge(), h.Project()
+	mrs := seedMRs(t, h)
+	for i := range 30 { // more open merge requests than one page holds
+		h.SeedMergeRequest(t, forges.MergeRequest{Number: int64(30 + i), Title: fmt.Sprintf("filler %d", i), Author: "alice",
+			State: forges.MergeRequestOpen, SourceBranch: fmt.Sprintf("filler/%d", i), TargetBranch: h.Want().DefaultBranch,
+			HeadSHA: sha('5'), Mergeable: forges.MergeableClean})
+	}
+	for _, want := range mrs[:2] {
+		got, err := f.MergeRequestForBranch(ctx, p, want.SourceBranch)
+		if err != nil {
+			t.Errorf("MergeRequestForBranch(%q): %v", want.SourceBranch, err)
+			continue
+		}
+		checkMR(t, fmt.Sprintf("MergeRequestForBranch(%q)", want.SourceBranch), got, want, true)
+	}
+	for _, br := range []string{"feature/merged", "feature/closed", "no/such-branch"} {
+		if got, err := f.MergeRequestForBranch(ctx, p, br); !errors.Is(err, forges.ErrNotFound) {
+			t.Errorf("MergeRequestForBranch(%q) = %+v, %v; want an error wrapping ErrNotFound (no open one)", br, got, err)
+		}
+	}
+}
+
+func testCreateMergeRequest(t *testing.T, h Harness) {
+	ctx, f, p := ctxFor(t), h.Forge(), h.Project()
+	h.SeedIssue(t, forges.Issue{Number: 9, Title: "t", Author: "alice"})
+	h.SeedBranch(t, "agent/issue-9-add-x", sha('9'))
+	nmr := forges.NewMergeRequest{Title: "Add x", Body: "Closes #9\n\nDone ✓", SourceBranch: "agent/issue-9-add-x", TargetBranch: h.Want().DefaultBranch}
+	got, err := f.CreateMergeRequest(ctx, p, nmr)
+	if err != nil {
+		t.Fatalf("CreateMergeRequest: %v", err)
+	}
+	want := forges.MergeRequest{Number: got.Number, Title: nmr.Title, Body: nmr.Body, State: forges.MergeRequestOpen, Author: h.Want().BotLogin,
+		SourceBranch: nmr.SourceBranch, TargetBranch: nmr.TargetBranch, HeadSHA: sha('9')}
+	if got.Number == 0 {
+		t.Fatal("CreateMergeRequest returned number 0")
+	}
+	checkMR(t, "CreateMergeRequest", got, want, false)
+	read, err := f.MergeRequest(ctx, p, got.Number)
+	if err != nil {
+		t.Fatalf("MergeRequest(%d): %v", got.Number, err)
+	}
+	checkMR(t, "MergeRequest after create", read, want, false)
+	byBranch, err := f.MergeRequestForBranch(ctx, p, nmr.SourceBranch)
+	if err != nil || byBranch.Number != got.Number {
+		t.Errorf("MergeRequestForBranch after create = %+v, %v; want number %d", byBranch, err, got.Number)
+	}
+}
+
+func testCIStatus(t *testing.T, h Harness) {
+	ctx, f, p := ctxFor(t), h.Forge(), h.Project()
+	for i, tc := range []struct {
+		name   string
+		checks []forges.Check
+		want   forges.CIState
+	}{
+		{"none", nil, forges.CINone},
+		{"success", []forges.Check{{Name: "ci/test", State: forges.CISuccess, Description: "ok"}, {Name: "ci/lint", State: forges.CISuccess}}, forges.CISuccess},
+		{"pending", []forges.Check{{Name: "ci/test", State: forges.CISuccess}, {Name: "ci/lint", State: forges.CIPending}}, forges.CIPending},
+		{"failure", []forges.Check{{Name: "ci/test", State: forges.CIFailure, Description: "2 tests failed"}, {Name: "ci/lint", State: forges.CISuccess}}, forges.CIFailure},
+		{"failure beats pending", []forges.Check{{Name: "ci/test", State: forges.CIFailure}, {Name: "ci/lint", State: forges.CIPending}}, forges.CIFailure},
+	} {
+		commit := fmt.Sprintf("%040x", 0xc1000+i)
+		if tc.checks != nil {
+			h.SeedCI(t, commit, tc.checks)
+		}
+		got, err := f.CIStatus(ctx, p, commit)
+		if err != nil {
+			t.Errorf("%s: CIStatus: %v", tc.name, err)
+			continue
+		}
+		if got.State != tc.want || got.SHA != commit {
+			t.Errorf("%s: CIStatus = {SHA %s, State %q}, want {%s, %q}", tc.name, got.SHA, got.State, commit, tc.want)
+		}
+		gotChecks := map[string]forges.CIState{}
+		for _, c := range got.Checks {
+			gotChecks[c.Name] = c.State
+		}
+		if len(gotChecks) != len(tc.checks) {
+			t.Errorf("%s: CIStatus checks = %+v, want %+v", tc.name, got.Checks, tc.checks)
+		}
+		for _, c := range tc.checks {
+			if gotChecks[c.Name] != c.State {
+				t.Errorf("%s: check %s = %q, want %q", tc.name, c.Name, gotChecks[c.Name], c.State)
+			}
+		}
+	}
+}
+
+func testReviewComments(t *testing.T, h Harness) {
+	ctx, f, p := ctxFor(t), h.Forge(), h.Project()
+	h.SeedMergeRequest(t, forges.MergeRequest{Number: 26, Title: "mr", Author: h.Want().BotLogin, State: forges.MergeRequestOpen,
+		SourceBranch: "agent/issue-1-review", TargetBranch: h.Want().DefaultBranch, HeadSHA: sha('6'), Mergeable: forges.MergeableClean})
+	t0 := time.Date(2026, 11, 30, 4, 0, 0, 0, time.UTC)
+	seeded := []forges.ReviewComment{
+		{Author: "alice", Body: "old nit", Path: "src/a.go", Line: 3, CreatedAt: t0},
+		{Author: "wendy", Body: "`name` must not be empty here.", Path: "src/client.py", Line: 8, CreatedAt: t0.Add(time.Hour)},
+		{Author: "alice", Body: "Please validate the name before resuming.", CreatedAt: t0.Add(2 * time.Hour)},
+	}
+	for _, c := range seeded {
+		h.SeedReviewComment(t, 26, c)
+	}
+	all, err := f.ReviewComments(ctx, p, 26, time.Time{})
+	if err != nil {
+		t.Fatalf("ReviewComments(zero): %v", err)
+	}
+	checkReview(t, "ReviewComments(zero time)", all, seeded)
+	recent, err := f.ReviewComments(ctx, p, 26, t0.Add(30*time.Minute))
+	if err != nil {
+		t.Fatalf("ReviewComments(since): %v", err)
+	}
+	checkReview(t, "ReviewComments(since t0+30m)", recent, seeded[1:])
+}
+
+func checkReview(t *testing.T, what string, got, want []forges.ReviewComment) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s returned %d comments %+v, want %d", what, len(got), got, len(want))
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.Author != w.Author || g.Body != w.Body || g.Path != w.Path || (w.Path != "" && g.Line != w.Line) || !g.CreatedAt.Equal(w.CreatedAt) {
+			t.Errorf("%s[%d] = %+v, want %+v (oldest first)", what, i, g, w)
+		}
+	}
+}
+
+func testBranchExists(t *testing.T, h Harness) {
+	ctx, f, p := ctxFor(t), h.Forge(), h.Project()
+	h.SeedBranch(t, "agent/issue-7-add-a-name", sha('7'))
+	for _, tc := range []struct {
+		branch string
+		want   bool
+	}{
+		{h.Want().DefaultBranch, true},
+		{"agent/issue-7-add-a-name", true},
+		{"agent/nope", false},
+	} {
+		got, err := f.BranchExists(ctx, p, tc.branch)
+		if err != nil || got != tc.want {
+			t.Errorf("BranchExists(%q) = %v, %v; want %v", tc.branch, got, err, tc.want)
+		}
+	}
+}
+
+func testRetryTransient(t *testing.T, h Harness) {
+	ctx, f, p := ctxFor(t), h.Forge(), h.Project()
+	h.SeedIssue(t, forges.Issue{Number: 1, Title: "retry me", Author: "alice"})
+	for _, tc := range []struct{ status, n int }{{503, 2}, {502, 1}, {500, 1}, {429, 1}} {
+		h.FailNext(t, tc.status, tc.n)
+		got, err := f.Issue(ctx, p, 1)
+		if err != nil {
+			t.Errorf("Issue after %d x %d: %v, want a retry to succeed", tc.n, tc.status, err)
+			continue
+		}
+		if got.Title != "retry me" {
+			t.Errorf("Issue after %d x %d: title %q", tc.n, tc.status, got.Title)
+		}
+	}
+	h.FailNext(t, 503, 1)
+	if _, err := f.Comments(ctx, issueTarget(h, 1)); err != nil {
+		t.Errorf("Comments after one 503: %v, want a retry to succeed", err)
+	}
+}
+
+func testPersistentServerError(t *testing.T, h Harness) {
+	f, p := h.Forge(), h.Project()
+	h.SeedIssue(t, forges.Issue{Number: 1, Title: "t", Author: "alice"})
+	h.FailNext(t, 503, 1000)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := f.Issue(ctx, p, 1)
+	if err == nil {
+		t.Fatal("Issue succeeded while every answer is 503")
+	}
+	if errors.Is(err, forges.ErrNotFound) {
+		t.Errorf("Issue error = %v, must not wrap ErrNotFound for a 503", err)
+	}
+}
+
+func testContextDeadline(t *testing.T, h Harness) {
+	f, p := h.Forge(), h.Project()
+	h.SeedIssue(t, forges.Issue{Number: 1, Title: "t", Author: "alice"})
+	h.Hang(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := f.Issue(ctx, p, 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Issue with a hanging server = %v, want an error wrapping context.DeadlineExceeded", err)
+	}
+	canceled, cancel2 := context.WithCancel(context.Background())
+	cancel2()
+	if _, err := f.Issue(canceled, p, 1); !errors.Is(err, context.Canceled) {
+		t.Errorf("Issue with a canceled context = %v, want an error wrapping context.Canceled", err)
+	}
+}
+
+func testEnsureComment(t *testing.T, h Harness) {
+	ctx, f := ctxFor(t), h.Forge()
+	h.SeedIssue(t, forges.Issue{Number: 3, Title: "t", Author: "alice"})
+	tg := issueTarget(h, 3)
+	for i := range 60 {
+		h.SeedComment(t, tg, "alice", fmt.Sprintf("chatter %d", i))
+	}
+	key := forges.Key("forge/alice/demo/issue-3", "session", "")
+	marker, _ := forges.Marker(key, "session")
+	quote := h.SeedComment(t, tg, "alice", "> quoting the bot\n> "+marker)
+	for i := range 60 {
+		h.SeedComment(t, tg, "alice", fmt.Sprintf("more chatter %d", i))
+	}
+
+	c1, changed, err := forges.EnsureComment(ctx, f, tg, key, "session", "Run 1: analysis ✓")
+	if err != nil || !changed {
+		t.Fatalf("EnsureComment (create) = %v, %v; want changed", changed, err)
+	}
+	if c1.ID == quote {
+		t.Fatal("EnsureComment took a comment of another user that quotes the marker")
+	}
+	c2, changed, err := forges.EnsureComment(ctx, f, tg, key, "session", "Run 1: analysis ✓")
+	if err != nil || changed || c2.ID != c1.ID {
+		t.Errorf("EnsureComment (same text) = %+v, changed %v, %v; want comment %d unchanged", c2, changed, err, c1.ID)
+	}
+	c3, changed, err := forges.EnsureComment(ctx, f, tg, key, "session", "Run 2: development ✓")
+	if err != nil || !changed || c3.ID != c1.ID {
+		t.Errorf("EnsureComment (new text) = %+v, changed %v, %v; want comment %d edited", c3, changed, err, c1.ID)
+	}
+	all, err := f.Comments(ctx, tg)
+	if err != nil {
+		t.Fatalf("Comments: %v", err)
+	}
+	mine := 0
+	for _, c := range all {
+		if k, _, ok := forges.ParseMarker(c.Body); ok && k == key && c.Author == h.Want().BotLogin {
+			mine++
+			if !strings.HasPrefix(c.Body, "Run 2: development ✓") {
+				t.Errorf("managed comment body = %q, want the new text", c.Body)
+			}
+		}
+		if c.ID == quote && !strings.HasPrefix(c.Body, "> quoting the bot") {
+			t.Errorf("the quoting comment of alice was changed to %q", c.Body)
+		}
+	}
+	if mine != 1 {
+		t.Errorf("found %d managed comments with key %s, want exactly 1", mine, key)
+	}
+}
+
+func testEnsureSection(t *testing.T, h Harness) {
+	ctx, f, p := ctxFor(t), h.Forge(), h.Project()
+	human := "We want to name an AI client session.\r\n\r\nRelated: #6 #7 — ✓\r\n"
+	h.SeedIssue(t, forges.Issue{Number: 1, Title: "t", Body: human, Author: "alice"})
+	changed, err := forges.EnsureSection(ctx, f, p, 1, "## Agent status\n- state: analysis")
+	if err != nil || !changed {
+		t.Fatalf("EnsureSection = %v, %v; want changed", changed, err)
+	}
+	body := h.IssueBody(t, 1)
+	if !strings.HasPrefix(body, human) {
+		t.Errorf("body after EnsureSection = %q, want the text people wrote kept byte for byte", body)
+	}
+	if s, ok := forges.Section(body); !ok || s != "## Agent status\n- state: analysis" {
+		t.Errorf("Section of stored body = %q, %v", s, ok)
+	}
+	changed, err = forges.EnsureSection(ctx, f, p, 1, "## Agent status\n- state: analysis")
+	if err != nil || changed {
+		t.Errorf("EnsureSection with the same text = %v, %v; want unchanged", changed, err)
+	}
+	if _, err := forges.EnsureSection(ctx, f, p, 1, "## Agent status\n- state: development"); err != nil {
+		t.Fatalf("EnsureSection (update): %v", err)
+	}
+	body = h.IssueBody(t, 1)
+	if s, _ := forges.Section(body); s != "## Agent status\n- state: development" || !strings.HasPrefix(body, human) {
+		t.Errorf("body after update = %q", body)
+	}
+}
+
+func testSyncLabels(t *testing.T, h Harness) {
+	ctx, f, p := ctxFor(t), h.Forge(), h.Project()
+	if err := f.CreateLabel(ctx, p, forges.Label{Name: "type::bug", Color: "000000", Description: "old"}); err != nil {
+		t.Fatalf("CreateLabel: %v", err)
+	}
+	cat := forges.Catalogue()
+	created, updated, err := forges.SyncLabels(ctx, f, p)
+	if err != nil {
+		t.Fatalf("SyncLabels: %v", err)
+	}
+	if len(created) != len(cat)-1 || !slices.Equal(updated, []string{"type::bug"}) {
+		t.Errorf("first SyncLabels created %d %q, updated %q; want %d created and [type::bug] updated", len(created), created, updated, len(cat)-1)
+	}
+	created, updated, err = forges.SyncLabels(ctx, f, p)
+	if err != nil || len(created) != 0 || len(updated) != 0 {
+		t.Errorf("second SyncLabels = %q, %q, %v; want nothing to do", created, updated, err)
+	}
+	got, err := f.Labels(ctx, p)
+	if err != nil {
+		t.Fatalf("Labels: %v", err)
+	}
+	have := map[string]forges.Label{}
+	for _, l := range got {
+		have[l.Name] = l
+	}
+	for _, w := range cat {
+		if g, ok := have[w.Name]; !ok || !forges.SameColor(g.Color, w.Color) || g.Description != w.Description {
+			t.Errorf("label %s = %+v, want %+v", w.Name, g, w)
+		}
+	}
+}
