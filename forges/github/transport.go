@@ -1,0 +1,143 @@
+package github
+
+import (
+	"context"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// retryTransport retries what GitHub asks to be retried: 5xx answers with a
+// bounded exponential back-off with jitter, and rate-limit answers (429, or 403
+// with Retry-After or an exhausted X-RateLimit-Remaining) after the wait the
+// server names, when that wait fits in maxWait. Each attempt gets its own
+// timeout; the request's context bounds the whole.
+type retryTransport struct {
+	next       http.RoundTripper
+	timeout    time.Duration // per attempt, 0 for none
+	maxRetries int
+	baseDelay  time.Duration
+	maxWait    time.Duration // longest rate-limit wait honoured
+	now        func() time.Time
+}
+
+func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	for attempt := 0; ; attempt++ {
+		resp, err := t.try(req)
+		if err != nil {
+			return nil, err
+		}
+		wait, retry := t.retryAfter(resp, attempt)
+		if !retry || attempt >= t.maxRetries || (req.Body != nil && req.GetBody == nil) {
+			return resp, nil
+		}
+		// Drain a little so the connection can be reused, then wait.
+		_, _ = io.CopyN(io.Discard, resp.Body, 64<<10)
+		resp.Body.Close()
+		if err := sleep(req.Context(), wait); err != nil {
+			return nil, err
+		}
+		if req.GetBody != nil {
+			body, err := req.GetBody()
+			if err != nil {
+				return nil, err
+			}
+			req = req.Clone(req.Context())
+			req.Body = body
+		}
+	}
+}
+
+// try sends one attempt under its own timeout; the timeout stays armed until
+// the caller closes the body.
+func (t *retryTransport) try(req *http.Request) (*http.Response, error) {
+	if t.timeout <= 0 {
+		return t.next.RoundTrip(req)
+	}
+	ctx, cancel := context.WithTimeout(req.Context(), t.timeout)
+	resp, err := t.next.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+// retryAfter says whether resp deserves another attempt and after how long.
+func (t *retryTransport) retryAfter(resp *http.Response, attempt int) (time.Duration, bool) {
+	switch {
+	case resp.StatusCode >= 500:
+		if d, ok := t.serverWait(resp); ok {
+			return d, d <= t.maxWait
+		}
+		return t.backoff(attempt), true
+	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusForbidden:
+		d, ok := t.serverWait(resp)
+		if !ok {
+			if resp.StatusCode == http.StatusForbidden {
+				return 0, false // a plain permission refusal
+			}
+			d = t.backoff(attempt)
+		}
+		return d, d <= t.maxWait
+	}
+	return 0, false
+}
+
+// serverWait reads how long GitHub asks us to wait: Retry-After (seconds), or
+// X-RateLimit-Reset (epoch seconds) when X-RateLimit-Remaining is 0.
+func (t *retryTransport) serverWait(resp *http.Response) (time.Duration, bool) {
+	if s := resp.Header.Get("Retry-After"); s != "" {
+		if n, err := strconv.Atoi(s); err == nil && n >= 0 {
+			return time.Duration(n) * time.Second, true
+		}
+		if at, err := http.ParseTime(s); err == nil {
+			return max(at.Sub(t.now()), 0), true
+		}
+	}
+	if resp.Header.Get("X-RateLimit-Remaining") == "0" {
+		if n, err := strconv.ParseInt(resp.Header.Get("X-RateLimit-Reset"), 10, 64); err == nil {
+			// One second of margin: the reset is rounded down to the second.
+			return max(time.Unix(n, 0).Sub(t.now())+time.Second, 0), true
+		}
+	}
+	return 0, false
+}
+
+// backoff is baseDelay·2^attempt with ±50% jitter.
+func (t *retryTransport) backoff(attempt int) time.Duration {
+	d := t.baseDelay << min(attempt, 10)
+	if d <= 0 {
+		return 0
+	}
+	return d/2 + rand.N(d)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
+}
+
+// cancelBody releases an attempt's timeout when its body is closed.
+type cancelBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
+}
