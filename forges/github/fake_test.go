@@ -801,8 +801,8 @@ func (f *fakeGitHub) reviewJSON(rv *fakeReview) map[string]any {
 	return map[string]any{
 		"id": rv.id, "node_id": "MDE3OlB1bGxSZXF1ZXN0UmV2aWV3ODA=", "user": f.userJSON(rv.author), "body": rv.body,
 		"state": rv.state, "commit_id": f.issues[rv.pr].pr.sha, "submitted_at": rv.submitted.Format(time.RFC3339),
-		"html_url":         fmt.Sprintf("%s/%s/%s/pull/%d#pullrequestreview-%d", f.srv.URL, f.owner, f.repo, rv.pr, rv.id),
-		"pull_request_url": fmt.Sprintf("%srepos/%s/%s/pulls/%d", f.baseURL(), f.owner, f.repo, rv.pr),
+		"html_url":           fmt.Sprintf("%s/%s/%s/pull/%d#pullrequestreview-%d", f.srv.URL, f.owner, f.repo, rv.pr, rv.id),
+		"pull_request_url":   fmt.Sprintf("%srepos/%s/%s/pulls/%d", f.baseURL(), f.owner, f.repo, rv.pr),
 		"author_association": "COLLABORATOR",
 	}
 }
@@ -814,9 +814,9 @@ func (f *fakeGitHub) reviewCommentJSON(c *fakeReviewComment) map[string]any {
 		"original_commit_id": f.issues[c.pr].pr.sha, "user": f.userJSON(c.author), "body": c.body,
 		"line": c.line, "original_line": c.line, "side": "RIGHT", "subject_type": "line",
 		"created_at": c.created.Format(time.RFC3339), "updated_at": c.created.Format(time.RFC3339),
-		"html_url":         fmt.Sprintf("%s/%s/%s/pull/%d#discussion_r%d", f.srv.URL, f.owner, f.repo, c.pr, c.id),
-		"url":              fmt.Sprintf("%srepos/%s/%s/pulls/comments/%d", f.baseURL(), f.owner, f.repo, c.id),
-		"pull_request_url": fmt.Sprintf("%srepos/%s/%s/pulls/%d", f.baseURL(), f.owner, f.repo, c.pr),
+		"html_url":           fmt.Sprintf("%s/%s/%s/pull/%d#discussion_r%d", f.srv.URL, f.owner, f.repo, c.pr, c.id),
+		"url":                fmt.Sprintf("%srepos/%s/%s/pulls/comments/%d", f.baseURL(), f.owner, f.repo, c.id),
+		"pull_request_url":   fmt.Sprintf("%srepos/%s/%s/pulls/%d", f.baseURL(), f.owner, f.repo, c.pr),
 		"author_association": "COLLABORATOR",
 	}
 }
