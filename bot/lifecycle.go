@@ -1,0 +1,250 @@
+package bot
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/forges"
+	"github.com/alchemic-studio/alfred/state"
+)
+
+// Status is where an issue mailbox stands. Its label, status::<status>, is
+// owned by the bot: exactly one is on the issue at a time.
+type Status string
+
+// Statuses of DESIGN.md section 3.
+const (
+	StatusFunctionalAnalysis Status = "functional_analysis"
+	StatusTechnicalAnalysis  Status = "technical_analysis"
+	StatusWaitingValidation  Status = "waiting_validation"
+	StatusWaitingInfo        Status = "waiting_info"
+	StatusInDevelopment      Status = "in_development"
+	StatusInCI               Status = "in_ci"
+	StatusInReview           Status = "in_review"
+	StatusDone               Status = "done"
+	StatusBlocked            Status = "blocked"
+)
+
+// Label is the status label.
+func (s Status) Label() string { return forges.StatusPrefix + string(s) }
+
+// Command is a command label people add to steer the bot; the bot removes it
+// once handled.
+type Command string
+
+// Command labels.
+const (
+	CommandValidatePlan    Command = "validate_plan"
+	CommandRetry           Command = "retry"
+	CommandRetryOnce       Command = "retry_once"
+	CommandRetryUntilGreen Command = "retry_until_green"
+)
+
+// Label is the command label.
+func (c Command) Label() string { return forges.CommandPrefix + string(c) }
+
+var commands = []Command{CommandValidatePlan, CommandRetry, CommandRetryOnce, CommandRetryUntilGreen}
+
+// Flow is what the type label asks of an issue.
+type Flow string
+
+// Flows. Task is the default when no type label is set.
+const (
+	FlowTask     Flow = "task"     // type::task and type::bug: the whole flow
+	FlowAnalysis Flow = "analysis" // type::analysis: stop after the plan
+	FlowQuestion Flow = "question" // type::question: an answer run
+)
+
+// FlowOf reads the type label.
+func FlowOf(labels []string) Flow {
+	switch {
+	case slices.Contains(labels, forges.TypePrefix+"question"):
+		return FlowQuestion
+	case slices.Contains(labels, forges.TypePrefix+"analysis"):
+		return FlowAnalysis
+	default:
+		return FlowTask
+	}
+}
+
+// IntentKind is what an event means for the engine.
+type IntentKind string
+
+// Intent kinds, Atlantis-style: each event becomes exactly one typed intent,
+// and "not for me" is an intent (Ignore) rather than an error.
+const (
+	IntentIgnore        IntentKind = "ignore"
+	IntentStart         IntentKind = "start"          // the bot was given the issue: acknowledge and analyse
+	IntentCommand       IntentKind = "command"        // a command label was added
+	IntentRestoreStatus IntentKind = "restore_status" // a person changed the status label
+	IntentQuestion      IntentKind = "question"       // a person wrote in the issue thread
+	IntentReview        IntentKind = "review"         // review feedback on the bot's merge request
+	IntentCI            IntentKind = "ci"             // CI state of the merge request may have changed
+	IntentMerged        IntentKind = "merged"         // the merge request was merged
+	IntentClosed        IntentKind = "closed"         // the issue or merge request was closed without merge
+	IntentBranchDeleted IntentKind = "branch_deleted" // the issue branch is gone
+)
+
+// Intent is one event, understood.
+type Intent struct {
+	Kind    IntentKind
+	Reason  string   // why it is ignored
+	Command Command  // IntentCommand
+	Labels  []string // the label set the event reports
+	Text    string   // IntentQuestion, IntentReview: what the person wrote
+	Phase   agents.Phase
+}
+
+func ignore(reason string) Intent { return Intent{Kind: IntentIgnore, Reason: reason} }
+
+// Classify tells what ev means for mailbox mb (nil when the bot keeps none yet
+// for the event's target). me is the bot's login. It reads nothing but its
+// arguments; who may steer (write access) is checked afterwards, by the engine,
+// only for intents that steer.
+func Classify(ev *forges.Event, mb *state.Mailbox, me string) Intent {
+	if ev.Type == forges.EventIgnored {
+		return ignore(ev.Reason)
+	}
+	if strings.EqualFold(ev.Actor, me) {
+		return ignore("the bot's own event")
+	}
+	if mb == nil {
+		if ev.Target.Kind == forges.TargetIssue && assignedToMe(ev, me) {
+			return Intent{Kind: IntentStart, Labels: labelsOf(ev)}
+		}
+		return ignore("no mailbox for " + string(ev.Target.Kind) + " and the bot is not assigned")
+	}
+	if Status(mb.Status) == StatusDone {
+		return ignore("the mailbox is done")
+	}
+	switch ev.Type {
+	case forges.EventIssueAssigned:
+		return ignore("already working on it")
+	case forges.EventIssueLabeled, forges.EventIssueUnlabeled:
+		return classifyLabels(ev, mb)
+	case forges.EventCommentCreated:
+		if ev.Comment == nil || strings.TrimSpace(ev.Comment.Body) == "" {
+			return ignore("empty comment")
+		}
+		if _, _, managed := forges.ParseMarker(ev.Comment.Body); managed {
+			return ignore("a managed comment")
+		}
+		if mb.Kind == state.KindMR || ev.Target.Kind == forges.TargetMergeRequest {
+			return Intent{Kind: IntentReview, Text: ev.Comment.Body, Phase: agents.PhaseReviewFix}
+		}
+		return Intent{Kind: IntentQuestion, Text: ev.Comment.Body, Phase: agents.PhaseAnswer}
+	case forges.EventReviewSubmitted:
+		if ev.Review == nil || ev.Review.State == "approved" && strings.TrimSpace(ev.Review.Body) == "" && len(ev.Review.Comments) == 0 {
+			return ignore("an approval without comments")
+		}
+		return Intent{Kind: IntentReview, Text: reviewText(ev.Review), Phase: agents.PhaseReviewFix}
+	case forges.EventCIStatusChanged, forges.EventMergeRequestUpdated:
+		return Intent{Kind: IntentCI}
+	case forges.EventMergeRequestMerged:
+		return Intent{Kind: IntentMerged}
+	case forges.EventIssueClosed, forges.EventMergeRequestClosed:
+		return Intent{Kind: IntentClosed}
+	case forges.EventBranchDeleted:
+		if mb.BranchName != "" && ev.Branch == mb.BranchName {
+			return Intent{Kind: IntentBranchDeleted}
+		}
+		return ignore("not the issue branch")
+	}
+	return ignore("nothing to do for " + string(ev.Type))
+}
+
+func assignedToMe(ev *forges.Event, me string) bool {
+	switch ev.Type {
+	case forges.EventIssueAssigned:
+		if strings.EqualFold(ev.Assignee, me) {
+			return true
+		}
+		fallthrough
+	case forges.EventIssueOpened:
+		if ev.Issue != nil {
+			for _, a := range ev.Issue.Assignees {
+				if strings.EqualFold(a, me) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func labelsOf(ev *forges.Event) []string {
+	if ev.Labels != nil {
+		return ev.Labels
+	}
+	if ev.Issue != nil {
+		return ev.Issue.Labels
+	}
+	return nil
+}
+
+// classifyLabels diffs the reported label set against the one the mailbox saw
+// last (Forgejo says only that labels changed). A command label wins over a
+// status label change in the same event.
+func classifyLabels(ev *forges.Event, mb *state.Mailbox) Intent {
+	now := labelsOf(ev)
+	newLabels := added(mb.Labels, now)
+	if ev.LabelDeltaKnown {
+		newLabels = ev.LabelsAdded
+	}
+	for _, c := range commands {
+		if slices.Contains(newLabels, c.Label()) {
+			return Intent{Kind: IntentCommand, Command: c, Labels: now}
+		}
+	}
+	if mb.Status != "" {
+		if s := statusLabels(now); len(s) != 1 || s[0] != Status(mb.Status).Label() {
+			return Intent{Kind: IntentRestoreStatus, Labels: now}
+		}
+	}
+	return Intent{Kind: IntentIgnore, Reason: "no command or status label changed", Labels: now}
+}
+
+func statusLabels(labels []string) []string {
+	var out []string
+	for _, l := range labels {
+		if strings.HasPrefix(l, forges.StatusPrefix) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// added lists the labels of after that before lacks.
+func added(before, after []string) []string {
+	var out []string
+	for _, l := range after {
+		if !slices.Contains(before, l) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func reviewText(r *forges.Review) string {
+	var b strings.Builder
+	if s := strings.TrimSpace(r.Body); s != "" {
+		b.WriteString(s)
+		b.WriteString("\n")
+	}
+	for _, c := range r.Comments {
+		if c.Path != "" {
+			b.WriteString("- " + c.Path)
+			if c.Line > 0 {
+				b.WriteString(":" + strconv.Itoa(c.Line))
+			}
+			b.WriteString(": ")
+		} else {
+			b.WriteString("- ")
+		}
+		b.WriteString(strings.TrimSpace(c.Body))
+		b.WriteString("\n")
+	}
+	return b.String()
+}
