@@ -1,0 +1,178 @@
+package state
+
+import (
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// record is one file of the branch tip: its blob, raw JSON and decoded value
+// (nil for generic records), or why it could not be decoded.
+type record struct {
+	hash plumbing.Hash
+	raw  []byte
+	val  any
+	err  *UnreadableError
+}
+
+// snapshot is the committed tip: files, trees and the indexes derived from
+// them. The committer mutates it only under Store.mu, after the ref moved.
+type snapshot struct {
+	tip   plumbing.Hash
+	files map[string]*record
+	trees map[string]*treeNode
+
+	mailboxes     map[string]*mailboxIndex       // by mailbox id
+	runs          map[string]string              // run id -> path
+	sessionsByRun map[string]map[string]struct{} // run id -> llm session paths
+}
+
+// mailboxIndex holds what the session resolver asks of one mailbox.
+type mailboxIndex struct {
+	sessions []*LLMSession             // ordered by (CreatedAt, ID)
+	bad      map[string]*UnreadableError // unreadable llm sessions by path
+}
+
+func newSnapshot() *snapshot {
+	return &snapshot{
+		files:         map[string]*record{},
+		trees:         map[string]*treeNode{"": {hash: hashObject(plumbing.TreeObject, nil)}},
+		mailboxes:     map[string]*mailboxIndex{},
+		runs:          map[string]string{},
+		sessionsByRun: map[string]map[string]struct{}{},
+	}
+}
+
+// mailboxIDOf returns the mailbox id of a path under mailboxes/, built from
+// its escaped segments: mailboxes/{forge}/{owner}/{project}/{kind}/{bucket}/{iid}/...
+func mailboxIDOf(path string) (id, rest string, ok bool) {
+	segs := strings.SplitN(path, "/", 8)
+	if len(segs) < 8 || segs[0] != "mailboxes" {
+		return "", "", false
+	}
+	return segs[1] + "/" + segs[2] + "/" + segs[3] + "/" + segs[4] + "/" + segs[6], segs[7], true
+}
+
+// lastSegment returns the file name of path without ".json".
+func recordName(path string) string {
+	_, base := parentDir(path)
+	return strings.TrimSuffix(base, ".json")
+}
+
+func sessionLess(a, b *LLMSession) bool {
+	if !a.CreatedAt.Equal(b.CreatedAt) {
+		return a.CreatedAt.Before(b.CreatedAt)
+	}
+	return a.ID < b.ID
+}
+
+func (s *snapshot) mailbox(id string) *mailboxIndex {
+	m := s.mailboxes[id]
+	if m == nil {
+		m = &mailboxIndex{}
+		s.mailboxes[id] = m
+	}
+	return m
+}
+
+// index adds the record at path to the indexes.
+func (s *snapshot) index(path string, r *record) {
+	switch kindOf(path) {
+	case "run":
+		s.runs[recordName(path)] = path
+	case "llm_session":
+		mbID, _, ok := mailboxIDOf(path)
+		if !ok {
+			return
+		}
+		m := s.mailbox(mbID)
+		if r.err != nil {
+			if m.bad == nil {
+				m.bad = map[string]*UnreadableError{}
+			}
+			m.bad[path] = r.err
+			return
+		}
+		ls := r.val.(*LLMSession)
+		i := sort.Search(len(m.sessions), func(i int) bool { return sessionLess(ls, m.sessions[i]) })
+		m.sessions = append(m.sessions, nil)
+		copy(m.sessions[i+1:], m.sessions[i:])
+		m.sessions[i] = ls
+		byRun := s.sessionsByRun[ls.RunID]
+		if byRun == nil {
+			byRun = map[string]struct{}{}
+			s.sessionsByRun[ls.RunID] = byRun
+		}
+		byRun[path] = struct{}{}
+	}
+}
+
+// unindex removes the record at path from the indexes.
+func (s *snapshot) unindex(path string, r *record) {
+	switch kindOf(path) {
+	case "run":
+		if s.runs[recordName(path)] == path {
+			delete(s.runs, recordName(path))
+		}
+	case "llm_session":
+		mbID, _, ok := mailboxIDOf(path)
+		m := s.mailboxes[mbID]
+		if !ok || m == nil {
+			return
+		}
+		if r.err != nil {
+			delete(m.bad, path)
+		} else {
+			ls := r.val.(*LLMSession)
+			for i, x := range m.sessions {
+				if x == ls {
+					m.sessions = append(m.sessions[:i], m.sessions[i+1:]...)
+					break
+				}
+			}
+			if byRun := s.sessionsByRun[ls.RunID]; byRun != nil {
+				delete(byRun, path)
+				if len(byRun) == 0 {
+					delete(s.sessionsByRun, ls.RunID)
+				}
+			}
+		}
+		if len(m.sessions) == 0 && len(m.bad) == 0 {
+			delete(s.mailboxes, mbID)
+		}
+	}
+}
+
+// listFiles returns the file paths under dir, recursively when deep is set,
+// in path order.
+func (s *snapshot) listFiles(dir string, deep bool) []string {
+	var out []string
+	var walk func(string)
+	walk = func(d string) {
+		n := s.trees[d]
+		if n == nil {
+			return
+		}
+		for _, e := range n.entries {
+			p := e.name
+			if d != "" {
+				p = d + "/" + e.name
+			}
+			if e.dir {
+				if deep {
+					walk(p)
+				}
+				continue
+			}
+			out = append(out, p)
+		}
+	}
+	walk(dir)
+	sort.Strings(out)
+	return out
+}
+
+// now is the clock of record timestamps.
+var now = func() time.Time { return time.Now().UTC() }

@@ -1,0 +1,408 @@
+package state
+
+import (
+	"bufio"
+	"bytes"
+	"compress/zlib"
+	"crypto/sha1"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+)
+
+// packInfo describes one pack in objects/pack.
+type packInfo struct {
+	name    string // "pack-<hash>"
+	objects int
+}
+
+// packWriter streams non-delta objects into a git pack (version 2) and
+// collects what the .idx needs.
+type packWriter struct {
+	w      *bufio.Writer
+	sum    hash.Hash
+	offset int64
+	zw     *zlib.Writer
+	zbuf   bytes.Buffer
+	idx    idxfile.Writer
+	seen   map[plumbing.Hash]bool
+}
+
+func newPackWriter(w io.Writer, count, level int) (*packWriter, error) {
+	pw := &packWriter{sum: sha1.New(), seen: make(map[plumbing.Hash]bool, count)}
+	pw.w = bufio.NewWriterSize(io.MultiWriter(w, pw.sum), 64<<10)
+	zw, err := zlib.NewWriterLevel(&pw.zbuf, level)
+	if err != nil {
+		return nil, err
+	}
+	pw.zw = zw
+	var hdr [12]byte
+	copy(hdr[:], "PACK")
+	binary.BigEndian.PutUint32(hdr[4:], 2)
+	binary.BigEndian.PutUint32(hdr[8:], uint32(count))
+	if err := pw.idx.OnHeader(uint32(count)); err != nil {
+		return nil, err
+	}
+	_, err = pw.w.Write(hdr[:])
+	pw.offset = 12
+	return pw, err
+}
+
+func (pw *packWriter) add(typ plumbing.ObjectType, h plumbing.Hash, data []byte) error {
+	pw.seen[h] = true
+	var hdr [16]byte
+	size := len(data)
+	n := 0
+	b := byte(typ)<<4 | byte(size&0x0f)
+	size >>= 4
+	for size > 0 {
+		hdr[n] = b | 0x80
+		n++
+		b = byte(size & 0x7f)
+		size >>= 7
+	}
+	hdr[n] = b
+	n++
+	pw.zbuf.Reset()
+	pw.zw.Reset(&pw.zbuf)
+	if _, err := pw.zw.Write(data); err != nil {
+		return err
+	}
+	if err := pw.zw.Close(); err != nil {
+		return err
+	}
+	crc := crc32.NewIEEE()
+	crc.Write(hdr[:n])
+	crc.Write(pw.zbuf.Bytes())
+	pw.idx.Add(h, uint64(pw.offset), crc.Sum32())
+	if _, err := pw.w.Write(hdr[:n]); err != nil {
+		return err
+	}
+	if _, err := pw.w.Write(pw.zbuf.Bytes()); err != nil {
+		return err
+	}
+	pw.offset += int64(n + pw.zbuf.Len())
+	return nil
+}
+
+// finish writes the trailer and returns the pack checksum and its index.
+func (pw *packWriter) finish() (plumbing.Hash, *idxfile.MemoryIndex, error) {
+	var sum plumbing.Hash
+	if err := pw.w.Flush(); err != nil {
+		return sum, nil, err
+	}
+	pw.sum.Sum(sum[:0])
+	if _, err := pw.w.Write(sum[:]); err != nil {
+		return sum, nil, err
+	}
+	if err := pw.w.Flush(); err != nil {
+		return sum, nil, err
+	}
+	if err := pw.idx.OnFooter(sum); err != nil {
+		return sum, nil, err
+	}
+	idx, err := pw.idx.Index()
+	return sum, idx, err
+}
+
+// packDir is objects/pack of the repository.
+func packDir(repo string) string { return filepath.Join(repo, "objects", "pack") }
+
+// writePack writes objs as one pack and its index into objects/pack and
+// syncs both files and the folder before returning. produce is called with
+// a packWriter expecting count objects.
+func writePack(repo string, count, level int, produce func(*packWriter) error) (packInfo, error) {
+	dir := packDir(repo)
+	pf, err := os.CreateTemp(dir, "tmp_pack_")
+	if err != nil {
+		return packInfo{}, fmt.Errorf("create pack: %w", err)
+	}
+	removeTmp := []string{pf.Name()}
+	defer func() {
+		for _, n := range removeTmp {
+			os.Remove(n)
+		}
+	}()
+	defer pf.Close()
+	pw, err := newPackWriter(pf, count, level)
+	if err != nil {
+		return packInfo{}, fmt.Errorf("write pack: %w", err)
+	}
+	if err := produce(pw); err != nil {
+		return packInfo{}, fmt.Errorf("write pack: %w", err)
+	}
+	if len(pw.seen) != count {
+		return packInfo{}, fmt.Errorf("write pack: %d objects written, %d announced", len(pw.seen), count)
+	}
+	sum, idx, err := pw.finish()
+	if err != nil {
+		return packInfo{}, fmt.Errorf("write pack: %w", err)
+	}
+	xf, err := os.CreateTemp(dir, "tmp_idx_")
+	if err != nil {
+		return packInfo{}, fmt.Errorf("create pack index: %w", err)
+	}
+	removeTmp = append(removeTmp, xf.Name())
+	defer xf.Close()
+	bw := bufio.NewWriter(xf)
+	if _, err := idxfile.NewEncoder(bw).Encode(idx); err != nil {
+		return packInfo{}, fmt.Errorf("write pack index: %w", err)
+	}
+	if err := bw.Flush(); err != nil {
+		return packInfo{}, fmt.Errorf("write pack index: %w", err)
+	}
+	name := "pack-" + sum.String()
+	// Rename first, then sync both files and the folder together: the
+	// renames and the data reach the disk in one journal commit where the
+	// file system allows it. The ref moves only after all three syncs, so
+	// an object the ref needs is never missing.
+	if err := os.Rename(pf.Name(), filepath.Join(dir, name+".pack")); err != nil {
+		return packInfo{}, fmt.Errorf("install pack: %w", err)
+	}
+	if err := os.Rename(xf.Name(), filepath.Join(dir, name+".idx")); err != nil {
+		return packInfo{}, fmt.Errorf("install pack index: %w", err)
+	}
+	removeTmp = nil
+	if err := syncAll(pf, xf, nil, dir); err != nil {
+		return packInfo{}, err
+	}
+	return packInfo{name: name, objects: count}, nil
+}
+
+// syncAll fsyncs the files and folders concurrently so that one journal
+// commit can cover them all.
+func syncAll(f1, f2 *os.File, f3 *os.File, dirs ...string) error {
+	var wg sync.WaitGroup
+	errs := make([]error, 3+len(dirs))
+	for i, f := range []*os.File{f1, f2, f3} {
+		if f == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f.Sync(); err != nil {
+				errs[i] = fmt.Errorf("sync %s: %w", f.Name(), err)
+			}
+		}()
+	}
+	for i, d := range dirs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[3+i] = syncDir(d)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// listPacks returns the valid packs of the repository, removing leftovers of
+// an interrupted write (temporary files, a pack without its index, an index
+// whose pack is missing or does not match) when clean is set.
+func listPacks(repo string, clean bool) ([]packInfo, error) {
+	dir := packDir(repo)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("list packs: %w", err)
+	}
+	names := map[string]bool{}
+	for _, e := range ents {
+		names[e.Name()] = true
+	}
+	var packs []packInfo
+	removed := false
+	remove := func(n string) {
+		if clean {
+			os.Remove(filepath.Join(dir, n))
+			removed = true
+		}
+	}
+	for _, e := range ents {
+		n := e.Name()
+		switch {
+		case strings.HasPrefix(n, "tmp_"):
+			remove(n)
+		case strings.HasSuffix(n, ".pack"):
+			if !names[strings.TrimSuffix(n, ".pack")+".idx"] {
+				remove(n)
+			}
+		case strings.HasSuffix(n, ".idx"):
+			base := strings.TrimSuffix(n, ".idx")
+			count, ok := checkPack(dir, base)
+			if !ok {
+				remove(n)
+				remove(base + ".pack")
+				continue
+			}
+			packs = append(packs, packInfo{name: base, objects: count})
+		}
+	}
+	if removed {
+		if err := syncDir(dir); err != nil {
+			return nil, err
+		}
+	}
+	sort.Slice(packs, func(i, j int) bool { return packs[i].name < packs[j].name })
+	return packs, nil
+}
+
+// checkPack reads the object count of an index and checks that the pack's
+// trailer matches the checksum the index records.
+func checkPack(dir, base string) (int, bool) {
+	idx, err := os.ReadFile(filepath.Join(dir, base+".idx"))
+	if err != nil || len(idx) < 8+256*4+40 || !bytes.Equal(idx[:4], []byte{0xff, 't', 'O', 'c'}) {
+		return 0, false
+	}
+	count := int(binary.BigEndian.Uint32(idx[8+255*4:]))
+	packSum := idx[len(idx)-40 : len(idx)-20]
+	pf, err := os.Open(filepath.Join(dir, base+".pack"))
+	if err != nil {
+		return 0, false
+	}
+	defer pf.Close()
+	st, err := pf.Stat()
+	if err != nil || st.Size() < 32 {
+		return 0, false
+	}
+	trailer := make([]byte, 20)
+	if _, err := pf.ReadAt(trailer, st.Size()-20); err != nil || !bytes.Equal(trailer, packSum) {
+		return 0, false
+	}
+	return count, true
+}
+
+// geometricRollup picks the packs to merge so the rest form a geometric
+// progression (each pack at least twice the objects of all smaller ones
+// together), as `git repack --geometric=2` does. It returns nil when fewer
+// than two packs would merge.
+func geometricRollup(packs []packInfo) []packInfo {
+	sorted := append([]packInfo(nil), packs...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].objects < sorted[j].objects })
+	split := 0
+	sum := 0
+	for i, p := range sorted {
+		if i > 0 && p.objects < 2*sum {
+			split = i + 1
+		}
+		sum += p.objects
+	}
+	if split < 2 {
+		return nil
+	}
+	return sorted[:split]
+}
+
+// mergePacks writes the objects of packs into one pack compressed at the
+// default level, syncs it, then removes the old packs.
+func mergePacks(repo string, packs []packInfo) (packInfo, error) {
+	dir := packDir(repo)
+	fs := osfs.New(dir)
+	type src struct {
+		pf      *packfile.Packfile
+		entries []*idxfile.Entry
+	}
+	var srcs []src
+	defer func() {
+		for _, s := range srcs {
+			s.pf.Close()
+		}
+	}()
+	seen := map[plumbing.Hash]bool{}
+	for _, p := range packs {
+		xf, err := os.Open(filepath.Join(dir, p.name+".idx"))
+		if err != nil {
+			return packInfo{}, fmt.Errorf("merge packs: %w", err)
+		}
+		idx := idxfile.NewMemoryIndex()
+		err = idxfile.NewDecoder(bufio.NewReader(xf)).Decode(idx)
+		xf.Close()
+		if err != nil {
+			return packInfo{}, fmt.Errorf("merge packs: decode %s.idx: %w", p.name, err)
+		}
+		it, err := idx.Entries()
+		if err != nil {
+			return packInfo{}, fmt.Errorf("merge packs: %w", err)
+		}
+		var entries []*idxfile.Entry
+		for {
+			e, err := it.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return packInfo{}, fmt.Errorf("merge packs: %w", err)
+			}
+			if !seen[e.Hash] {
+				seen[e.Hash] = true
+				entries = append(entries, e)
+			}
+		}
+		it.Close()
+		f, err := fs.Open(p.name + ".pack")
+		if err != nil {
+			return packInfo{}, fmt.Errorf("merge packs: %w", err)
+		}
+		srcs = append(srcs, src{pf: packfile.NewPackfile(idx, fs, f, 0), entries: entries})
+	}
+	merged, err := writePack(repo, len(seen), zlib.DefaultCompression, func(pw *packWriter) error {
+		for _, s := range srcs {
+			for _, e := range s.entries {
+				obj, err := s.pf.GetByOffset(int64(e.Offset))
+				if err != nil {
+					return fmt.Errorf("read %s: %w", e.Hash, err)
+				}
+				r, err := obj.Reader()
+				if err != nil {
+					return fmt.Errorf("read %s: %w", e.Hash, err)
+				}
+				data, err := io.ReadAll(r)
+				r.Close()
+				if err != nil {
+					return fmt.Errorf("read %s: %w", e.Hash, err)
+				}
+				if err := pw.add(obj.Type(), e.Hash, data); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return packInfo{}, err
+	}
+	for _, p := range packs {
+		if p.name == merged.name {
+			continue
+		}
+		// The index goes first: a pack without an index is invisible.
+		os.Remove(filepath.Join(dir, p.name+".idx"))
+		os.Remove(filepath.Join(dir, p.name+".pack"))
+	}
+	return merged, syncDir(dir)
+}

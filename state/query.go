@@ -1,0 +1,262 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+)
+
+// Queries read the committed tip from memory under a read lock; they never
+// touch the disk. Records come back as copies. A query that meets an
+// unreadable record returns the readable ones together with an error that
+// wraps each *UnreadableError (use errors.As).
+
+// Tip returns the commit the branch points at ("" for an empty branch).
+func (s *Store) Tip() string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.snap.tip.IsZero() {
+		return ""
+	}
+	return s.snap.tip.String()
+}
+
+// Problems lists the unreadable records of the tip, by path.
+func (s *Store) Problems() []*UnreadableError {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := append([]*UnreadableError(nil), s.problems...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+// Get returns the raw JSON of the record at path.
+func (s *Store) Get(path string) ([]byte, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	r := s.snap.files[path]
+	if r == nil {
+		return nil, fmt.Errorf("get %s: %w", path, ErrNotFound)
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return append([]byte(nil), r.raw...), nil
+}
+
+// List returns the record paths under dir, recursively, in path order.
+func (s *Store) List(dir string) []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.snap.listFiles(dir, true)
+}
+
+// Len returns how many records the tip holds.
+func (s *Store) Len() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.snap.files)
+}
+
+// valueLocked returns the typed value at path; the caller holds s.mu.
+func (s *Store) valueLocked(path string) (any, error) {
+	r := s.snap.files[path]
+	if r == nil {
+		return nil, fmt.Errorf("get %s: %w", path, ErrNotFound)
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return r.val, nil
+}
+
+// Mailbox returns the mailbox with key k (forge, owner, project, kind, iid).
+func (s *Store) Mailbox(k MailboxKey) (Mailbox, error) {
+	if err := k.validate(); err != nil {
+		return Mailbox{}, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	v, err := s.valueLocked(k.dir() + "/mailbox.json")
+	if err != nil {
+		return Mailbox{}, err
+	}
+	m := *v.(*Mailbox)
+	m.Labels = append([]string(nil), m.Labels...)
+	return m, nil
+}
+
+// Mailboxes returns every mailbox record, in path order.
+func (s *Store) Mailboxes() ([]Mailbox, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []Mailbox
+	var errs []error
+	for _, p := range s.snap.listFiles("mailboxes", true) {
+		if kindOf(p) != "mailbox" {
+			continue
+		}
+		v, err := s.valueLocked(p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		m := *v.(*Mailbox)
+		m.Labels = append([]string(nil), m.Labels...)
+		out = append(out, m)
+	}
+	return out, errors.Join(errs...)
+}
+
+// Runs returns the runs of a mailbox ordered by CreatedAt, then ID.
+func (s *Store) Runs(mailboxID string) ([]Run, error) {
+	dir, err := mailboxDir(mailboxID)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []Run
+	var errs []error
+	for _, p := range s.snap.listFiles(dir+"/runs", false) {
+		v, err := s.valueLocked(p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, *v.(*Run))
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.Before(out[j].CreatedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, errors.Join(errs...)
+}
+
+// RunWithSessions returns a run by id and its llm sessions ordered by
+// CreatedAt, then ID.
+func (s *Store) RunWithSessions(runID string) (Run, []LLMSession, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	p, ok := s.snap.runs[escapeSegment(runID)]
+	if !ok {
+		return Run{}, nil, fmt.Errorf("run %s: %w", runID, ErrNotFound)
+	}
+	v, err := s.valueLocked(p)
+	if err != nil {
+		return Run{}, nil, err
+	}
+	run := *v.(*Run)
+	var sessions []LLMSession
+	for sp := range s.snap.sessionsByRun[runID] {
+		sessions = append(sessions, *s.snap.files[sp].val.(*LLMSession))
+	}
+	sort.Slice(sessions, func(i, j int) bool { return sessionLess(&sessions[i], &sessions[j]) })
+	// Sessions of this mailbox that cannot be read might belong to the run.
+	var errs []error
+	if mbID, _, ok := mailboxIDOf(p); ok {
+		if m := s.snap.mailboxes[mbID]; m != nil {
+			for _, e := range m.bad {
+				errs = append(errs, e)
+			}
+		}
+	}
+	return run, sessions, errors.Join(errs...)
+}
+
+// PriorSession returns the latest llm session of the mailbox for adapterID
+// with a native session id, ignoring those of run excludeRunID (the run
+// asking). found is false when there is none. An error wrapping
+// *UnreadableError comes with the result when some llm session of the
+// mailbox cannot be read, since it might be the latest.
+func (s *Store) PriorSession(mailboxID, adapterID, excludeRunID string) (ls LLMSession, found bool, err error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	m := s.snap.mailboxes[mailboxID]
+	if m == nil {
+		return LLMSession{}, false, nil
+	}
+	for i := len(m.sessions) - 1; i >= 0; i-- {
+		x := m.sessions[i]
+		if x.AdapterID == adapterID && x.NativeSessionID != nil && x.RunID != excludeRunID {
+			ls, found = *x, true
+			break
+		}
+	}
+	if len(m.bad) > 0 {
+		err = m.badErr()
+	}
+	return ls, found, err
+}
+
+// OtherAdapterSession reports whether an adapter other than adapterID has an
+// llm session with a native session id in the mailbox.
+func (s *Store) OtherAdapterSession(mailboxID, adapterID string) (bool, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	m := s.snap.mailboxes[mailboxID]
+	if m == nil {
+		return false, nil
+	}
+	var err error
+	if len(m.bad) > 0 {
+		err = m.badErr()
+	}
+	for _, x := range m.sessions {
+		if x.AdapterID != adapterID && x.NativeSessionID != nil {
+			return true, err
+		}
+	}
+	return false, err
+}
+
+func (m *mailboxIndex) badErr() error {
+	errs := make([]error, 0, len(m.bad))
+	for _, e := range m.bad {
+		errs = append(errs, e)
+	}
+	return errors.Join(errs...)
+}
+
+// Installations returns the detected agent installations in path order.
+func (s *Store) Installations() ([]AgentInstallation, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []AgentInstallation
+	var errs []error
+	for _, p := range s.snap.listFiles("installations", true) {
+		v, err := s.valueLocked(p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, *v.(*AgentInstallation))
+	}
+	return out, errors.Join(errs...)
+}
+
+// Settings returns the overrides set at one scope: organization (forge,
+// owner; project empty) or project (forge, owner, project), by key.
+func (s *Store) Settings(scope, forge, owner, project string) ([]SettingOverride, error) {
+	dir, err := settingsDir(scope, forge, owner, project)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []SettingOverride
+	var errs []error
+	for _, p := range s.snap.listFiles(dir, false) {
+		v, err := s.valueLocked(p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		o := *v.(*SettingOverride)
+		o.Value = append([]byte(nil), o.Value...)
+		out = append(out, o)
+	}
+	return out, errors.Join(errs...)
+}

@@ -1,0 +1,396 @@
+package state
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// FormatVersion is the newest record format this code reads and the one it
+// writes. A record carrying a higher format_version is reported unreadable
+// rather than misread.
+const FormatVersion = 1
+
+// MaxRunLog bounds the agent output kept in a Run record; longer logs keep
+// their tail behind a truncation marker.
+const MaxRunLog = 256 << 10
+
+// Kind says whether a mailbox follows an issue or a merge request.
+type Kind string
+
+// Mailbox kinds.
+const (
+	KindIssue Kind = "issue"
+	KindMR    Kind = "mr"
+)
+
+// RunStatus is the life state of a run.
+type RunStatus string
+
+// Run statuses.
+const (
+	RunQueued    RunStatus = "queued"
+	RunRunning   RunStatus = "running"
+	RunSucceeded RunStatus = "succeeded"
+	RunFailed    RunStatus = "failed"
+	RunTimeout   RunStatus = "timeout"
+	RunCanceled  RunStatus = "canceled"
+)
+
+// Setting scopes.
+const (
+	ScopeOrganization = "organization"
+	ScopeProject      = "project"
+)
+
+// MailboxKey identifies a mailbox on its forge.
+type MailboxKey struct {
+	Forge   string
+	Owner   string
+	Project string
+	Kind    Kind
+	IID     int64
+}
+
+// ID is the mailbox's stable identifier, "{forge}/{owner}/{project}/{kind}/{iid}"
+// with each part path-escaped (a GitLab subgroup owner "a/b" becomes "a%2Fb").
+func (k MailboxKey) ID() string {
+	return escapeSegment(k.Forge) + "/" + escapeSegment(k.Owner) + "/" +
+		escapeSegment(k.Project) + "/" + string(k.Kind) + "/" + strconv.FormatInt(k.IID, 10)
+}
+
+func (k MailboxKey) validate() error {
+	if k.Forge == "" || k.Owner == "" || k.Project == "" {
+		return fmt.Errorf("mailbox key %q: forge, owner and project are required", k.ID())
+	}
+	if k.Kind != KindIssue && k.Kind != KindMR {
+		return fmt.Errorf("mailbox key %q: kind %q is not %q or %q", k.ID(), k.Kind, KindIssue, KindMR)
+	}
+	if k.IID <= 0 {
+		return fmt.Errorf("mailbox key %q: iid must be positive", k.ID())
+	}
+	return nil
+}
+
+// dir is the folder holding the mailbox record and its runs and llm sessions.
+// Issues are bucketed by hundreds so that no tree grows with a project's size.
+func (k MailboxKey) dir() string {
+	return "mailboxes/" + escapeSegment(k.Forge) + "/" + escapeSegment(k.Owner) + "/" +
+		escapeSegment(k.Project) + "/" + string(k.Kind) + "/" + strconv.FormatInt(k.IID/100, 10) +
+		"/" + strconv.FormatInt(k.IID, 10)
+}
+
+// ParseMailboxID reverses MailboxKey.ID.
+func ParseMailboxID(id string) (MailboxKey, error) {
+	parts := strings.Split(id, "/")
+	if len(parts) != 5 {
+		return MailboxKey{}, fmt.Errorf("mailbox id %q: want forge/owner/project/kind/iid", id)
+	}
+	var k MailboxKey
+	var err error
+	for i, p := range []*string{&k.Forge, &k.Owner, &k.Project} {
+		if *p, err = url.PathUnescape(parts[i]); err != nil {
+			return MailboxKey{}, fmt.Errorf("mailbox id %q: %w", id, err)
+		}
+	}
+	k.Kind = Kind(parts[3])
+	if k.IID, err = strconv.ParseInt(parts[4], 10, 64); err != nil {
+		return MailboxKey{}, fmt.Errorf("mailbox id %q: iid: %w", id, err)
+	}
+	if k.ID() != id {
+		return MailboxKey{}, fmt.Errorf("mailbox id %q is not in canonical form %q", id, k.ID())
+	}
+	return k, k.validate()
+}
+
+func mailboxDir(id string) (string, error) {
+	k, err := ParseMailboxID(id)
+	if err != nil {
+		return "", err
+	}
+	return k.dir(), nil
+}
+
+// Mailbox is the bot's record of one issue or merge request.
+type Mailbox struct {
+	FormatVersion   int       `json:"format_version"`
+	ID              string    `json:"id"`
+	Forge           string    `json:"forge"`
+	Owner           string    `json:"owner"`
+	Project         string    `json:"project"`
+	Kind            Kind      `json:"kind"`
+	IID             int64     `json:"iid"`
+	Title           string    `json:"title"`
+	Status          string    `json:"status"`
+	Phase           string    `json:"phase"`
+	BranchName      string    `json:"branch_name"` // empty until frozen at the first run
+	LLMRetries      int       `json:"llm_retries"`
+	CIFixAttempts   int       `json:"ci_fix_attempts"`
+	Labels          []string  `json:"labels"` // as last seen on the forge
+	IssueURL        string    `json:"issue_url"`
+	MergeRequestIID int64     `json:"merge_request_iid,omitempty"`
+	MergeRequestURL string    `json:"merge_request_url,omitempty"`
+	CreatedAt       time.Time `json:"created_at"`
+	UpdatedAt       time.Time `json:"updated_at"`
+}
+
+// Key returns the mailbox's forge identity.
+func (m Mailbox) Key() MailboxKey {
+	return MailboxKey{Forge: m.Forge, Owner: m.Owner, Project: m.Project, Kind: m.Kind, IID: m.IID}
+}
+
+// Run is one execution of one phase for one mailbox.
+type Run struct {
+	FormatVersion int       `json:"format_version"`
+	ID            string    `json:"id"`
+	MailboxID     string    `json:"mailbox_id"`
+	Phase         string    `json:"phase"`
+	Trigger       string    `json:"trigger"` // event delivery id or command label
+	Runner        string    `json:"runner"`  // "image" or "host"
+	AdapterID     string    `json:"adapter_id"`
+	Provider      string    `json:"provider"`
+	Model         string    `json:"model"`
+	WorktreePath  string    `json:"worktree_path"`
+	Status        RunStatus `json:"status"`
+	Outcome       string    `json:"outcome"`
+	CreatedAt     time.Time `json:"created_at"`
+	StartedAt     time.Time `json:"started_at,omitzero"`
+	FinishedAt    time.Time `json:"finished_at,omitzero"`
+	Log           string    `json:"log"` // agent output, at most MaxRunLog bytes
+}
+
+// LLMSession is one adapter invocation inside a run.
+type LLMSession struct {
+	FormatVersion   int       `json:"format_version"`
+	ID              string    `json:"id"`
+	RunID           string    `json:"run_id"`
+	MailboxID       string    `json:"mailbox_id"`
+	AdapterID       string    `json:"adapter_id"`
+	Provider        string    `json:"provider"`
+	Model           string    `json:"model"`
+	InputTokens     int64     `json:"input_tokens"`
+	OutputTokens    int64     `json:"output_tokens"`
+	CostUSD         float64   `json:"cost_usd"`
+	DurationMS      int64     `json:"duration_ms"`
+	Outcome         string    `json:"outcome"`
+	SessionName     *string   `json:"session_name"`
+	NativeSessionID *string   `json:"native_session_id"`
+	Resumed         bool      `json:"resumed"`
+	ResumeFallback  *string   `json:"resume_fallback"`
+	CreatedAt       time.Time `json:"created_at"`
+}
+
+// AgentInstallation is a detected agent CLI in an image or on the host.
+type AgentInstallation struct {
+	FormatVersion     int       `json:"format_version"`
+	AdapterID         string    `json:"adapter_id"`
+	Runner            string    `json:"runner"` // "image" or "host"
+	Image             string    `json:"image"`  // empty for the host runner
+	Version           string    `json:"version"`
+	ResumableSessions bool      `json:"resumable_sessions"`
+	Reason            string    `json:"reason"` // why sessions are not resumable
+	DetectedAt        time.Time `json:"detected_at"`
+}
+
+func (a AgentInstallation) path() (string, error) {
+	if a.AdapterID == "" || (a.Runner != "image" && a.Runner != "host") {
+		return "", fmt.Errorf("agent installation %q/%q: adapter_id and runner image|host are required", a.AdapterID, a.Runner)
+	}
+	img := a.Image
+	if img == "" {
+		img = "_"
+	}
+	return "installations/" + escapeSegment(a.AdapterID) + "/" + a.Runner + "/" + escapeSegment(img) + ".json", nil
+}
+
+// SettingOverride is a setting value set at organization or project scope.
+type SettingOverride struct {
+	FormatVersion int             `json:"format_version"`
+	Scope         string          `json:"scope"` // ScopeOrganization or ScopeProject
+	Forge         string          `json:"forge"`
+	Owner         string          `json:"owner"`
+	Project       string          `json:"project"` // empty at organization scope
+	Key           string          `json:"key"`
+	Value         json.RawMessage `json:"value"`
+	UpdatedAt     time.Time       `json:"updated_at"`
+}
+
+func settingsDir(scope, forge, owner, project string) (string, error) {
+	if forge == "" || owner == "" {
+		return "", fmt.Errorf("settings scope %q: forge and owner are required", scope)
+	}
+	switch scope {
+	case ScopeOrganization:
+		if project != "" {
+			return "", fmt.Errorf("settings scope %q: project must be empty", scope)
+		}
+		return "settings/organization/" + escapeSegment(forge) + "/" + escapeSegment(owner), nil
+	case ScopeProject:
+		if project == "" {
+			return "", fmt.Errorf("settings scope %q: project is required", scope)
+		}
+		return "settings/project/" + escapeSegment(forge) + "/" + escapeSegment(owner) + "/" + escapeSegment(project), nil
+	}
+	return "", fmt.Errorf("settings scope %q is not %q or %q", scope, ScopeOrganization, ScopeProject)
+}
+
+func (o SettingOverride) path() (string, error) {
+	dir, err := settingsDir(o.Scope, o.Forge, o.Owner, o.Project)
+	if err != nil {
+		return "", err
+	}
+	if o.Key == "" {
+		return "", errors.New("setting override: key is required")
+	}
+	return dir + "/" + escapeSegment(o.Key) + ".json", nil
+}
+
+// UnreadableError reports a record that exists in the branch but cannot be
+// decoded: invalid JSON, or written by a newer format version.
+type UnreadableError struct {
+	Path   string // record path in the branch
+	Commit string // commit at which the record was read
+	Err    error
+}
+
+func (e *UnreadableError) Error() string {
+	return fmt.Sprintf("state record %s at commit %s is unreadable: %v", e.Path, e.Commit, e.Err)
+}
+
+func (e *UnreadableError) Unwrap() error { return e.Err }
+
+// ErrNotFound is returned for a record that does not exist.
+var ErrNotFound = errors.New("state record not found")
+
+// ErrFutureVersion is wrapped by UnreadableError for a record written by a
+// newer format version than FormatVersion.
+var ErrFutureVersion = errors.New("format_version newer than this code knows")
+
+// kindOf says which typed record a path holds ("" for generic records).
+func kindOf(path string) string {
+	switch {
+	case strings.HasPrefix(path, "mailboxes/"):
+		switch {
+		case strings.HasSuffix(path, "/mailbox.json"):
+			return "mailbox"
+		case strings.Contains(path, "/runs/"):
+			return "run"
+		case strings.Contains(path, "/llm_sessions/"):
+			return "llm_session"
+		}
+	case strings.HasPrefix(path, "installations/"):
+		return "installation"
+	case strings.HasPrefix(path, "settings/"):
+		return "setting"
+	}
+	return ""
+}
+
+// reservedPrefix reports whether generic writes may not touch path: typed
+// records are written only through their typed methods.
+func reservedPrefix(path string) bool {
+	for _, p := range []string{"mailboxes/", "installations/", "settings/"} {
+		if strings.HasPrefix(path, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// decodeRecord parses raw as the typed record path holds. Generic records are
+// checked to be a JSON object whose format_version, if any, is known.
+func decodeRecord(path string, raw []byte) (any, error) {
+	var head struct {
+		FormatVersion int `json:"format_version"`
+	}
+	var v any
+	switch kindOf(path) {
+	case "mailbox":
+		v = new(Mailbox)
+	case "run":
+		v = new(Run)
+	case "llm_session":
+		v = new(LLMSession)
+	case "installation":
+		v = new(AgentInstallation)
+	case "setting":
+		v = new(SettingOverride)
+	default:
+		v = &head
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return nil, fmt.Errorf("decode JSON: %w", err)
+	}
+	var fv int
+	switch r := v.(type) {
+	case *Mailbox:
+		fv = r.FormatVersion
+	case *Run:
+		fv = r.FormatVersion
+	case *LLMSession:
+		fv = r.FormatVersion
+	case *AgentInstallation:
+		fv = r.FormatVersion
+	case *SettingOverride:
+		fv = r.FormatVersion
+	default:
+		fv = head.FormatVersion
+		v = nil
+	}
+	if fv > FormatVersion {
+		return nil, fmt.Errorf("format_version %d: %w (%d)", fv, ErrFutureVersion, FormatVersion)
+	}
+	return v, nil
+}
+
+// escapeSegment makes s one safe path segment: slashes are escaped, and no
+// segment is "." or ".." or ends in ".json" (which only files do).
+func escapeSegment(s string) string {
+	e := url.PathEscape(s)
+	switch e {
+	case "":
+		return "%00"
+	case ".":
+		return "%2E"
+	case "..":
+		return "%2E%2E"
+	}
+	if strings.HasSuffix(e, ".json") {
+		e = e[:len(e)-5] + "%2Ejson"
+	}
+	return e
+}
+
+// validatePath checks a record path: relative, clean, segments non-empty,
+// the last one (and only it) ending in ".json".
+func validatePath(path string) error {
+	if !strings.HasSuffix(path, ".json") {
+		return fmt.Errorf("record path %q must end in .json", path)
+	}
+	segs := strings.Split(path, "/")
+	for i, s := range segs {
+		if s == "" || s == "." || s == ".." || strings.ContainsRune(s, 0) {
+			return fmt.Errorf("record path %q has an invalid segment %q", path, s)
+		}
+		if i < len(segs)-1 && strings.HasSuffix(s, ".json") {
+			return fmt.Errorf("record path %q: folder %q may not end in .json", path, s)
+		}
+	}
+	return nil
+}
+
+// truncateLog keeps the tail of log within MaxRunLog bytes.
+func truncateLog(log string) string {
+	if len(log) <= MaxRunLog {
+		return log
+	}
+	cut := len(log) - MaxRunLog + 64
+	for cut < len(log) && (log[cut]&0xC0) == 0x80 { // do not split a UTF-8 sequence
+		cut++
+	}
+	return fmt.Sprintf("[log truncated: %d bytes dropped]\n", cut) + log[cut:]
+}

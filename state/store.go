@@ -1,0 +1,572 @@
+package state
+
+import (
+	"bytes"
+	"compress/zlib"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"golang.org/x/sys/unix"
+)
+
+// Options tune a Store. The zero value is a writable store.
+type Options struct {
+	// ReadOnly opens the repository for inspection: no lock is taken (a
+	// running server may hold it), nothing is created or cleaned, and
+	// Update fails with ErrReadOnly. The store shows the tip as of Open.
+	ReadOnly bool
+	// Logger receives warnings (unreadable records, failed pack merges).
+	Logger *slog.Logger
+	// MaxBatch caps how many concurrent transactions share one commit
+	// (default 256).
+	MaxBatch int
+	// MergeAt is the pack count from which small packs are merged in the
+	// background (default 8).
+	MergeAt int
+}
+
+// ErrReadOnly is returned by Update on a store opened with Options.ReadOnly.
+var ErrReadOnly = errors.New("state store is read-only")
+
+// ErrClosed is returned by Update after Close.
+var ErrClosed = errors.New("state store is closed")
+
+// Store is the git-backed record store. Its queries read in-memory indexes;
+// Update writes durable commits. It is safe for concurrent use.
+type Store struct {
+	dir  string
+	opts Options
+	log  *slog.Logger
+	lock *os.File
+
+	mu       sync.RWMutex // guards snap and problems
+	snap     *snapshot
+	problems []*UnreadableError
+
+	reqs      chan *request
+	quit      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+
+	packMu  sync.Mutex // guards packs and merging
+	packs   []packInfo
+	merging bool
+	mergeWG sync.WaitGroup
+}
+
+type request struct {
+	ctx  context.Context
+	fn   func(*Tx) error
+	done chan error
+}
+
+// Open opens the state repository at dir, creating a bare repository with
+// branch alfred/state when it is missing, and loads the tip into memory. A
+// writable Open takes {dir}/alfred.lock; a second writable Store on the same
+// repository, in this process or another, gets an error wrapping ErrLocked.
+// Unreadable records do not fail Open: see Problems.
+func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 256
+	}
+	if opts.MergeAt <= 1 {
+		opts.MergeAt = 8
+	}
+	s := &Store{dir: dir, opts: opts, log: opts.Logger.With("state", dir)}
+	if opts.ReadOnly {
+		if _, err := os.Stat(filepath.Join(dir, "HEAD")); err != nil {
+			return nil, fmt.Errorf("open state %s read-only: %w", dir, err)
+		}
+	} else {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("open state %s: %w", dir, err)
+		}
+		lock, err := lockFile(dir)
+		if err != nil {
+			return nil, err
+		}
+		s.lock = lock
+		if err := initRepo(dir); err != nil {
+			unlockFile(lock)
+			return nil, err
+		}
+		if s.packs, err = listPacks(dir, true); err != nil {
+			unlockFile(lock)
+			return nil, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		unlockFile(s.lock)
+		return nil, err
+	}
+	if err := s.reload(); err != nil {
+		unlockFile(s.lock)
+		return nil, fmt.Errorf("open state %s: %w", dir, err)
+	}
+	if !opts.ReadOnly {
+		s.reqs = make(chan *request, opts.MaxBatch)
+		s.quit = make(chan struct{})
+		s.done = make(chan struct{})
+		go s.commitLoop()
+	}
+	return s, nil
+}
+
+// initRepo creates the bare repository with go-git when it has no HEAD and
+// syncs what was created.
+func initRepo(dir string) error {
+	if _, err := os.Stat(filepath.Join(dir, "HEAD")); err == nil {
+		return nil
+	}
+	_, err := git.PlainInitWithOptions(dir, &git.PlainInitOptions{
+		Bare:        true,
+		InitOptions: git.InitOptions{DefaultBranch: RefName},
+	})
+	if err != nil {
+		return fmt.Errorf("init state repository %s: %w", dir, err)
+	}
+	for _, d := range []string{"refs/heads/alfred", "objects/pack"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return fmt.Errorf("init state repository %s: %w", dir, err)
+		}
+	}
+	for _, d := range []string{"refs/heads/alfred", "refs/heads", "refs", "objects/pack", "objects", "."} {
+		if err := syncDir(filepath.Join(dir, d)); err != nil {
+			return err
+		}
+	}
+	return syncDir(filepath.Dir(filepath.Clean(dir)))
+}
+
+// reload replaces the in-memory state with the tip on disk.
+func (s *Store) reload() error {
+	snap, problems, err := load(s.dir)
+	if err != nil {
+		return err
+	}
+	for _, p := range problems {
+		s.log.Warn("unreadable state record", "path", p.Path, "commit", p.Commit, "err", p.Err)
+	}
+	s.mu.Lock()
+	s.snap, s.problems = snap, problems
+	s.mu.Unlock()
+	return nil
+}
+
+// Close stops accepting transactions, waits for queued ones and any pack
+// merge, and releases the lock.
+func (s *Store) Close() error {
+	if s.opts.ReadOnly {
+		return nil
+	}
+	s.closeOnce.Do(func() {
+		close(s.quit)
+		<-s.done
+		s.mergeWG.Wait()
+	})
+	return unlockFile(s.lock)
+}
+
+// Update runs fn in a transaction and commits its writes durably: the
+// objects and the ref are on disk when Update returns nil. Concurrent
+// Updates may share one commit; fn runs in order after the transactions
+// queued before it and sees their writes. If fn returns an error its writes
+// are dropped and Update returns that error. If the branch moved under the
+// store (compare-and-swap lost) the tip is re-read and fn runs again, so fn
+// must not have side effects outside tx. fn must not call Update.
+// Once queued, a transaction is committed or failed even if ctx ends.
+func (s *Store) Update(ctx context.Context, fn func(*Tx) error) error {
+	if s.opts.ReadOnly {
+		return ErrReadOnly
+	}
+	req := &request{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	select {
+	case <-s.quit:
+		return ErrClosed
+	default:
+	}
+	select {
+	case s.reqs <- req:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.quit:
+		return ErrClosed
+	}
+	return <-req.done
+}
+
+func (s *Store) commitLoop() {
+	defer close(s.done)
+	for {
+		var first *request
+		select {
+		case first = <-s.reqs:
+		case <-s.quit:
+			// Drain what was queued before Close.
+			for {
+				select {
+				case r := <-s.reqs:
+					s.commitBatch([]*request{r})
+				default:
+					return
+				}
+			}
+		}
+		batch := []*request{first}
+	drain:
+		for len(batch) < s.opts.MaxBatch {
+			select {
+			case r := <-s.reqs:
+				batch = append(batch, r)
+			default:
+				break drain
+			}
+		}
+		s.commitBatch(batch)
+	}
+}
+
+const maxAttempts = 5
+
+func (s *Store) commitBatch(batch []*request) {
+	results := make([]error, len(batch))
+	var err error
+	for attempt := 1; ; attempt++ {
+		var lost bool
+		lost, err = s.tryCommit(batch, results)
+		if err == nil && !lost {
+			break
+		}
+		if err == nil && attempt >= maxAttempts {
+			err = fmt.Errorf("commit state: branch %s kept moving under the store (%d attempts)", RefName, attempt)
+		}
+		if err != nil {
+			break
+		}
+		s.log.Warn("state branch moved under the store; re-reading the tip", "attempt", attempt)
+		if err = s.reload(); err != nil {
+			break
+		}
+	}
+	for i, r := range batch {
+		if results[i] == nil {
+			results[i] = err
+		}
+		r.done <- results[i]
+	}
+}
+
+// tryCommit applies the batch to a fresh overlay and commits it. It reports
+// lost when the ref on disk is not the tip the batch was built on.
+func (s *Store) tryCommit(batch []*request, results []error) (lost bool, err error) {
+	snap := s.snap // only this goroutine replaces or mutates it
+	overlay := map[string]*change{}
+	for i, r := range batch {
+		results[i] = nil
+		tx := &Tx{ctx: r.ctx, snap: snap, base: overlay, writes: map[string]*change{}}
+		if err := callTx(r.fn, tx); err != nil {
+			results[i] = err
+			continue
+		}
+		for p, c := range tx.writes {
+			overlay[p] = c
+		}
+	}
+	// Keep only what changes the tip.
+	changes := map[string]fileChange{}
+	for p, c := range overlay {
+		old := snap.files[p]
+		if c.deleted {
+			if old == nil {
+				delete(overlay, p)
+				continue
+			}
+			changes[p] = fileChange{deleted: true}
+			continue
+		}
+		c.hash = hashObject(plumbing.BlobObject, c.raw)
+		if old != nil && old.hash == c.hash {
+			delete(overlay, p)
+			continue
+		}
+		changes[p] = fileChange{hash: c.hash}
+	}
+	if len(changes) == 0 {
+		return false, nil
+	}
+	newTrees, removed, objs := buildTrees(snap.trees, changes)
+	for _, c := range overlay {
+		if !c.deleted {
+			objs = append(objs, gitObject{typ: plumbing.BlobObject, data: c.raw, hash: c.hash})
+		}
+	}
+	commit := newObject(plumbing.CommitObject, encodeCommit(newTrees[""].hash, snap.tip, changes))
+	objs = append(objs, commit)
+	objs = dedupe(objs)
+	pack, err := writePack(s.dir, len(objs), zlib.BestSpeed, func(pw *packWriter) error {
+		for _, o := range objs {
+			if err := pw.add(o.typ, o.hash, o.data); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("commit state: %w", err)
+	}
+	s.addPack(pack)
+	cur, err := s.readRef()
+	if err != nil {
+		return false, fmt.Errorf("commit state: %w", err)
+	}
+	if cur != snap.tip {
+		return true, nil
+	}
+	if err := s.writeRef(commit.hash); err != nil {
+		return false, fmt.Errorf("commit state: %w", err)
+	}
+	s.apply(snap, commit.hash, overlay, newTrees, removed)
+	return false, nil
+}
+
+// callTx runs fn, turning a panic into an error for that transaction only.
+func callTx(fn func(*Tx) error, tx *Tx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("state transaction panicked: %v", r)
+		}
+	}()
+	return fn(tx)
+}
+
+func dedupe(objs []gitObject) []gitObject {
+	seen := make(map[plumbing.Hash]bool, len(objs))
+	out := objs[:0]
+	for _, o := range objs {
+		if !seen[o.hash] {
+			seen[o.hash] = true
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// apply installs a committed batch into the in-memory state.
+func (s *Store) apply(snap *snapshot, tip plumbing.Hash, overlay map[string]*change, trees map[string]*treeNode, removed []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	snap.tip = tip
+	for dir, n := range trees {
+		snap.trees[dir] = n
+	}
+	for _, dir := range removed {
+		delete(snap.trees, dir)
+	}
+	for p, c := range overlay {
+		if old := snap.files[p]; old != nil {
+			snap.unindex(p, old)
+			if old.err != nil {
+				s.dropProblem(p)
+			}
+		}
+		if c.deleted {
+			delete(snap.files, p)
+			continue
+		}
+		r := &record{hash: c.hash, raw: c.raw, val: c.val}
+		snap.files[p] = r
+		snap.index(p, r)
+	}
+}
+
+func (s *Store) dropProblem(path string) {
+	for i, p := range s.problems {
+		if p.Path == path {
+			s.problems = append(s.problems[:i:i], s.problems[i+1:]...)
+			return
+		}
+	}
+}
+
+// encodeCommit formats a commit whose message lists what changed.
+func encodeCommit(tree, parent plumbing.Hash, changes map[string]fileChange) []byte {
+	paths := make([]string, 0, len(changes))
+	puts, dels := 0, 0
+	for p, c := range changes {
+		paths = append(paths, p)
+		if c.deleted {
+			dels++
+		} else {
+			puts++
+		}
+	}
+	sort.Strings(paths)
+	line := func(p string) string {
+		if changes[p].deleted {
+			return "delete " + p
+		}
+		return "put " + p
+	}
+	var msg strings.Builder
+	if len(paths) <= 3 {
+		for i, p := range paths {
+			if i > 0 {
+				msg.WriteString("; ")
+			}
+			msg.WriteString(line(p))
+		}
+		msg.WriteString("\n")
+	} else {
+		var parts []string
+		if puts > 0 {
+			parts = append(parts, fmt.Sprintf("put %d records", puts))
+		}
+		if dels > 0 {
+			parts = append(parts, fmt.Sprintf("delete %d records", dels))
+		}
+		msg.WriteString(strings.Join(parts, "; ") + "\n\n")
+		for i, p := range paths {
+			if i == 100 {
+				fmt.Fprintf(&msg, "... and %d more\n", len(paths)-i)
+				break
+			}
+			msg.WriteString(line(p) + "\n")
+		}
+	}
+	ts := strconv.FormatInt(time.Now().Unix(), 10) + " +0000"
+	var b bytes.Buffer
+	b.WriteString("tree " + tree.String() + "\n")
+	if !parent.IsZero() {
+		b.WriteString("parent " + parent.String() + "\n")
+	}
+	b.WriteString("author Alfred <alfred@localhost> " + ts + "\n")
+	b.WriteString("committer Alfred <alfred@localhost> " + ts + "\n\n")
+	b.WriteString(msg.String())
+	return b.Bytes()
+}
+
+func (s *Store) refPath() string { return filepath.Join(s.dir, filepath.FromSlash(string(RefName))) }
+
+// readRef reads the branch from disk (loose ref first, then packed-refs).
+func (s *Store) readRef() (plumbing.Hash, error) {
+	b, err := os.ReadFile(s.refPath())
+	if err == nil {
+		h := strings.TrimSpace(string(b))
+		if len(h) != 40 {
+			return plumbing.ZeroHash, fmt.Errorf("read %s: malformed ref %q", RefName, h)
+		}
+		return plumbing.NewHash(h), nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return plumbing.ZeroHash, fmt.Errorf("read %s: %w", RefName, err)
+	}
+	stor := openStorage(s.dir)
+	defer stor.Close()
+	return readTip(stor)
+}
+
+// writeRef moves the branch durably. The ref file always holds 41 bytes, so
+// an existing one is overwritten in place and flushed with one fdatasync (no
+// metadata changes); a missing one is created by rename and its folder synced.
+func (s *Store) writeRef(h plumbing.Hash) error {
+	content := []byte(h.String() + "\n")
+	path := s.refPath()
+	if f, err := os.OpenFile(path, os.O_WRONLY, 0); err == nil {
+		st, err := f.Stat()
+		if err == nil && st.Size() == int64(len(content)) {
+			_, err = f.WriteAt(content, 0)
+			if err == nil {
+				err = unix.Fdatasync(int(f.Fd()))
+			}
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return fmt.Errorf("write %s: %w", RefName, err)
+			}
+			return nil
+		}
+		f.Close()
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("write %s: %w", RefName, err)
+	}
+	tmp, err := os.CreateTemp(dir, ".state-ref-")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", RefName, err)
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	if _, err := tmp.Write(content); err != nil {
+		return fmt.Errorf("write %s: %w", RefName, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("write %s: %w", RefName, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", RefName, err)
+	}
+	return syncDir(dir)
+}
+
+// addPack records a new pack and starts a background merge when the pack
+// count reaches Options.MergeAt and the packs are not geometric.
+func (s *Store) addPack(p packInfo) {
+	s.packMu.Lock()
+	defer s.packMu.Unlock()
+	s.packs = append(s.packs, p)
+	if s.merging || len(s.packs) < s.opts.MergeAt {
+		return
+	}
+	rollup := geometricRollup(s.packs)
+	if rollup == nil {
+		return
+	}
+	s.merging = true
+	s.mergeWG.Add(1)
+	go func() {
+		defer s.mergeWG.Done()
+		merged, err := mergePacks(s.dir, rollup)
+		s.packMu.Lock()
+		defer s.packMu.Unlock()
+		s.merging = false
+		if err != nil {
+			s.log.Warn("merge state packs", "packs", len(rollup), "err", err)
+			return
+		}
+		gone := map[string]bool{}
+		for _, p := range rollup {
+			gone[p.name] = true
+		}
+		kept := s.packs[:0]
+		for _, p := range s.packs {
+			if !gone[p.name] {
+				kept = append(kept, p)
+			}
+		}
+		s.packs = append(kept, merged)
+	}()
+}
+
+// PackCount returns how many packs the repository holds (for monitoring the
+// object store's growth).
+func (s *Store) PackCount() int {
+	s.packMu.Lock()
+	defer s.packMu.Unlock()
+	return len(s.packs)
+}

@@ -1,0 +1,186 @@
+package state
+
+import (
+	"crypto/sha1"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// treeEntry is one entry of an in-memory git tree.
+type treeEntry struct {
+	name string
+	dir  bool
+	hash plumbing.Hash
+}
+
+// treeNode is one directory of the branch tip, entries in git order.
+type treeNode struct {
+	hash    plumbing.Hash
+	entries []treeEntry
+}
+
+// gitLess orders tree entries as git does: folders compare as if their name
+// ended with '/'.
+func gitLess(a, b treeEntry) bool {
+	an, bn := a.name, b.name
+	n := min(len(an), len(bn))
+	if c := strings.Compare(an[:n], bn[:n]); c != 0 {
+		return c < 0
+	}
+	ac, bc := byte(0), byte(0)
+	if len(an) > n {
+		ac = an[n]
+	} else if a.dir {
+		ac = '/'
+	}
+	if len(bn) > n {
+		bc = bn[n]
+	} else if b.dir {
+		bc = '/'
+	}
+	return ac < bc
+}
+
+// gitObject is an encoded git object ready for a pack.
+type gitObject struct {
+	typ  plumbing.ObjectType
+	data []byte
+	hash plumbing.Hash
+}
+
+func hashObject(typ plumbing.ObjectType, data []byte) plumbing.Hash {
+	h := sha1.New()
+	h.Write([]byte(typ.String()))
+	h.Write([]byte{' '})
+	h.Write(strconv.AppendInt(nil, int64(len(data)), 10))
+	h.Write([]byte{0})
+	h.Write(data)
+	var out plumbing.Hash
+	h.Sum(out[:0])
+	return out
+}
+
+func newObject(typ plumbing.ObjectType, data []byte) gitObject {
+	return gitObject{typ: typ, data: data, hash: hashObject(typ, data)}
+}
+
+func encodeTree(entries []treeEntry) []byte {
+	size := 0
+	for _, e := range entries {
+		size += len(e.name) + 28
+	}
+	buf := make([]byte, 0, size)
+	for _, e := range entries {
+		if e.dir {
+			buf = append(buf, "40000 "...)
+		} else {
+			buf = append(buf, "100644 "...)
+		}
+		buf = append(buf, e.name...)
+		buf = append(buf, 0)
+		buf = append(buf, e.hash[:]...)
+	}
+	return buf
+}
+
+func parentDir(path string) (dir, base string) {
+	i := strings.LastIndexByte(path, '/')
+	if i < 0 {
+		return "", path
+	}
+	return path[:i], path[i+1:]
+}
+
+func depth(dir string) int {
+	if dir == "" {
+		return 0
+	}
+	return strings.Count(dir, "/") + 1
+}
+
+// fileChange is a blob put (hash set) or delete (deleted) at a path.
+type fileChange struct {
+	hash    plumbing.Hash
+	deleted bool
+}
+
+// buildTrees applies file changes to the tip trees and returns the changed
+// and removed folders and the new tree objects. The tip is not modified.
+func buildTrees(tip map[string]*treeNode, changes map[string]fileChange) (changed map[string]*treeNode, removed []string, objs []gitObject) {
+	type pending struct {
+		puts map[string]treeEntry
+		dels map[string]bool
+	}
+	byDir := map[string]*pending{}
+	get := func(dir string) *pending {
+		p := byDir[dir]
+		if p == nil {
+			p = &pending{puts: map[string]treeEntry{}, dels: map[string]bool{}}
+			byDir[dir] = p
+		}
+		return p
+	}
+	maxDepth := 0
+	for path, c := range changes {
+		dir, base := parentDir(path)
+		p := get(dir)
+		if c.deleted {
+			p.dels[base] = true
+		} else {
+			p.puts[base] = treeEntry{name: base, hash: c.hash}
+		}
+		maxDepth = max(maxDepth, depth(dir))
+	}
+	changed = map[string]*treeNode{}
+	for d := maxDepth; d >= 0; d-- {
+		var dirs []string
+		for dir := range byDir {
+			if depth(dir) == d {
+				dirs = append(dirs, dir)
+			}
+		}
+		sort.Strings(dirs)
+		for _, dir := range dirs {
+			p := byDir[dir]
+			delete(byDir, dir)
+			var old []treeEntry
+			if n := tip[dir]; n != nil {
+				old = n.entries
+			}
+			entries := make([]treeEntry, 0, len(old)+len(p.puts))
+			for _, e := range old {
+				if p.dels[e.name] {
+					continue
+				}
+				if ne, ok := p.puts[e.name]; ok {
+					ne.dir = e.dir || ne.dir
+					entries = append(entries, ne)
+					delete(p.puts, e.name)
+					continue
+				}
+				entries = append(entries, e)
+			}
+			for _, e := range p.puts {
+				entries = append(entries, e)
+			}
+			sort.Slice(entries, func(i, j int) bool { return gitLess(entries[i], entries[j]) })
+			if dir != "" && len(entries) == 0 {
+				removed = append(removed, dir)
+				pdir, base := parentDir(dir)
+				get(pdir).dels[base] = true
+				continue
+			}
+			obj := newObject(plumbing.TreeObject, encodeTree(entries))
+			objs = append(objs, obj)
+			changed[dir] = &treeNode{hash: obj.hash, entries: entries}
+			if dir != "" {
+				pdir, base := parentDir(dir)
+				get(pdir).puts[base] = treeEntry{name: base, dir: true, hash: obj.hash}
+			}
+		}
+	}
+	return changed, removed, objs
+}
