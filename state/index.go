@@ -31,7 +31,7 @@ type snapshot struct {
 
 // mailboxIndex holds what the session resolver asks of one mailbox.
 type mailboxIndex struct {
-	sessions []*LLMSession             // ordered by (CreatedAt, ID)
+	sessions []*LLMSession               // ordered by (CreatedAt, ID)
 	bad      map[string]*UnreadableError // unreadable llm sessions by path
 }
 
