@@ -9,19 +9,22 @@ import (
 	"github.com/alchemic-studio/alfred/forges"
 )
 
-// CIStatus combines the pipelines GitLab ran for sha. External commit statuses
-// (set through the statuses API) live in pipelines of their own (source
-// "external"), so pipelines cover them. Only the newest pipeline of each ref
-// counts: a branch pipeline and a merge request pipeline
+// CIStatus combines the pipelines GitLab ran for sha, and lists their jobs
+// (and any external commit statuses) as the checks. External statuses set
+// through the statuses API live in pipelines of their own (source
+// "external"), so the pipelines cover them. Only the newest pipeline of each
+// ref counts: a branch pipeline and a merge request pipeline
 // (refs/merge-requests/N/head) of the same commit are both kept, while a
-// pipeline run again for the same ref replaces the older one.
+// pipeline run again for the same ref replaces the older one. The state comes
+// from the pipelines, not the jobs, so a job allowed to fail does not fail
+// the commit.
 //
 // State mapping: success is success; failed and canceled are failure (a
 // cancelled pipeline did not prove the commit, as GitHub treats a cancelled
 // check); created, waiting_for_resource, preparing, pending, running,
 // scheduled, waiting_for_callback and manual (waiting on a person to start a
-// job) are pending; skipped pipelines are left out, as if CI had not reported,
-// so a commit whose only pipeline was skipped is CINone.
+// job) are pending; skipped pipelines and jobs are left out, as if CI had not
+// reported, so a commit whose only pipeline was skipped is CINone.
 func (f *Forge) CIStatus(ctx context.Context, p forges.Project, sha string) (*forges.CIStatus, error) {
 	pipelines, err := collect(func(lo gl.ListOptions) ([]*gl.PipelineInfo, *gl.Response, error) {
 		return f.client.Pipelines.ListProjectPipelines(pid(p), &gl.ListProjectPipelinesOptions{
@@ -35,36 +38,52 @@ func (f *Forge) CIStatus(ctx context.Context, p forges.Project, sha string) (*fo
 		return nil, wrap(err, "list pipelines of %s in %s", sha, p.FullName())
 	}
 	out := &forges.CIStatus{SHA: sha, State: forges.CINone, Checks: []forges.Check{}}
+	if len(pipelines) == 0 {
+		return out, nil
+	}
 	newest := map[string]*gl.PipelineInfo{}
 	var order []string
 	for _, pl := range pipelines {
-		if pl.SHA != "" && pl.SHA != sha {
-			continue
+		cur, ok := newest[pl.Ref]
+		if !ok {
+			order = append(order, pl.Ref)
 		}
-		if cur, ok := newest[pl.Ref]; ok {
-			if pl.ID > cur.ID {
-				newest[pl.Ref] = pl
-			}
-			continue
+		if !ok || pl.ID > cur.ID {
+			newest[pl.Ref] = pl
 		}
-		newest[pl.Ref] = pl
-		order = append(order, pl.Ref)
 	}
 	var states []forges.CIState
+	kept := map[int64]bool{}
 	for _, ref := range order {
 		pl := newest[ref]
-		st, counted := pipelineState(pl.Status)
-		if !counted {
-			continue
+		kept[pl.ID] = true
+		if st, counted := pipelineState(pl.Status); counted {
+			states = append(states, st)
 		}
-		name := pl.Name
-		if name == "" {
-			name = fmt.Sprintf("pipeline #%d (%s)", pl.ID, pl.Ref)
-		}
-		out.Checks = append(out.Checks, forges.Check{Name: name, State: st, Description: pl.Status, URL: pl.WebURL})
-		states = append(states, st)
 	}
 	out.State = combine(states)
+
+	statuses, err := collect(func(lo gl.ListOptions) ([]*gl.CommitStatus, *gl.Response, error) {
+		return f.client.Commits.GetCommitStatuses(pid(p), sha, &gl.GetCommitStatusesOptions{ListOptions: lo}, gl.WithContext(ctx))
+	})
+	if err != nil {
+		return nil, wrap(err, "list commit statuses of %s in %s", sha, p.FullName())
+	}
+	for _, cs := range statuses {
+		st, counted := pipelineState(cs.Status)
+		if !counted || (cs.PipelineID != 0 && !kept[cs.PipelineID]) {
+			continue
+		}
+		out.Checks = append(out.Checks, forges.Check{Name: cs.Name, State: st, Description: cs.Description, URL: cs.TargetURL})
+	}
+	if len(out.Checks) == 0 {
+		for _, ref := range order {
+			pl := newest[ref]
+			if st, counted := pipelineState(pl.Status); counted {
+				out.Checks = append(out.Checks, forges.Check{Name: fmt.Sprintf("pipeline #%d (%s)", pl.ID, pl.Ref), State: st, Description: pl.Status, URL: pl.WebURL})
+			}
+		}
+	}
 	return out, nil
 }
 

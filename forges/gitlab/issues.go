@@ -46,8 +46,9 @@ func (f *Forge) SetIssueBody(ctx context.Context, p forges.Project, number int64
 }
 
 // Comments lists the notes people and bots wrote on an issue or merge
-// request, oldest first; GitLab's system notes ("added label", "mentioned
-// in") are left out.
+// request, oldest first. GitLab's system notes ("added label", "mentioned
+// in") are left out, and so are the review threads of a merge request (diff
+// notes and resolvable discussion notes): ReviewComments lists those.
 func (f *Forge) Comments(ctx context.Context, t forges.Target) ([]forges.Comment, error) {
 	asc, byCreated := gl.Ptr("asc"), gl.Ptr("created_at")
 	var (
@@ -73,7 +74,7 @@ func (f *Forge) Comments(ctx context.Context, t forges.Target) ([]forges.Comment
 	}
 	out := make([]forges.Comment, 0, len(notes))
 	for _, n := range notes {
-		if n.System {
+		if n.System || (t.Kind == forges.TargetMergeRequest && reviewNote(n)) {
 			continue
 		}
 		out = append(out, f.comment(t, n))

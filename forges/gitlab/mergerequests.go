@@ -104,9 +104,12 @@ func mergeable(status string, hasConflicts bool) forges.Mergeable {
 	}
 }
 
-// ReviewComments lists the diff notes (comments on a line of the diff) of a
-// merge request created after since, oldest first. GitLab groups them in
-// discussions; ReviewID is 0 since GitLab has no review object in the API.
+// ReviewComments lists the review comments of a merge request created after
+// since, oldest first. On GitLab they are the notes of its threads: diff
+// notes (on a line of the diff, with Path and Line) and discussion notes (a
+// thread on the overview, which is what a submitted review's comments
+// outside the diff become). Plain comments are Comments. ReviewID is 0:
+// GitLab's API has no review object.
 func (f *Forge) ReviewComments(ctx context.Context, p forges.Project, number int64, since time.Time) ([]forges.ReviewComment, error) {
 	ds, err := collect(func(lo gl.ListOptions) ([]*gl.Discussion, *gl.Response, error) {
 		return f.client.Discussions.ListMergeRequestDiscussions(pid(p), number, &gl.ListMergeRequestDiscussionsOptions{ListOptions: lo}, gl.WithContext(ctx))
@@ -118,26 +121,34 @@ func (f *Forge) ReviewComments(ctx context.Context, p forges.Project, number int
 	var out []forges.ReviewComment
 	for _, d := range ds {
 		for _, n := range d.Notes {
-			if n.System || n.Type != gl.DiffNote || n.Position == nil {
+			if n.System || !reviewNote(n) {
 				continue
 			}
 			created := deref(n.CreatedAt)
 			if !since.IsZero() && !created.After(since) {
 				continue
 			}
-			out = append(out, forges.ReviewComment{
+			rc := forges.ReviewComment{
 				ID:        n.ID,
 				Author:    n.Author.Username,
 				Body:      n.Body,
-				Path:      positionPath(n.Position),
-				Line:      int(positionLine(n.Position)),
 				URL:       f.noteURL(t, n.ID),
 				CreatedAt: created,
-			})
+			}
+			if n.Position != nil {
+				rc.Path, rc.Line = positionPath(n.Position), int(positionLine(n.Position))
+			}
+			out = append(out, rc)
 		}
 	}
 	slices.SortStableFunc(out, func(a, b forges.ReviewComment) int { return a.CreatedAt.Compare(b.CreatedAt) })
 	return out, nil
+}
+
+// reviewNote tells a note of a review thread (a diff note or a discussion
+// note) from a plain comment.
+func reviewNote(n *gl.Note) bool {
+	return n.Type == gl.DiffNote || n.Type == gl.LegacyDiffNote || n.Type == gl.DiscussionNote
 }
 
 func positionPath(p *gl.NotePosition) string {
