@@ -2,6 +2,7 @@ package github
 
 import (
 	"context"
+	"errors"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -26,16 +27,23 @@ type retryTransport struct {
 func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	for attempt := 0; ; attempt++ {
 		resp, err := t.try(req)
-		if err != nil {
+		var wait time.Duration
+		var retry bool
+		switch {
+		case err != nil && t.attemptTimedOut(req, err) && attempt < t.maxRetries:
+			// Only this attempt ran out of time: a GET may be sent again.
+			wait = t.backoff(attempt)
+		case err != nil:
 			return nil, err
+		default:
+			wait, retry = t.retryAfter(resp, attempt)
+			if !retry || attempt >= t.maxRetries || (req.Body != nil && req.GetBody == nil) {
+				return resp, nil
+			}
+			// Drain a little so the connection can be reused, then wait.
+			_, _ = io.CopyN(io.Discard, resp.Body, 64<<10)
+			resp.Body.Close()
 		}
-		wait, retry := t.retryAfter(resp, attempt)
-		if !retry || attempt >= t.maxRetries || (req.Body != nil && req.GetBody == nil) {
-			return resp, nil
-		}
-		// Drain a little so the connection can be reused, then wait.
-		_, _ = io.CopyN(io.Discard, resp.Body, 64<<10)
-		resp.Body.Close()
 		if err := sleep(req.Context(), wait); err != nil {
 			return nil, err
 		}
@@ -64,6 +72,13 @@ func (t *retryTransport) try(req *http.Request) (*http.Response, error) {
 	}
 	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
 	return resp, nil
+}
+
+// attemptTimedOut tells an idempotent request whose own attempt timed out
+// while the caller's context is still live.
+func (t *retryTransport) attemptTimedOut(req *http.Request, err error) bool {
+	return t.timeout > 0 && req.Context().Err() == nil && errors.Is(err, context.DeadlineExceeded) &&
+		(req.Method == http.MethodGet || req.Method == http.MethodHead)
 }
 
 // retryAfter says whether resp deserves another attempt and after how long.
