@@ -310,16 +310,18 @@ func (l *Local) result(attempts []Attempt, out Output, start time.Time) *Result 
 }
 
 // env keeps BaseEnv and the CLI's allowlist from offered, then sets FixedEnv.
-func (l *Local) env(offered map[string]string) map[string]string {
+func (l *Local) env(offered map[string]string) map[string]string { return cliEnv(l.cli, offered) }
+
+func cliEnv(cli CLI, offered map[string]string) map[string]string {
 	env := make(map[string]string)
-	for _, names := range [][]string{BaseEnv, l.cli.EnvAllowlist()} {
+	for _, names := range [][]string{BaseEnv, cli.EnvAllowlist()} {
 		for _, k := range names {
 			if v, ok := offered[k]; ok {
 				env[k] = v
 			}
 		}
 	}
-	maps.Copy(env, l.cli.FixedEnv())
+	maps.Copy(env, cli.FixedEnv())
 	return env
 }
 

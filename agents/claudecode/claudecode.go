@@ -1,0 +1,190 @@
+// Package claudecode owns the Claude Code adapter (npm @anthropic-ai/claude-code,
+// executable `claude`), verified against 2.1.197 run here and the facts in
+// agents-cli-facts.md (2.1.197 and 2.1.332).
+//
+// Command lines (headless, JSON result):
+//
+//	none:   claude -p --output-format json [--model M] [--permission-mode bypassPermissions] -- <prompt>
+//	fresh:  the same plus --session-id <random uuid> --name <session name>
+//	resume: the same plus --resume <uuid>
+//
+// The native id is the `session_id` field of the JSON result; a resume keeps
+// the id (no fork). Sessions live in ~/.claude/projects/<cwd slug>/<uuid>.jsonl,
+// so the session state path is /home/agent/.claude/projects: credentials
+// (~/.claude/.credentials.json, ~/.claude.json) stay outside it. Sessions are
+// bound to the working directory on 2.1.197: keep Workdir the same across runs.
+//
+// A missing session is rc 1, an empty stdout and `No conversation found with
+// session ID: <id>` on stderr. Auth and network errors are rc 1 with a JSON
+// result (`is_error: true`) on stdout: ambiguous, never classified.
+package claudecode
+
+import (
+	"strings"
+
+	"github.com/Masterminds/semver/v3"
+	"github.com/google/uuid"
+
+	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/sandbox"
+)
+
+// ID is the adapter id.
+const ID = "claude-code"
+
+// Executable is the CLI's command name.
+const Executable = "claude"
+
+// SessionStatePath holds the session transcripts and nothing else.
+const SessionStatePath = agents.AgentHome + "/.claude/projects"
+
+// VerifiedRange: --session-id/--resume <uuid> since 1.0.53, --name since
+// 2.1.76, -p --resume <title> since 2.1.101; verified up to 2.1.332.
+const VerifiedRange = ">=2.1.101, <=2.1.332"
+
+// CLI implements agents.CLI for Claude Code.
+type CLI struct{}
+
+var _ agents.CLI = CLI{}
+
+// New returns the Claude Code adapter.
+func New() (*agents.Local, error) { return agents.NewLocal(CLI{}) }
+
+// ID implements agents.CLI.
+func (CLI) ID() string { return ID }
+
+// Capabilities implements agents.CLI.
+func (CLI) Capabilities() agents.Capabilities {
+	return agents.Capabilities{Kind: agents.KindLocal, ResumableSessions: true, SessionStatePath: SessionStatePath}
+}
+
+// VerifiedRange implements agents.CLI.
+func (CLI) VerifiedRange() string { return VerifiedRange }
+
+// VersionArgv implements agents.CLI.
+func (CLI) VersionArgv() []string { return []string{Executable, "--version"} }
+
+// ParseVersion implements agents.CLI ("2.1.197 (Claude Code)").
+func (CLI) ParseVersion(stdout, _ []byte) (*semver.Version, error) { return agents.FindVersion(stdout) }
+
+// Argv implements agents.CLI. Phases that change the worktree run with
+// bypassPermissions (the sandbox is the boundary; IS_SANDBOX=1 lets it run
+// as root on a host runner); text-only phases keep the default permissions,
+// under which -p denies every tool needing approval.
+func (CLI) Argv(inv agents.Invocation) []string {
+	argv := []string{Executable, "-p", "--output-format", "json"}
+	if inv.Model != "" {
+		argv = append(argv, "--model", inv.Model)
+	}
+	if !inv.Phase.TextOnly() {
+		argv = append(argv, "--permission-mode", "bypassPermissions")
+	}
+	switch inv.Mode {
+	case agents.ModeFresh:
+		argv = append(argv, "--session-id", inv.SessionID, "--name", inv.SessionName)
+	case agents.ModeResume:
+		argv = append(argv, "--resume", inv.SessionID)
+	}
+	return append(argv, "--", inv.Prompt)
+}
+
+// EnvAllowlist implements agents.CLI. CLAUDE_CONFIG_DIR is left out on
+// purpose: it would move the session store away from SessionStatePath.
+func (CLI) EnvAllowlist() []string {
+	return []string{
+		"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL",
+		"ANTHROPIC_SMALL_FAST_MODEL", "ANTHROPIC_DEFAULT_OPUS_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL",
+		"ANTHROPIC_DEFAULT_HAIKU_MODEL", "ANTHROPIC_CUSTOM_HEADERS", "CLAUDE_CODE_OAUTH_TOKEN",
+		"CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "AWS_REGION", "AWS_ACCESS_KEY_ID",
+		"AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK",
+		"ANTHROPIC_VERTEX_PROJECT_ID", "CLOUD_ML_REGION", "GOOGLE_APPLICATION_CREDENTIALS",
+		"CLAUDE_CODE_MAX_RETRIES", "API_TIMEOUT_MS", "CLAUDE_CODE_MAX_OUTPUT_TOKENS",
+	}
+}
+
+// FixedEnv implements agents.CLI: no self-update, no telemetry, and the
+// process knows it runs in a sandbox.
+func (CLI) FixedEnv() map[string]string {
+	return map[string]string{
+		"DISABLE_AUTOUPDATER":                      "1",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+		"IS_SANDBOX":                               "1",
+	}
+}
+
+// NewSessionID implements agents.CLI: Claude takes a caller-chosen UUID.
+func (CLI) NewSessionID() string { return uuid.NewString() }
+
+// result is the JSON result object (json) or the last stream-json event.
+type result struct {
+	Type      string   `json:"type"`
+	Subtype   string   `json:"subtype"`
+	IsError   bool     `json:"is_error"`
+	Result    string   `json:"result"`
+	SessionID string   `json:"session_id"`
+	CostUSD   float64  `json:"total_cost_usd"`
+	Errors    []string `json:"errors"`
+	Usage     struct {
+		InputTokens              int64 `json:"input_tokens"`
+		CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+		CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+		OutputTokens             int64 `json:"output_tokens"`
+	} `json:"usage"`
+}
+
+// findResult returns the last object of type "result" on stdout.
+func findResult(stdout []byte) (result, bool) {
+	var last result
+	found := false
+	agents.JSONLines(stdout, func(r result) bool {
+		if r.Type == "result" {
+			last, found = r, true
+		}
+		return true
+	})
+	return last, found
+}
+
+// Parse implements agents.CLI.
+func (CLI) Parse(res *sandbox.Result) agents.Output {
+	r, ok := findResult(res.Stdout)
+	if !ok {
+		return agents.Output{Text: strings.TrimSpace(string(res.Stderr))}
+	}
+	text := r.Result
+	if text == "" && len(r.Errors) > 0 {
+		text = strings.Join(r.Errors, "\n")
+	}
+	return agents.Output{
+		Succeeded:       res.ExitCode == 0 && !r.IsError,
+		Text:            text,
+		NativeSessionID: r.SessionID,
+		InputTokens:     r.Usage.InputTokens + r.Usage.CacheCreationInputTokens + r.Usage.CacheReadInputTokens,
+		OutputTokens:    r.Usage.OutputTokens,
+		CostUSD:         r.CostUSD,
+	}
+}
+
+// Classify implements agents.CLI. Only an answer with no model turn (empty
+// stdout in json mode, or a stream-json result with num_turns 0 and the
+// same error) whose message says the session is missing is recognised.
+func (CLI) Classify(res *sandbox.Result) agents.FallbackReason {
+	msg := string(res.Stderr)
+	if r, ok := findResult(res.Stdout); ok {
+		if !r.IsError || r.Subtype != "error_during_execution" {
+			return agents.FallbackNone // the CLI got as far as the model: ambiguous
+		}
+		msg += "\n" + strings.Join(r.Errors, "\n")
+	} else if len(strings.TrimSpace(string(res.Stdout))) != 0 {
+		return agents.FallbackNone // output we cannot read: ambiguous
+	}
+	switch {
+	case strings.Contains(msg, "No conversation found with session ID"):
+		return agents.FallbackStateMissing
+	case strings.Contains(msg, "--resume requires a valid session ID or session title"):
+		return agents.FallbackStateMissing
+	case strings.Contains(msg, "unknown option '--resume'"), strings.Contains(msg, "unknown option '--name'"):
+		return agents.FallbackUnsupportedVersion
+	}
+	return agents.FallbackNone
+}

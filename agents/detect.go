@@ -1,0 +1,139 @@
+package agents
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/Masterminds/semver/v3"
+
+	"github.com/alchemic-studio/alfred/sandbox"
+)
+
+// DetectTimeout bounds one version command when the base spec has no timeout.
+const DetectTimeout = time.Minute
+
+// Installation is a CLI found in an image or on the host.
+type Installation struct {
+	AdapterID string `json:"adapter_id"`
+	Runner    string `json:"runner"`          // "image" or "host"
+	Image     string `json:"image,omitempty"` // image runner only
+	Version   string `json:"version,omitempty"`
+	// VerifiedRange is the range the version was checked against (the
+	// adapter's own, or the configured override).
+	VerifiedRange string `json:"verified_range"`
+	// ResumableSessions is the adapter's capability and the version inside
+	// VerifiedRange, on the image runner. Always false on the host runner.
+	ResumableSessions bool `json:"resumable_sessions"`
+	// Reason says why ResumableSessions is false.
+	Reason string `json:"reason,omitempty"`
+	// Error is set when the CLI could not be run or its version not read:
+	// the CLI is then taken as not installed.
+	Error string `json:"error,omitempty"`
+}
+
+// Installed reports whether the version command worked.
+func (i Installation) Installed() bool { return i.Error == "" && i.Version != "" }
+
+// Detect runs each CLI's version command through runner (base gives the image,
+// user, environment offered and workdir) and reports what it found. ranges
+// overrides VerifiedRange per adapter id (configuration); nil keeps them all.
+func Detect(ctx context.Context, runner sandbox.Runner, base sandbox.Spec, clis []CLI, ranges map[string]string) []Installation {
+	out := make([]Installation, 0, len(clis))
+	for _, c := range clis {
+		out = append(out, detectOne(ctx, runner, base, c, ranges[c.ID()]))
+	}
+	return out
+}
+
+func detectOne(ctx context.Context, runner sandbox.Runner, base sandbox.Spec, c CLI, override string) Installation {
+	inst := Installation{AdapterID: c.ID(), Runner: runner.Name(), VerifiedRange: c.VerifiedRange()}
+	if runner.Name() == "image" {
+		inst.Image = base.Image
+	}
+	if override != "" {
+		inst.VerifiedRange = override
+	}
+	spec := base
+	spec.Argv = c.VersionArgv()
+	spec.Env = cliEnv(c, base.Env)
+	spec.Session = nil
+	spec.Stdin = nil
+	if spec.Timeout <= 0 {
+		spec.Timeout = DetectTimeout
+	}
+	res, err := runner.Run(ctx, spec)
+	switch {
+	case err != nil:
+		inst.Error = fmt.Sprintf("run %s: %v", strings.Join(spec.Argv, " "), err)
+	case res.Outcome != sandbox.OutcomeExited:
+		inst.Error = fmt.Sprintf("%s: %s", strings.Join(spec.Argv, " "), res.Outcome)
+	case res.ExitCode != 0:
+		inst.Error = fmt.Sprintf("%s exited %d: %s", strings.Join(spec.Argv, " "), res.ExitCode, firstLine(res.Stderr))
+	}
+	if inst.Error != "" {
+		inst.Reason = "not installed"
+		return inst
+	}
+	v, err := c.ParseVersion(res.Stdout, res.Stderr)
+	if err != nil {
+		inst.Error = fmt.Sprintf("read version: %v", err)
+		inst.Reason = "not installed"
+		return inst
+	}
+	inst.Version = v.String()
+	inst.ResumableSessions, inst.Reason = resumable(c, runner.Name(), v, inst.VerifiedRange)
+	return inst
+}
+
+// resumable applies the rule: capability, image runner, version in range.
+func resumable(c CLI, runner string, v *semver.Version, rng string) (bool, string) {
+	if !c.Capabilities().ResumableSessions {
+		return false, "the adapter does not resume sessions"
+	}
+	if runner != "image" {
+		return false, "the " + runner + " runner never resumes sessions"
+	}
+	con, err := semver.NewConstraint(rng)
+	if err != nil {
+		return false, fmt.Sprintf("verified range %q: %v", rng, err)
+	}
+	if !con.Check(v) {
+		return false, fmt.Sprintf("version %s is outside the verified range %s", v, rng)
+	}
+	return true, ""
+}
+
+// PrintInstallations writes one line per installation, for `alfred agents detect`.
+func PrintInstallations(w io.Writer, insts []Installation) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ADAPTER\tRUNNER\tVERSION\tRESUMABLE\tVERIFIED RANGE\tREASON")
+	for _, i := range insts {
+		version, reason := i.Version, i.Reason
+		if !i.Installed() {
+			version, reason = "-", i.Reason+": "+i.Error
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\n", i.AdapterID, i.Runner, version, i.ResumableSessions, i.VerifiedRange, reason)
+	}
+	return tw.Flush()
+}
+
+// DetectCommand is `alfred agents detect`: detect clis with runner and print
+// the result to w.
+func DetectCommand(ctx context.Context, w io.Writer, runner sandbox.Runner, base sandbox.Spec, clis []CLI, ranges map[string]string) error {
+	if err := PrintInstallations(w, Detect(ctx, runner, base, clis, ranges)); err != nil {
+		return fmt.Errorf("print installations: %w", err)
+	}
+	return nil
+}
+
+func firstLine(b []byte) string {
+	s := strings.TrimSpace(string(StripANSI(b)))
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}

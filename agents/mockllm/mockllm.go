@@ -1,0 +1,390 @@
+// Package mockllm owns a loopback mock model server for tests of the agent
+// adapters. It answers a fixed text in the wire formats the agent CLIs and
+// the API adapter speak, streamed (SSE) or not, as each request asks:
+//
+//   - Anthropic Messages:      POST /v1/messages (Claude Code; ANTHROPIC_BASE_URL=<URL>)
+//   - OpenAI Responses:        POST /v1/responses (Codex; a provider with base_url <URL>/v1)
+//   - OpenAI chat completions: POST /v1/chat/completions (API adapter, OpenCode, Copilot BYOK, Grok)
+//   - Gemini:                  POST /v1beta/models/<model>:generateContent and
+//     :streamGenerateContent (Gemini CLI; GOOGLE_GEMINI_BASE_URL=<URL>)
+//
+// It logs every request with how many messages (conversation items) it
+// carries, which is how tests prove that a resumed session sent the earlier
+// turns. It listens on 127.0.0.1 only.
+package mockllm
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// API names a wire format.
+type API string
+
+// APIs.
+const (
+	APIAnthropic API = "anthropic"
+	APIResponses API = "responses"
+	APIChat      API = "chat"
+	APIGemini    API = "gemini"
+)
+
+// Request is one logged request.
+type Request struct {
+	API    API
+	Method string
+	Path   string
+	Model  string
+	Stream bool
+	// Messages is the number of conversation entries the request carries:
+	// Anthropic and chat `messages`, Responses `input` items (1 for a
+	// string input), Gemini `contents`.
+	Messages int
+	// LastUserText is the text of the last user entry, when found.
+	LastUserText string
+	// Header keeps a few request headers (authorization redacted to its scheme).
+	Header http.Header
+}
+
+// Options configure the server.
+type Options struct {
+	// Reply is the assistant text; "ok" when empty.
+	Reply string
+	// Status, when non-zero, is returned to every model request instead of an
+	// answer (e.g. 401), with an error body in the API's format.
+	Status int
+}
+
+// Server is a running mock.
+type Server struct {
+	// URL is the base URL, http://127.0.0.1:<port>, without a trailing slash.
+	URL string
+
+	srv  *httptest.Server
+	opts Options
+
+	mu   sync.Mutex
+	log  []Request
+	miss []string
+}
+
+// Start starts a server on a loopback port. Close it when done.
+func Start(opts Options) *Server {
+	if opts.Reply == "" {
+		opts.Reply = "ok"
+	}
+	s := &Server{opts: opts}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve)) // httptest listens on 127.0.0.1
+	s.URL = s.srv.URL
+	return s
+}
+
+// Close stops the server.
+func (s *Server) Close() { s.srv.Close() }
+
+// Requests returns the model requests received so far, in order.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.log)
+}
+
+// Unhandled returns "METHOD /path" of requests the mock did not recognise
+// (answered 404), for debugging a CLI that calls something else.
+func (s *Server) Unhandled() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.miss)
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	var api API
+	p := r.URL.Path
+	switch {
+	case r.Method == http.MethodPost && strings.HasSuffix(p, "/messages") && !strings.Contains(p, "count_tokens"):
+		api = APIAnthropic
+	case r.Method == http.MethodPost && strings.HasSuffix(p, "/responses"):
+		api = APIResponses
+	case r.Method == http.MethodPost && strings.HasSuffix(p, "/chat/completions"):
+		api = APIChat
+	case r.Method == http.MethodPost && (strings.HasSuffix(p, ":generateContent") || strings.HasSuffix(p, ":streamGenerateContent")):
+		api = APIGemini
+	case r.Method == http.MethodPost && strings.HasSuffix(p, "/messages/count_tokens"):
+		writeJSON(w, http.StatusOK, map[string]any{"input_tokens": 10})
+		return
+	default:
+		s.mu.Lock()
+		s.miss = append(s.miss, r.Method+" "+p)
+		s.mu.Unlock()
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": map[string]any{"type": "not_found_error", "message": "mockllm: no route " + p}})
+		return
+	}
+	req := parse(api, body)
+	req.API, req.Method, req.Path = api, r.Method, p
+	if api == APIGemini {
+		req.Stream = strings.HasSuffix(p, ":streamGenerateContent")
+		if i := strings.Index(p, "/models/"); i >= 0 {
+			req.Model = strings.SplitN(p[i+len("/models/"):], ":", 2)[0]
+		}
+	}
+	req.Header = http.Header{}
+	for _, h := range []string{"User-Agent", "Anthropic-Version", "X-Api-Key", "Authorization", "X-Goog-Api-Key"} {
+		if v := r.Header.Get(h); v != "" {
+			if h == "Authorization" || h == "X-Api-Key" || h == "X-Goog-Api-Key" {
+				v = strings.SplitN(v, " ", 2)[0] + " [redacted]"
+			}
+			req.Header.Set(h, v)
+		}
+	}
+	s.mu.Lock()
+	s.log = append(s.log, req)
+	s.mu.Unlock()
+
+	if s.opts.Status != 0 {
+		writeError(w, api, s.opts.Status)
+		return
+	}
+	switch api {
+	case APIAnthropic:
+		s.anthropic(w, req)
+	case APIResponses:
+		s.responses(w, req)
+	case APIChat:
+		s.chat(w, req)
+	case APIGemini:
+		s.gemini(w, req)
+	}
+}
+
+// parse reads the fields the log keeps.
+func parse(api API, body []byte) Request {
+	var b struct {
+		Model    string            `json:"model"`
+		Stream   bool              `json:"stream"`
+		Messages []json.RawMessage `json:"messages"`
+		Input    json.RawMessage   `json:"input"`
+		Contents []json.RawMessage `json:"contents"`
+	}
+	_ = json.Unmarshal(body, &b)
+	req := Request{Model: b.Model, Stream: b.Stream}
+	var entries []json.RawMessage
+	switch api {
+	case APIAnthropic, APIChat:
+		entries = b.Messages
+	case APIResponses:
+		var str string
+		if json.Unmarshal(b.Input, &str) == nil {
+			req.Messages, req.LastUserText = 1, str
+			return req
+		}
+		_ = json.Unmarshal(b.Input, &entries)
+	case APIGemini:
+		entries = b.Contents
+	}
+	req.Messages = len(entries)
+	for i := len(entries) - 1; i >= 0; i-- {
+		if t, ok := userText(entries[i]); ok {
+			req.LastUserText = t
+			break
+		}
+	}
+	return req
+}
+
+// userText returns the text of a user entry in any of the formats.
+func userText(raw json.RawMessage) (string, bool) {
+	var e struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+		Parts   []struct {
+			Text string `json:"text"`
+		} `json:"parts"`
+	}
+	if json.Unmarshal(raw, &e) != nil || e.Role != "user" {
+		return "", false
+	}
+	var sb strings.Builder
+	for _, p := range e.Parts {
+		sb.WriteString(p.Text)
+	}
+	var str string
+	if json.Unmarshal(e.Content, &str) == nil {
+		sb.WriteString(str)
+	}
+	var parts []struct {
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(e.Content, &parts) == nil {
+		for _, p := range parts {
+			sb.WriteString(p.Text)
+		}
+	}
+	return sb.String(), true
+}
+
+func model(m string) string {
+	if m == "" {
+		return "mock-model"
+	}
+	return m
+}
+
+func (s *Server) anthropic(w http.ResponseWriter, req Request) {
+	usage := map[string]any{"input_tokens": 10, "output_tokens": 1}
+	if !req.Stream {
+		writeJSON(w, http.StatusOK, map[string]any{
+			"id": "msg_mock", "type": "message", "role": "assistant", "model": model(req.Model),
+			"content":     []any{map[string]any{"type": "text", "text": s.opts.Reply}},
+			"stop_reason": "end_turn", "stop_sequence": nil, "usage": usage,
+		})
+		return
+	}
+	sse := newSSE(w)
+	sse.event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
+		"id": "msg_mock", "type": "message", "role": "assistant", "model": model(req.Model),
+		"content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": usage,
+	}})
+	sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}})
+	sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": s.opts.Reply}})
+	sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+	sse.event("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": "end_turn", "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 1}})
+	sse.event("message_stop", map[string]any{"type": "message_stop"})
+}
+
+func (s *Server) responses(w http.ResponseWriter, req Request) {
+	item := map[string]any{
+		"id": "msg_mock", "type": "message", "status": "completed", "role": "assistant",
+		"content": []any{map[string]any{"type": "output_text", "text": s.opts.Reply, "annotations": []any{}}},
+	}
+	resp := map[string]any{
+		"id": "resp_mock", "object": "response", "created_at": time.Now().Unix(), "status": "completed",
+		"model": model(req.Model), "output": []any{item},
+		"usage": map[string]any{
+			"input_tokens": 10, "output_tokens": 1, "total_tokens": 11,
+			"input_tokens_details": map[string]any{"cached_tokens": 0}, "output_tokens_details": map[string]any{"reasoning_tokens": 0},
+		},
+	}
+	if !req.Stream {
+		writeJSON(w, http.StatusOK, resp)
+		return
+	}
+	sse := newSSE(w)
+	inProgress := map[string]any{"id": "resp_mock", "object": "response", "status": "in_progress", "model": model(req.Model), "output": []any{}}
+	sse.event("response.created", map[string]any{"type": "response.created", "sequence_number": 0, "response": inProgress})
+	sse.event("response.in_progress", map[string]any{"type": "response.in_progress", "sequence_number": 1, "response": inProgress})
+	sse.event("response.output_item.added", map[string]any{"type": "response.output_item.added", "sequence_number": 2, "output_index": 0,
+		"item": map[string]any{"id": "msg_mock", "type": "message", "status": "in_progress", "role": "assistant", "content": []any{}}})
+	sse.event("response.content_part.added", map[string]any{"type": "response.content_part.added", "sequence_number": 3, "item_id": "msg_mock", "output_index": 0, "content_index": 0,
+		"part": map[string]any{"type": "output_text", "text": "", "annotations": []any{}}})
+	sse.event("response.output_text.delta", map[string]any{"type": "response.output_text.delta", "sequence_number": 4, "item_id": "msg_mock", "output_index": 0, "content_index": 0, "delta": s.opts.Reply})
+	sse.event("response.output_text.done", map[string]any{"type": "response.output_text.done", "sequence_number": 5, "item_id": "msg_mock", "output_index": 0, "content_index": 0, "text": s.opts.Reply})
+	sse.event("response.content_part.done", map[string]any{"type": "response.content_part.done", "sequence_number": 6, "item_id": "msg_mock", "output_index": 0, "content_index": 0,
+		"part": map[string]any{"type": "output_text", "text": s.opts.Reply, "annotations": []any{}}})
+	sse.event("response.output_item.done", map[string]any{"type": "response.output_item.done", "sequence_number": 7, "output_index": 0, "item": item})
+	sse.event("response.completed", map[string]any{"type": "response.completed", "sequence_number": 8, "response": resp})
+}
+
+func (s *Server) chat(w http.ResponseWriter, req Request) {
+	usage := map[string]any{"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}
+	now := time.Now().Unix()
+	if !req.Stream {
+		writeJSON(w, http.StatusOK, map[string]any{
+			"id": "chatcmpl-mock", "object": "chat.completion", "created": now, "model": model(req.Model),
+			"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": s.opts.Reply}, "finish_reason": "stop"}},
+			"usage":   usage,
+		})
+		return
+	}
+	sse := newSSE(w)
+	chunk := func(delta map[string]any, finish any, u any) map[string]any {
+		c := map[string]any{"id": "chatcmpl-mock", "object": "chat.completion.chunk", "created": now, "model": model(req.Model),
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
+		if u != nil {
+			c["usage"] = u
+		}
+		return c
+	}
+	sse.data(chunk(map[string]any{"role": "assistant", "content": s.opts.Reply}, nil, nil))
+	sse.data(chunk(map[string]any{}, "stop", usage))
+	sse.raw("[DONE]")
+}
+
+func (s *Server) gemini(w http.ResponseWriter, req Request) {
+	resp := map[string]any{
+		"candidates": []any{map[string]any{
+			"content":      map[string]any{"role": "model", "parts": []any{map[string]any{"text": s.opts.Reply}}},
+			"finishReason": "STOP", "index": 0,
+		}},
+		"usageMetadata": map[string]any{"promptTokenCount": 10, "candidatesTokenCount": 1, "totalTokenCount": 11},
+		"modelVersion":  model(req.Model),
+	}
+	if !req.Stream {
+		writeJSON(w, http.StatusOK, resp)
+		return
+	}
+	newSSE(w).data(resp)
+}
+
+func writeError(w http.ResponseWriter, api API, status int) {
+	msg := fmt.Sprintf("mockllm: status %d", status)
+	if status == http.StatusUnauthorized {
+		msg = "invalid x-api-key"
+	}
+	switch api {
+	case APIAnthropic:
+		writeJSON(w, status, map[string]any{"type": "error", "error": map[string]any{"type": "authentication_error", "message": msg}})
+	case APIGemini:
+		writeJSON(w, status, map[string]any{"error": map[string]any{"code": status, "message": msg, "status": "UNAUTHENTICATED"}})
+	default:
+		writeJSON(w, status, map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error", "code": "invalid_api_key"}})
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+type sse struct {
+	w http.ResponseWriter
+	f http.Flusher
+}
+
+func newSSE(w http.ResponseWriter) *sse {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	f, _ := w.(http.Flusher)
+	return &sse{w: w, f: f}
+}
+
+func (s *sse) event(name string, v any) {
+	b, _ := json.Marshal(v)
+	fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", name, b)
+	s.flush()
+}
+
+func (s *sse) data(v any) {
+	b, _ := json.Marshal(v)
+	s.raw(string(b))
+}
+
+func (s *sse) raw(data string) {
+	fmt.Fprintf(s.w, "data: %s\n\n", data)
+	s.flush()
+}
+
+func (s *sse) flush() {
+	if s.f != nil {
+		s.f.Flush()
+	}
+}
