@@ -1,0 +1,3 @@
+package forgejotest
+
+type hookTarget struct{ url, secret string }
