@@ -72,15 +72,15 @@ type label struct {
 }
 
 type issue struct {
-	id, number    int64
-	title, body   string
-	state         string
-	author        string
-	labels        []int64
-	assignees     []string
-	created, upd  time.Time
-	closed        *time.Time
-	pull          *pull
+	id, number   int64
+	title, body  string
+	state        string
+	author       string
+	labels       []int64
+	assignees    []string
+	created, upd time.Time
+	closed       *time.Time
+	pull         *pull
 }
 
 type pull struct {
@@ -97,23 +97,23 @@ type comment struct {
 }
 
 type status struct {
-	id                         int64
-	state, context, desc, url  string
-	created                    time.Time
+	id                        int64
+	state, context, desc, url string
+	created                   time.Time
 }
 
 type review struct {
-	id                    int64
-	author, state, body   string
-	submitted             time.Time
-	comments              []*reviewComment
+	id                  int64
+	author, state, body string
+	submitted           time.Time
+	comments            []*reviewComment
 }
 
 type reviewComment struct {
-	id            int64
-	body, path    string
-	line          int
-	created       time.Time
+	id         int64
+	body, path string
+	line       int
+	created    time.Time
 }
 
 // NewServer starts a fake Forgejo with the repository Owner/Repo, its default
