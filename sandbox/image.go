@@ -1,0 +1,498 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"path"
+	"path/filepath"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/stdcopy"
+)
+
+// Container labels the image runner sets. Spec labels cannot override them.
+const (
+	LabelManaged  = "alfred.managed"  // "true" on every container of the image runner
+	LabelInstance = "alfred.instance" // ImageOptions.Instance
+	LabelRunner   = "alfred.runner"   // the id of the ImageRunner that made it
+)
+
+// Defaults of the image runner's resource limits.
+const (
+	DefaultNanoCPUs    = 1_000_000_000 // one CPU
+	DefaultMemoryBytes = 2 << 30       // 2 GiB, no swap
+	DefaultPidsLimit   = 512
+)
+
+// teardownTimeout bounds the calls made after a run ends, which must not
+// depend on the caller's (possibly canceled) context.
+const teardownTimeout = 30 * time.Second
+
+// startTimeout bounds the start call, which ignores the caller's context.
+const startTimeout = 2 * time.Minute
+
+// ImageOptions tune the image runner.
+type ImageOptions struct {
+	// Host is the daemon address, e.g. unix:///var/run/docker.sock. Empty
+	// means DOCKER_HOST, else Docker's default socket.
+	Host string
+	// Instance names this bot installation. Every container carries it in a
+	// label and Cleanup removes only this instance's containers, so two bots
+	// may share a daemon. Empty means "default".
+	Instance string
+	// Timeout applies when a Spec has none; 0 means DefaultTimeout.
+	Timeout time.Duration
+	// KillGrace is the time between SIGTERM and SIGKILL at the timeout or a
+	// cancel, rounded up to whole seconds; 0 means DefaultKillGrace.
+	KillGrace time.Duration
+	// NanoCPUs, MemoryBytes and PidsLimit apply when a Spec leaves them at 0.
+	NanoCPUs, MemoryBytes, PidsLimit int64
+	// Logger receives debug and warning records; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// ImageRunner runs each Spec in a fresh container through the Docker Engine
+// API and removes the container afterwards, whatever the outcome.
+//
+// The container runs Argv directly (as entrypoint and arguments, never through a
+// shell) under a tiny init (docker-init) that forwards signals, as the non-root
+// UID:GID, with all capabilities dropped, no-new-privileges, the Spec's limits
+// (defaults: one CPU, 2 GiB without swap, 512 pids) and network "none" unless
+// the Spec names one. Its environment is Spec.Env plus HOME=/home/agent (and
+// what the image itself declares, such as PATH); nothing of the bot's own.
+//
+// Mounts: HOME (/home/agent) is a tmpfs owned by UID:GID with mode 0700; the
+// worktree is bound at /workspace, read-only when Worktree.ReadOnly; credential
+// mounts are always read-only; the session mount is read-write. Every folder
+// between HOME and the session mount (the session's parent included) is its
+// own tmpfs owned by UID:GID with mode 0700, because Docker would create those
+// mountpoints as root and the CLI could not write beside its session folder.
+// Bind sources are never created or chowned: a read-write worktree and the
+// session folder must be writable by UID:GID on the host.
+//
+// Containers are labelled alfred.managed=true, alfred.instance and
+// alfred.runner. A bot that crashed leaves its containers behind: call Cleanup
+// once at start-up, before the first Run.
+type ImageRunner struct {
+	cli  *client.Client
+	opts ImageOptions
+	id   string
+	log  *slog.Logger
+}
+
+// NewImageRunner connects to the Docker daemon (negotiating the API version,
+// so a daemon as old as 20.10, API 1.41, works) and checks that it answers.
+func NewImageRunner(ctx context.Context, opts ImageOptions) (*ImageRunner, error) {
+	clientOpts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
+	if opts.Host != "" {
+		clientOpts = append(clientOpts, client.WithHost(opts.Host))
+	}
+	cli, err := client.NewClientWithOpts(clientOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: docker client: %w", err)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if _, err := cli.Ping(pingCtx); err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("sandbox: the Docker daemon at %s does not answer (is dockerd running, and is the address right?): %w", cli.DaemonHost(), err)
+	}
+	if opts.Instance == "" {
+		opts.Instance = "default"
+	}
+	if opts.KillGrace <= 0 {
+		opts.KillGrace = DefaultKillGrace
+	}
+	if opts.NanoCPUs <= 0 {
+		opts.NanoCPUs = DefaultNanoCPUs
+	}
+	if opts.MemoryBytes <= 0 {
+		opts.MemoryBytes = DefaultMemoryBytes
+	}
+	if opts.PidsLimit <= 0 {
+		opts.PidsLimit = DefaultPidsLimit
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	id := randomHex(8)
+	return &ImageRunner{cli: cli, opts: opts, id: id, log: log.With("runner", "image", "runner_id", id)}, nil
+}
+
+// Name returns "image".
+func (r *ImageRunner) Name() string { return "image" }
+
+// Close releases the connection to the daemon.
+func (r *ImageRunner) Close() error { return r.cli.Close() }
+
+// Cleanup removes the containers of this instance that another ImageRunner
+// made, such as the leftovers of a bot that crashed, and returns how many it
+// removed. Call it once when the bot starts: it would also remove the running
+// containers of another live process of the same instance.
+func (r *ImageRunner) Cleanup(ctx context.Context) (int, error) {
+	list, err := r.cli.ContainerList(ctx, container.ListOptions{
+		All: true,
+		Filters: filters.NewArgs(
+			filters.Arg("label", LabelManaged+"=true"),
+			filters.Arg("label", LabelInstance+"="+r.opts.Instance),
+		),
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sandbox: list leftover containers: %w", err)
+	}
+	removed := 0
+	var errs []error
+	for _, c := range list {
+		if c.Labels[LabelRunner] == r.id {
+			continue
+		}
+		err := r.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
+		if err != nil && !cerrdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove leftover container %.12s: %w", c.ID, err))
+			continue
+		}
+		removed++
+		r.log.Info("removed leftover container", "container", shortID(c.ID), "state", c.State)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return removed, fmt.Errorf("sandbox: %w", err)
+	}
+	return removed, nil
+}
+
+// Run creates the container, attaches to its streams, starts it and waits for
+// its end, its timeout or ctx, then removes it. When the removal fails, Run
+// returns the Result and the error.
+func (r *ImageRunner) Run(ctx context.Context, spec Spec) (res *Result, err error) {
+	if err := checkSpec(&spec); err != nil {
+		return nil, err
+	}
+	cfg, hostCfg, err := r.containerConfig(&spec)
+	if err != nil {
+		return nil, err
+	}
+	teardown := context.WithoutCancel(ctx)
+	name := "alfred-" + randomHex(6)
+	created, err := r.cli.ContainerCreate(ctx, cfg, hostCfg, nil, nil, name)
+	if err != nil {
+		// The daemon may have made it before ctx ended: remove it by name.
+		r.remove(teardown, name)
+		if cerrdefs.IsNotFound(err) {
+			return nil, fmt.Errorf("sandbox: image %q is not on the daemon (build or load it first): %w", spec.Image, err)
+		}
+		return nil, fmt.Errorf("sandbox: create container: %w", err)
+	}
+	id := created.ID
+	log := r.log.With("container", shortID(id))
+	defer func() {
+		if rmErr := r.remove(teardown, id); rmErr != nil {
+			err = errors.Join(err, rmErr)
+		}
+	}()
+
+	// Attach before start so no output is lost; the stream ends when the
+	// container does. It must outlive a canceled ctx to keep the output so far.
+	attach, err := r.cli.ContainerAttach(teardown, id, container.AttachOptions{
+		Stream: true, Stdin: spec.Stdin != nil, Stdout: true, Stderr: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: attach to container: %w", err)
+	}
+	defer attach.Close()
+	stdout, stderr := newCapture(spec.Stdout), newCapture(spec.Stderr)
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		if _, err := stdcopy.StdCopy(stdout, stderr, attach.Reader); err != nil {
+			log.Debug("output stream ended", "err", err)
+		}
+	}()
+	if spec.Stdin != nil {
+		go func() {
+			_, _ = io.Copy(attach.Conn, spec.Stdin)
+			_ = attach.CloseWrite()
+		}()
+	}
+
+	waitCtx, stopWaiting := context.WithCancel(teardown)
+	defer stopWaiting()
+	waited, waitErr := r.cli.ContainerWait(waitCtx, id, container.WaitConditionNextExit)
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("sandbox: before start: %w", err)
+	}
+	// Once asked, the start is seen through: the process may already run when
+	// ctx ends, and the select below turns that into OutcomeCanceled.
+	startCtx, cancelStart := context.WithTimeout(teardown, startTimeout)
+	err = r.cli.ContainerStart(startCtx, id, container.StartOptions{})
+	cancelStart()
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: start container: %w", err)
+	}
+	started := time.Now()
+
+	outcome, exitCode := OutcomeExited, -1
+	timer := time.NewTimer(timeoutOf(&spec, r.opts.Timeout))
+	defer timer.Stop()
+	select {
+	case w := <-waited:
+		if w.Error != nil && w.Error.Message != "" {
+			return nil, fmt.Errorf("sandbox: wait for container: %s", w.Error.Message)
+		}
+		exitCode = int(w.StatusCode)
+	case err := <-waitErr:
+		return nil, fmt.Errorf("sandbox: wait for container: %w", err)
+	case <-timer.C:
+		outcome = OutcomeTimeout
+	case <-ctx.Done():
+		outcome = OutcomeCanceled
+	}
+	if outcome != OutcomeExited {
+		log.Debug("stopping container", "outcome", outcome)
+		r.stop(teardown, id, log)
+		select {
+		case <-waited:
+		case <-waitErr:
+		case <-time.After(teardownTimeout):
+		}
+	}
+	// Drain what the process wrote; the stream ends with the container.
+	select {
+	case <-copied:
+	case <-time.After(r.opts.KillGrace + time.Second):
+		log.Warn("output stream did not end after the container; closing it")
+		attach.Close()
+		<-copied
+	}
+	return &Result{
+		Outcome:  outcome,
+		ExitCode: exitCode,
+		Stdout:   stdout.Bytes(),
+		Stderr:   stderr.Bytes(),
+		Started:  started,
+		Duration: time.Since(started),
+	}, nil
+}
+
+// stop sends SIGTERM, then SIGKILL after the grace period.
+func (r *ImageRunner) stop(ctx context.Context, id string, log *slog.Logger) {
+	grace := int(math.Ceil(r.opts.KillGrace.Seconds()))
+	ctx, cancel := context.WithTimeout(ctx, teardownTimeout+r.opts.KillGrace)
+	defer cancel()
+	if err := r.cli.ContainerStop(ctx, id, container.StopOptions{Timeout: &grace}); err != nil {
+		log.Warn("stop container failed; killing it", "err", err)
+		if err := r.cli.ContainerKill(ctx, id, "KILL"); err != nil {
+			log.Warn("kill container failed", "err", err)
+		}
+	}
+}
+
+// remove force-removes a container; a container already gone is fine.
+func (r *ImageRunner) remove(ctx context.Context, idOrName string) error {
+	ctx, cancel := context.WithTimeout(ctx, teardownTimeout)
+	defer cancel()
+	err := r.cli.ContainerRemove(ctx, idOrName, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil && !cerrdefs.IsNotFound(err) {
+		return fmt.Errorf("sandbox: remove container %s: %w", shortID(idOrName), err)
+	}
+	return nil
+}
+
+// containerConfig turns a Spec into the container's configuration.
+func (r *ImageRunner) containerConfig(spec *Spec) (*container.Config, *container.HostConfig, error) {
+	if spec.Image == "" {
+		return nil, nil, errors.New("sandbox: no image")
+	}
+	if spec.UID <= 0 || spec.GID <= 0 {
+		return nil, nil, fmt.Errorf("sandbox: the container user %d:%d must not be root", spec.UID, spec.GID)
+	}
+	mounts, tmpfs, err := containerMounts(spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	workdir := spec.Workdir
+	if workdir == "" && spec.Worktree != nil {
+		workdir = WorkspacePath
+	}
+	if workdir != "" && !path.IsAbs(workdir) {
+		return nil, nil, fmt.Errorf("sandbox: workdir %q is not absolute", workdir)
+	}
+	env := make(map[string]string, len(spec.Env)+1)
+	for k, v := range spec.Env {
+		env[k] = v
+	}
+	env["HOME"] = AgentHome
+
+	labels := make(map[string]string, len(spec.Labels)+3)
+	for k, v := range spec.Labels {
+		labels[k] = v
+	}
+	labels[LabelManaged] = "true"
+	labels[LabelInstance] = r.opts.Instance
+	labels[LabelRunner] = r.id
+
+	network := spec.Network
+	if network == "" {
+		network = "none"
+	}
+	pick := func(v, def int64) int64 {
+		if v > 0 {
+			return v
+		}
+		return def
+	}
+	memory := pick(spec.MemoryBytes, r.opts.MemoryBytes)
+	pids := pick(spec.PidsLimit, r.opts.PidsLimit)
+	initProcess := true
+
+	cfg := &container.Config{
+		Image:      spec.Image,
+		User:       fmt.Sprintf("%d:%d", spec.UID, spec.GID),
+		Entrypoint: spec.Argv[:1],
+		Cmd:        spec.Argv[1:],
+		Env:        envList(env),
+		WorkingDir: workdir,
+		Labels:     labels,
+		OpenStdin:  spec.Stdin != nil,
+		StdinOnce:  spec.Stdin != nil,
+	}
+	hostCfg := &container.HostConfig{
+		NetworkMode: container.NetworkMode(network),
+		CapDrop:     []string{"ALL"},
+		SecurityOpt: []string{"no-new-privileges"},
+		Init:        &initProcess,
+		LogConfig:   container.LogConfig{Type: "none"}, // output comes through the attach stream
+		Mounts:      mounts,
+		Tmpfs:       tmpfs,
+		Resources: container.Resources{
+			NanoCPUs:   pick(spec.NanoCPUs, r.opts.NanoCPUs),
+			Memory:     memory,
+			MemorySwap: memory,
+			PidsLimit:  &pids,
+		},
+	}
+	return cfg, hostCfg, nil
+}
+
+// containerMounts lays out the bind mounts and the tmpfs folders of a Spec.
+func containerMounts(spec *Spec) ([]mount.Mount, map[string]string, error) {
+	var mounts []mount.Mount
+	seen := map[string]string{} // container path -> what is mounted there
+	claim := func(p, what string) error {
+		if prior, ok := seen[p]; ok {
+			return fmt.Errorf("sandbox: %s and %s are both mounted at %s", prior, what, p)
+		}
+		seen[p] = what
+		return nil
+	}
+	bind := func(m Mount, what string, readOnly bool) error {
+		if !filepath.IsAbs(m.Host) {
+			return fmt.Errorf("sandbox: %s host path %q is not absolute", what, m.Host)
+		}
+		if !path.IsAbs(m.Container) {
+			return fmt.Errorf("sandbox: %s container path %q is not absolute", what, m.Container)
+		}
+		target := path.Clean(m.Container)
+		if target == "/" || target == AgentHome || isUnder(AgentHome, target) {
+			return fmt.Errorf("sandbox: %s container path %q would hide %s", what, m.Container, AgentHome)
+		}
+		if err := claim(target, what); err != nil {
+			return err
+		}
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: m.Host, Target: target, ReadOnly: readOnly})
+		return nil
+	}
+
+	if w := spec.Worktree; w != nil {
+		if w.Container != "" && path.Clean(w.Container) != WorkspacePath {
+			return nil, nil, fmt.Errorf("sandbox: the worktree is mounted at %s, not %q", WorkspacePath, w.Container)
+		}
+		wt := *w
+		wt.Container = WorkspacePath
+		if err := bind(wt, "worktree", w.ReadOnly); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, c := range spec.Credentials {
+		if PathsOverlap(c.Container, WorkspacePath) {
+			return nil, nil, fmt.Errorf("sandbox: credential mount %q overlaps %s", c.Container, WorkspacePath)
+		}
+		if err := bind(c, "credential mount", true); err != nil {
+			return nil, nil, err
+		}
+	}
+
+	tmpfs := map[string]string{}
+	owned := func(mode uint32, size int64) string {
+		opts := fmt.Sprintf("uid=%d,gid=%d,mode=%o,exec", spec.UID, spec.GID, mode)
+		if size > 0 {
+			opts += fmt.Sprintf(",size=%d", size)
+		}
+		return opts
+	}
+	if err := claim(AgentHome, "HOME"); err != nil {
+		return nil, nil, err
+	}
+	tmpfs[AgentHome] = owned(0o700, 0)
+
+	if s := spec.Session; s != nil {
+		target := path.Clean(s.Container)
+		if !path.IsAbs(s.Container) || !isUnder(target, AgentHome) {
+			return nil, nil, fmt.Errorf("sandbox: session path %q is not under %s", s.Container, AgentHome)
+		}
+		for _, c := range spec.Credentials {
+			if PathsOverlap(c.Container, target) {
+				return nil, nil, fmt.Errorf("sandbox: session path %s overlaps credential mount %s", target, c.Container)
+			}
+		}
+		if err := bind(*s, "session", false); err != nil {
+			return nil, nil, err
+		}
+		// Every folder from HOME (excluded) down to the session's parent.
+		for dir := path.Dir(target); dir != AgentHome; dir = path.Dir(dir) {
+			if err := claim(dir, "session parent"); err != nil {
+				return nil, nil, err
+			}
+			tmpfs[dir] = owned(0o700, 0)
+		}
+	}
+	for _, t := range spec.Tmpfs {
+		target := path.Clean(t.Path)
+		if !path.IsAbs(t.Path) || target == "/" {
+			return nil, nil, fmt.Errorf("sandbox: tmpfs path %q must be an absolute folder other than /", t.Path)
+		}
+		if err := claim(target, "tmpfs"); err != nil {
+			return nil, nil, err
+		}
+		mode := t.Mode
+		if mode == 0 {
+			mode = 0o700
+		}
+		tmpfs[target] = owned(mode, t.Size)
+	}
+	return mounts, tmpfs, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails on Linux
+	return hex.EncodeToString(b)
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
