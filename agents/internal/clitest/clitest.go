@@ -59,9 +59,12 @@ func Env(bin string, extra map[string]string) map[string]string {
 // HomeRunner runs specs on the host with AgentHome played by Home: HOME is
 // rewritten to Home, and a Session mount becomes a symlink from
 // Home/<path under AgentHome> to the mount's host folder (a container bind
-// mount, minus the isolation). Inner runs the rewritten spec.
+// mount, minus the isolation). Like the container's tmpfs home, Home starts
+// empty on every run; Setup then fills it (as credential and configuration
+// mounts would). Inner runs the rewritten spec.
 type HomeRunner struct {
 	Home  string
+	Setup func(home string) error
 	Inner sandbox.Runner
 }
 
@@ -75,6 +78,17 @@ func (r *HomeRunner) Run(ctx context.Context, spec sandbox.Spec) (*sandbox.Resul
 		env["HOME"] = r.Home
 	}
 	spec.Env = env
+	if err := os.RemoveAll(r.Home); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(r.Home, 0o700); err != nil {
+		return nil, err
+	}
+	if r.Setup != nil {
+		if err := r.Setup(r.Home); err != nil {
+			return nil, fmt.Errorf("clitest: set up home: %w", err)
+		}
+	}
 	if m := spec.Session; m != nil {
 		rel, ok := strings.CutPrefix(m.Container, agents.AgentHome+"/")
 		if !ok {
