@@ -41,7 +41,11 @@ func TestWebhookHandler(t *testing.T) {
 	if code := post("hook-push", func(h http.Header, b []byte) []byte { return b[:len(b)-3] }); code != 401 {
 		t.Errorf("truncated delivery: %d, want 401", code)
 	}
-	if code := post("hook-push", func(h http.Header, b []byte) []byte { h.Del("X-Forgejo-Signature"); h.Del("X-Gitea-Signature"); return b }); code != 401 {
+	if code := post("hook-push", func(h http.Header, b []byte) []byte {
+		h.Del("X-Forgejo-Signature")
+		h.Del("X-Gitea-Signature")
+		return b
+	}); code != 401 {
 		t.Errorf("unsigned delivery: %d, want 401", code)
 	}
 	if len(got) != 1 || got[0].Type != forges.EventIssueAssigned || got[0].Target.Project.Forge != "forgejo-main" {
