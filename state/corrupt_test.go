@@ -72,8 +72,8 @@ func TestUnreadableRecords(t *testing.T) {
 	corruptPath := badDir + "/mailbox.json"
 	futurePath := badDir + "/llm_sessions/s-new.json"
 	commit := craftCommit(t, dir, map[string]string{
-		corruptPath: `{"format_version": 1, "id": "` + badID + `", "title": `,
-		futurePath:  `{"format_version": 99, "id": "s-new", "run_id": "r-2", "adapter_id": "codex", "native_session_id": "n-new"}`,
+		corruptPath:         `{"format_version": 1, "id": "` + badID + `", "title": `,
+		futurePath:          `{"format_version": 99, "id": "s-new", "run_id": "r-2", "adapter_id": "codex", "native_session_id": "n-new"}`,
 		"events/x/bad.json": `[1, 2`,
 	})
 
