@@ -60,6 +60,9 @@ type Options struct {
 	// Status, when non-zero, is returned to every model request instead of an
 	// answer (e.g. 401), with an error body in the API's format.
 	Status int
+	// Delay holds every model answer back this long (or until the client
+	// goes away), for timeout tests.
+	Delay time.Duration
 }
 
 // Server is a running mock.
@@ -148,6 +151,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.log = append(s.log, req)
 	s.mu.Unlock()
 
+	if s.opts.Delay > 0 {
+		select {
+		case <-time.After(s.opts.Delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
 	if s.opts.Status != 0 {
 		writeError(w, api, s.opts.Status)
 		return

@@ -1,0 +1,89 @@
+package mockllm
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+func post(t *testing.T, url, body string) (int, string) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+func TestFormats(t *testing.T) {
+	s := Start(Options{Reply: "hi"})
+	defer s.Close()
+	if !strings.HasPrefix(s.URL, "http://127.0.0.1:") {
+		t.Fatalf("URL %s is not loopback", s.URL)
+	}
+	tests := []struct {
+		name, path, body string
+		api              API
+		messages         int
+		stream           bool
+		contains         []string
+	}{
+		{"anthropic stream", "/v1/messages", `{"model":"c","stream":true,"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"},{"role":"user","content":[{"type":"text","text":"q"}]}]}`,
+			APIAnthropic, 3, true, []string{"event: message_start", `"text":"hi"`, "event: message_stop"}},
+		{"anthropic", "/v1/messages", `{"model":"c","messages":[{"role":"user","content":"q"}]}`,
+			APIAnthropic, 1, false, []string{`"type":"message"`, `"text":"hi"`}},
+		{"responses stream", "/v1/responses", `{"model":"m","stream":true,"input":[{"type":"message","role":"developer","content":[]},{"type":"message","role":"user","content":[{"type":"input_text","text":"q"}]}]}`,
+			APIResponses, 2, true, []string{"event: response.created", `"delta":"hi"`, "event: response.completed"}},
+		{"responses string input", "/v1/responses", `{"model":"m","input":"q"}`,
+			APIResponses, 1, false, []string{`"output_text"`, `"text":"hi"`}},
+		{"chat stream", "/v1/chat/completions", `{"model":"g","stream":true,"messages":[{"role":"system","content":"s"},{"role":"user","content":"q"}]}`,
+			APIChat, 2, true, []string{`"content":"hi"`, "data: [DONE]"}},
+		{"chat", "/v1/chat/completions", `{"model":"g","messages":[{"role":"user","content":"q"}]}`,
+			APIChat, 1, false, []string{`"chat.completion"`, `"content":"hi"`}},
+		{"gemini", "/v1beta/models/gemini-x:generateContent", `{"contents":[{"role":"user","parts":[{"text":"q"}]}]}`,
+			APIGemini, 1, false, []string{`"text":"hi"`, `"finishReason":"STOP"`}},
+		{"gemini stream", "/v1beta/models/gemini-x:streamGenerateContent?alt=sse", `{"contents":[{"role":"user","parts":[{"text":"a"}]},{"role":"model","parts":[{"text":"b"}]},{"role":"user","parts":[{"text":"q"}]}]}`,
+			APIGemini, 3, true, []string{"data: {", `"text":"hi"`}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, body := post(t, s.URL+tt.path, tt.body)
+			if status != http.StatusOK {
+				t.Fatalf("status %d: %s", status, body)
+			}
+			for _, c := range tt.contains {
+				if !strings.Contains(body, c) {
+					t.Errorf("body lacks %q:\n%s", c, body)
+				}
+			}
+			r := s.Requests()[i]
+			if r.API != tt.api || r.Messages != tt.messages || r.Stream != tt.stream || r.LastUserText != "q" {
+				t.Fatalf("logged %+v, want api %s messages %d stream %v last user text q", r, tt.api, tt.messages, tt.stream)
+			}
+		})
+	}
+	if status, _ := post(t, s.URL+"/v1/unknown", "{}"); status != http.StatusNotFound {
+		t.Fatalf("unknown route status %d", status)
+	}
+	if got := s.Unhandled(); len(got) != 1 || got[0] != "POST /v1/unknown" {
+		t.Fatalf("Unhandled = %v", got)
+	}
+}
+
+func TestStatus(t *testing.T) {
+	s := Start(Options{Status: http.StatusUnauthorized})
+	defer s.Close()
+	status, body := post(t, s.URL+"/v1/messages", `{"messages":[]}`)
+	if status != http.StatusUnauthorized || !strings.Contains(body, "authentication_error") {
+		t.Fatalf("status %d body %s", status, body)
+	}
+	if len(s.Requests()) != 1 {
+		t.Fatal("a rejected request was not logged")
+	}
+}
