@@ -49,8 +49,8 @@ type Forge struct {
 	token   string
 	perPage int
 
-	meOnce sync.Mutex
-	me     *forges.User
+	meMu sync.Mutex // guards me
+	me   *forges.User
 }
 
 var _ forges.Forge = (*Forge)(nil)
@@ -119,8 +119,8 @@ func (f *Forge) Kind() forges.Kind { return forges.GitHub }
 
 // Me is the account the token belongs to; it is asked once and remembered.
 func (f *Forge) Me(ctx context.Context) (forges.User, error) {
-	f.meOnce.Lock()
-	defer f.meOnce.Unlock()
+	f.meMu.Lock()
+	defer f.meMu.Unlock()
 	if f.me != nil {
 		return *f.me, nil
 	}

@@ -274,3 +274,27 @@ func TestParseMalformed(t *testing.T) {
 		})
 	}
 }
+
+func BenchmarkParse(b *testing.B) {
+	body := fixture(b, "pull_request/opened.payload.json")
+	h := headers("pull_request", "d")
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if _, err := (Hooks{}).Parse(h, body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkVerify(b *testing.B) {
+	body := fixture(b, "pull_request/opened.payload.json")
+	h := headers("pull_request", "d")
+	h.Set(headerSignature, "sha256="+forges.SignHMACSHA256("s2", body))
+	secrets := []string{"s1", "s2"}
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if err := (Hooks{}).Verify(h, body, secrets); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -45,11 +45,8 @@ func (f *Forge) SetIssueBody(ctx context.Context, p forges.Project, number int64
 // Comments lists the thread of an issue or pull request, oldest first (the
 // issue comments API serves both; inline review comments are ReviewComments).
 func (f *Forge) Comments(ctx context.Context, t forges.Target) ([]forges.Comment, error) {
-	opts := &gh.IssueListCommentsOptions{
-		Sort:        gh.Ptr("created"),
-		Direction:   gh.Ptr("asc"),
-		ListOptions: gh.ListOptions{PerPage: f.perPage},
-	}
+	// The per-issue endpoint lists oldest first and takes no sort order.
+	opts := &gh.IssueListCommentsOptions{ListOptions: gh.ListOptions{PerPage: f.perPage}}
 	var out []forges.Comment
 	for {
 		page, resp, err := f.client.Issues.ListComments(ctx, t.Project.Owner, t.Project.Name, int(t.Number), opts)
