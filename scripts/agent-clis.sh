@@ -1,16 +1,28 @@
 #!/bin/sh
 # agent-clis.sh installs the coding-agent CLIs Alfred's adapters are verified
 # against, at their pinned versions, from the npm registry into a cache folder,
-# and prints the folder holding their executables (for ALFRED_AGENT_CLIS_BIN).
+# and prints the folder holding their executables, as a shell assignment the
+# tests read (ALFRED_AGENT_CLIS_BIN):
 #
-#   scripts/agent-clis.sh            # cache in $ALFRED_AGENT_CLIS or /var/cache/alfred/agent-clis
-#   ALFRED_AGENT_CLIS=/tmp/clis scripts/agent-clis.sh
+#   eval "$(scripts/agent-clis.sh)"          # export ALFRED_AGENT_CLIS_BIN=<cache>/node_modules/.bin
+#   scripts/agent-clis.sh --bin              # print only the folder
+#   ALFRED_AGENT_CLIS=/tmp/clis scripts/agent-clis.sh   # cache elsewhere
 #
+# The cache is $ALFRED_AGENT_CLIS, default /var/cache/alfred/agent-clis.
 # Idempotent: a package already installed at its pinned version is skipped.
-# Progress goes to stderr; stdout carries only the bin folder.
+# Needs node and npm (Node >= 20 for the Gemini CLI). Progress goes to stderr.
 set -eu
 
 dir=${ALFRED_AGENT_CLIS:-/var/cache/alfred/agent-clis}
+only_bin=false
+[ "${1:-}" = "--bin" ] && only_bin=true
+
+for tool in node npm; do
+	if ! command -v "$tool" >/dev/null 2>&1; then
+		echo "agent-clis: $tool is missing: install Node.js >= 20 with npm (e.g. apt-get install nodejs npm)" >&2
+		exit 1
+	fi
+done
 
 # name@version, one per line. Keep in step with the verified ranges in agents/*.
 pins='@anthropic-ai/claude-code@2.1.197
@@ -50,4 +62,8 @@ for exe in claude codex opencode copilot gemini grok; do
 		exit 1
 	fi
 done
-echo "$bin"
+if $only_bin; then
+	echo "$bin"
+else
+	echo "export ALFRED_AGENT_CLIS_BIN='$bin'"
+fi
