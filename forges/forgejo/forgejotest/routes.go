@@ -216,13 +216,17 @@ func (s *Server) editIssue(w http.ResponseWriter, r *http.Request, num string) {
 	if !decode(w, r, s, &in) {
 		return
 	}
-	if in.Title != nil {
+	changes := map[string]any{}
+	if in.Title != nil && *in.Title != is.title {
+		changes["title"] = map[string]any{"from": is.title}
 		is.title = *in.Title
 	}
-	if in.Body != nil {
+	if in.Body != nil && *in.Body != is.body {
+		changes["body"] = map[string]any{"from": is.body}
 		is.body = *in.Body
 	}
-	if in.State != nil && *in.State != is.state {
+	stateChanged := in.State != nil && *in.State != is.state
+	if stateChanged {
 		is.state = *in.State
 		if is.state == "closed" {
 			now := s.now()
@@ -231,10 +235,30 @@ func (s *Server) editIssue(w http.ResponseWriter, r *http.Request, num string) {
 			is.closed = nil
 		}
 	}
-	if in.Assignees != nil {
+	assign := ""
+	if in.Assignees != nil && !slices.Equal(*in.Assignees, is.assignees) {
+		assign = "unassigned"
+		for _, a := range *in.Assignees {
+			if !slices.Contains(is.assignees, a) {
+				assign = "assigned"
+			}
+		}
 		is.assignees = slices.Clone(*in.Assignees)
 	}
 	is.upd = s.now()
+	if len(changes) > 0 {
+		s.hookIssueEvent(is, "issues", "edited", Bot, changes)
+	}
+	if stateChanged {
+		action := "closed"
+		if is.state == "open" {
+			action = "reopened"
+		}
+		s.hookIssueEvent(is, "issues", action, Bot, nil)
+	}
+	if assign != "" {
+		s.hookIssueEvent(is, "issue_assign", assign, Bot, nil)
+	}
 	writeJSON(w, 201, s.issueJSON(is)) // Forgejo 7 answers PATCH with 201
 }
 
@@ -260,6 +284,7 @@ func (s *Server) threadComments(w http.ResponseWriter, r *http.Request, num stri
 			return
 		}
 		c := s.addComment(is.number, Bot, in.Body)
+		s.hookComment(c, "created", nil)
 		writeJSON(w, 201, s.commentJSON(c))
 	default:
 		s.notFound(w, nil)
@@ -282,8 +307,10 @@ func (s *Server) editComment(w http.ResponseWriter, r *http.Request, id string) 
 			if !decode(w, r, s, &in) {
 				return
 			}
+			from := c.body
 			c.body = in.Body
 			c.upd = s.now()
+			s.hookComment(c, "edited", map[string]any{"body": map[string]any{"from": from}})
 			writeJSON(w, 200, s.commentJSON(c))
 			return
 		}
@@ -314,11 +341,13 @@ func (s *Server) issueLabels(w http.ResponseWriter, r *http.Request, num, labelI
 			}
 		}
 		is.upd = s.now()
+		s.hookIssueEvent(is, "issue_label", "label_updated", Bot, nil) // fired even when nothing changed
 		writeJSON(w, 200, s.labelsJSON(is.labels))
 	case "DELETE":
 		id, _ := strconv.ParseInt(labelID, 10, 64)
 		is.labels = slices.DeleteFunc(is.labels, func(x int64) bool { return x == id })
-		w.WriteHeader(http.StatusNoContent) // also for a label that was not there
+		s.hookIssueEvent(is, "issue_label", "label_updated", Bot, nil) // fired even when nothing changed
+		w.WriteHeader(http.StatusNoContent)                            // also for a label that was not there
 	default:
 		s.notFound(w, nil)
 	}
@@ -382,6 +411,7 @@ func (s *Server) createPull(w http.ResponseWriter, r *http.Request) {
 	is := s.addIssue(s.nextNumber(), in.Title, in.Body, "open", Bot)
 	s.ids.pull++
 	is.pull = &pull{id: s.ids.pull, head: in.Head, base: in.Base, headSHA: headSHA, mergeable: true}
+	s.enqueue("pull_request", "pull_request", s.pullPayload(is, "opened", Bot, nil))
 	writeJSON(w, 201, s.pullJSON(is))
 }
 

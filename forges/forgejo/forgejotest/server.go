@@ -55,6 +55,7 @@ type Server struct {
 	fail     []int
 	hang     int
 	hook     *hookTarget
+	hq       hookQueue
 	requests int
 }
 
@@ -128,6 +129,7 @@ func NewServer(t interface{ Cleanup(func()) }) *Server {
 		reviews:  map[int64][]*review{},
 		clock:    time.Date(2026, 11, 30, 4, 54, 0, 0, time.UTC),
 	}
+	s.hq.idle = sync.NewCond(&s.hq.mu)
 	s.addUser(Bot, "owner", true)
 	s.addUser(Owner, "owner", false)
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
@@ -141,8 +143,11 @@ func (s *Server) URL() string { return s.srv.URL }
 // CloneURL is the repository's HTTPS clone URL as the API reports it.
 func (s *Server) CloneURL() string { return s.srv.URL + "/" + Owner + "/" + Repo + ".git" }
 
-// Close stops the server.
-func (s *Server) Close() { s.srv.Close() }
+// Close waits for queued webhooks and stops the server.
+func (s *Server) Close() {
+	s.Flush()
+	s.srv.Close()
+}
 
 // Requests counts the API requests served so far.
 func (s *Server) Requests() int {
