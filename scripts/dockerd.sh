@@ -24,7 +24,8 @@
 # Environment:
 #   ALFRED_DOCKER_STATE          state folder (default /tmp/alfred-test-docker; keep it
 #                                short: the containerd socket path must fit 108 bytes)
-#   ALFRED_DOCKER_STORAGE        storage driver to use; default: try overlay2, then vfs
+#   ALFRED_DOCKER_STORAGE        storage drivers to try in order (default "overlay2 vfs":
+#                                overlay2 needs a data root off overlayfs, vfs works anywhere)
 #   ALFRED_DOCKER_CGROUP_DRIVER  cgroupfs (default) or systemd
 #   ALFRED_DOCKER_WAIT           seconds to wait for the daemon (default 60)
 #   ALFRED_TEST_IMAGE            name of the imported test image
@@ -40,6 +41,7 @@ LOG="$STATE/dockerd.log"
 ENVFILE="$STATE/env"
 IMAGE=${ALFRED_TEST_IMAGE:-alfred-test/busybox:latest}
 WAIT=${ALFRED_DOCKER_WAIT:-60}
+STORAGE=${ALFRED_DOCKER_STORAGE:-overlay2 vfs}
 CGROUP_DRIVER=${ALFRED_DOCKER_CGROUP_DRIVER:-cgroupfs}
 DOCKER_HOST_URL="unix://$SOCK"
 
@@ -127,7 +129,8 @@ launch() {
 		if docker_cli version --format '{{.Server.Version}}' >/dev/null 2>&1; then
 			return 0
 		fi
-		if ! kill -0 "$launched" 2>/dev/null; then
+		# setsid may have forked: the pidfile then names the daemon.
+		if ! kill -0 "$launched" 2>/dev/null && ! ours_pid >/dev/null; then
 			log "dockerd exited during start; last log lines:"
 			tail -n 15 "$LOG" >&2
 			return 1
@@ -135,7 +138,7 @@ launch() {
 		if [ "$(date +%s)" -ge "$deadline" ]; then
 			log "dockerd did not answer within ${WAIT}s; last log lines:"
 			tail -n 15 "$LOG" >&2
-			kill "$launched" 2>/dev/null || true
+			stop_daemon
 			return 1
 		fi
 		sleep 0.2
@@ -173,33 +176,60 @@ import_image() {
 	rm -rf "$rootfs"
 }
 
+# smoke_test runs a container as the agent user with no network: it proves
+# that the storage driver can mount layers and that cgroups can be set up.
+smoke_test() {
+	out=$(docker_cli run --rm --network none --user 1000:1000 --cap-drop ALL \
+		--security-opt no-new-privileges --init --pids-limit 64 --memory 64m \
+		"$IMAGE" id -u 2>&1) && [ "$out" = 1000 ] && return 0
+	log "smoke test failed: $out"
+	log "hint: on cgroup v2 without systemd try ALFRED_DOCKER_CGROUP_DRIVER=cgroupfs (the default);"
+	log "      with systemd as PID 1 try ALFRED_DOCKER_CGROUP_DRIVER=systemd; dockerd log: $LOG"
+	return 1
+}
+
 start() {
 	[ "$(id -u)" = 0 ] || die "start needs root (it runs dockerd)"
 	install_packages
 	if pid=$(ours_pid); then
-		log "dockerd already running (pid $pid)"
-	else
+		log "dockerd already running (pid $pid, storage $(docker_cli info --format '{{.Driver}}'))"
 		t0=$(now_ms)
-		if [ -n "${ALFRED_DOCKER_STORAGE:-}" ]; then
-			launch "$ALFRED_DOCKER_STORAGE" || die "dockerd did not start with storage driver $ALFRED_DOCKER_STORAGE (log: $LOG)"
-		elif ! launch overlay2; then
-			log "overlay2 failed; falling back to vfs"
-			launch vfs || die "dockerd did not start with overlay2 or vfs (log: $LOG)"
-		fi
-		log "dockerd ready in $(($(now_ms) - t0)) ms (pid $(cat "$PIDFILE"), storage $(docker_cli info --format '{{.Driver}}'))"
+		import_image
+		log "imported $IMAGE in $(($(now_ms) - t0)) ms"
+	else
+		ok=""
+		for driver in $STORAGE; do
+			t0=$(now_ms)
+			launch "$driver" || { log "storage driver $driver failed"; continue; }
+			log "dockerd ready in $(($(now_ms) - t0)) ms (pid $(cat "$PIDFILE"), storage $(docker_cli info --format '{{.Driver}}'))"
+			t0=$(now_ms)
+			if import_image && smoke_test; then
+				log "imported $IMAGE and ran a container in $(($(now_ms) - t0)) ms"
+				ok=1
+				break
+			fi
+			log "storage driver $driver cannot run containers here"
+			stop_daemon
+		done
+		[ -n "$ok" ] || die "dockerd did not start with any of: $STORAGE (log: $LOG)"
 	fi
-	t0=$(now_ms)
-	import_image
-	log "imported $IMAGE in $(($(now_ms) - t0)) ms"
 	write_envfile
 	print_env
 }
 
 stop() {
-	if ! pid=$(ours_pid); then
+	if ! ours_pid >/dev/null; then
 		log "no dockerd of ours is running (pidfile $PIDFILE)"
 		return 0
 	fi
+	stop_daemon
+	rm -f "$ENVFILE"
+}
+
+# stop_daemon stops the dockerd of our pidfile, if it runs, and the containerd
+# it started for itself.
+stop_daemon() {
+	pid=$(ours_pid) || return 0
 	log "stopping dockerd pid $pid"
 	kill -TERM "$pid"
 	i=0
@@ -220,7 +250,6 @@ stop() {
 			kill -TERM "$cpid" 2>/dev/null || true
 		fi
 	fi
-	rm -f "$ENVFILE"
 }
 
 case "${1:-}" in
@@ -232,9 +261,11 @@ env)
 	;;
 purge)
 	stop
-	if mountpoint -q "$DATA_ROOT" 2>/dev/null || grep -q " $STATE/" /proc/mounts; then
-		die "mounts remain under $STATE; not deleting it"
-	fi
+	# dockerd leaves its data root bind-mounted on itself (a private mount):
+	# unmount what remains under the state folder, deepest first.
+	for m in $(awk -v s="$STATE/" 'index($2, s) == 1 { print $2 }' /proc/mounts | sort -r); do
+		umount "$m" || die "cannot unmount $m; not deleting $STATE"
+	done
 	rm -rf "$STATE"
 	;;
 *)
