@@ -274,3 +274,27 @@ func TestTokenNotInErrors(t *testing.T) {
 		t.Errorf("error = %v; want an error without the token", err)
 	}
 }
+
+func TestLabelNamesAreEscaped(t *testing.T) {
+	srv, f, p := testSetup(t)
+	h := &harness{srv: srv, forge: f}
+	name := "area/ui: needs work? 100%"
+	if err := f.CreateLabel(t.Context(), p, forges.Label{Name: name, Color: "#00ff00", Description: "d"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.UpdateLabel(t.Context(), p, forges.Label{Name: name, Color: "0000ff", Description: "new"}); err != nil {
+		t.Fatalf("UpdateLabel: %v", err)
+	}
+	h.SeedIssue(t, forges.Issue{Number: 1, Title: "t", Author: "alice", Labels: []string{name, "other"}})
+	tg := forges.Target{Project: p, Kind: forges.TargetIssue, Number: 1}
+	if err := f.RemoveLabel(t.Context(), tg, name); err != nil {
+		t.Fatalf("RemoveLabel: %v", err)
+	}
+	if got := h.TargetLabels(t, tg); len(got) != 1 || got[0] != "other" {
+		t.Errorf("labels after RemoveLabel = %q, want [other]", got)
+	}
+	ls, err := f.Labels(t.Context(), p)
+	if err != nil || len(ls) != 2 || ls[0].Name != name || ls[0].Color != "0000ff" || ls[0].Description != "new" {
+		t.Errorf("Labels = %+v, %v", ls, err)
+	}
+}

@@ -2,6 +2,7 @@ package github
 
 import (
 	"context"
+	"net/url"
 	"strings"
 
 	gh "github.com/google/go-github/v93/github"
@@ -117,8 +118,9 @@ func (f *Forge) CreateLabel(ctx context.Context, p forges.Project, l forges.Labe
 }
 
 // UpdateLabel sets the colour and description of the label named l.Name.
+// go-github puts label names into the path as they are: they are escaped here.
 func (f *Forge) UpdateLabel(ctx context.Context, p forges.Project, l forges.Label) error {
-	_, _, err := f.client.Issues.UpdateLabel(ctx, p.Owner, p.Name, l.Name, gh.UpdateIssueLabelRequest{
+	_, _, err := f.client.Issues.UpdateLabel(ctx, p.Owner, p.Name, url.PathEscape(l.Name), gh.UpdateIssueLabelRequest{
 		Color:       gh.Ptr(strings.TrimPrefix(l.Color, "#")),
 		Description: gh.Ptr(l.Description),
 	})
@@ -144,7 +146,7 @@ func (f *Forge) AddLabels(ctx context.Context, t forges.Target, names ...string)
 // when the label is not on it, which is no error here. A missing issue is:
 // it is told apart by reading the issue back.
 func (f *Forge) RemoveLabel(ctx context.Context, t forges.Target, name string) error {
-	_, err := f.client.Issues.RemoveLabelForIssue(ctx, t.Project.Owner, t.Project.Name, int(t.Number), name)
+	_, err := f.client.Issues.RemoveLabelForIssue(ctx, t.Project.Owner, t.Project.Name, int(t.Number), url.PathEscape(name))
 	if err == nil {
 		return nil
 	}
