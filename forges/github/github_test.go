@@ -298,3 +298,23 @@ func TestLabelNamesAreEscaped(t *testing.T) {
 		t.Errorf("Labels = %+v, %v", ls, err)
 	}
 }
+
+func TestPostNotRetriedWhenItMayHaveApplied(t *testing.T) {
+	for _, tc := range []struct {
+		status       int
+		wantRequests int
+	}{{http.StatusBadGateway, 1}, {http.StatusInternalServerError, 1}, {http.StatusServiceUnavailable, 2}} {
+		srv, f, p := testSetup(t)
+		h := &harness{srv: srv, forge: f}
+		h.SeedIssue(t, forges.Issue{Number: 1, Title: "t", Author: "alice"})
+		h.FailNext(t, tc.status, 1)
+		before := srv.requestCount()
+		_, err := f.CreateComment(t.Context(), forges.Target{Project: p, Kind: forges.TargetIssue, Number: 1}, "hi")
+		if n := srv.requestCount() - before; n != tc.wantRequests {
+			t.Errorf("POST answered %d: %d requests, want %d", tc.status, n, tc.wantRequests)
+		}
+		if (err == nil) != (tc.wantRequests == 2) {
+			t.Errorf("POST answered %d: err = %v", tc.status, err)
+		}
+	}
+}

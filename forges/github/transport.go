@@ -11,7 +11,7 @@ import (
 )
 
 // retryTransport retries what GitHub asks to be retried: 5xx answers with a
-// bounded exponential back-off with jitter, and rate-limit answers (429, or 403
+// bounded exponential back-off with jitter (POSTs only on 503, see retryAfter), and rate-limit answers (429, or 403
 // with Retry-After or an exhausted X-RateLimit-Remaining) after the wait the
 // server names, when that wait fits in maxWait. Each attempt gets its own
 // timeout; the request's context bounds the whole.
@@ -36,7 +36,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		case err != nil:
 			return nil, err
 		default:
-			wait, retry = t.retryAfter(resp, attempt)
+			wait, retry = t.retryAfter(req, resp, attempt)
 			if !retry || attempt >= t.maxRetries || (req.Body != nil && req.GetBody == nil) {
 				return resp, nil
 			}
@@ -82,8 +82,14 @@ func (t *retryTransport) attemptTimedOut(req *http.Request, err error) bool {
 }
 
 // retryAfter says whether resp deserves another attempt and after how long.
-func (t *retryTransport) retryAfter(resp *http.Response, attempt int) (time.Duration, bool) {
+// A POST that failed with 500, 502 or 504 may have been applied (GitHub is
+// known to create a comment or pull request and still answer 502), so it is
+// not sent again: the caller's idempotent layer (EnsureComment,
+// MergeRequestForBranch) decides. 503 and rate-limit answers are retried.
+func (t *retryTransport) retryAfter(req *http.Request, resp *http.Response, attempt int) (time.Duration, bool) {
 	switch {
+	case resp.StatusCode >= 500 && req.Method == http.MethodPost && resp.StatusCode != http.StatusServiceUnavailable:
+		return 0, false
 	case resp.StatusCode >= 500:
 		if d, ok := t.serverWait(resp); ok {
 			return d, d <= t.maxWait
