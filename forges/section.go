@@ -29,7 +29,7 @@ const (
 //     so the appended section is not swallowed by it); every existing byte is
 //     kept.
 //   - The section text is normalized before it is written: line endings become
-//     those of the body (CRLF when the body has any CRLF, else LF), leading and
+//     those of the body (CRLF when the body has any CRLF or ends in CR, else LF), leading and
 //     trailing blank lines are dropped, a fence it leaves open is closed, and
 //     section markers inside it are defused ("agent:section:" becomes
 //     "agent-section:") so they cannot end the section early.
@@ -60,7 +60,9 @@ func Section(body string) (string, bool) {
 // appending a section when body has none. Bytes outside the section never change.
 func ReplaceSection(body, section string) string {
 	nl := "\n"
-	if strings.Contains(body, "\r\n") {
+	if strings.Contains(body, "\r\n") || strings.HasSuffix(body, "\r") {
+		// A body ending in CR gets CRLF: the line break appended after it
+		// makes one, and the next call must choose the same line ending.
 		nl = "\r\n"
 	}
 	c := normalizeSection(section)

@@ -1,0 +1,126 @@
+package forgejo_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/alchemic-studio/alfred/forges"
+	"github.com/alchemic-studio/alfred/forges/forgejo"
+	"github.com/alchemic-studio/alfred/forges/forgejo/forgejotest"
+)
+
+func newForge(t *testing.T) (*forgejotest.Server, *forgejo.Forge, forges.Project, context.Context) {
+	t.Helper()
+	srv := forgejotest.NewServer(t)
+	f, err := forgejo.New(forgejo.Options{BaseURL: srv.URL(), Token: forgejotest.BotToken, MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return srv, f, forges.Project{Owner: forgejotest.Owner, Name: forgejotest.Repo}, ctx
+}
+
+func TestNewDoesNoIO(t *testing.T) {
+	srv, _, _, _ := newForge(t)
+	if n := srv.Requests(); n != 0 {
+		t.Errorf("New made %d requests, want none (no /version call)", n)
+	}
+	if _, err := forgejo.New(forgejo.Options{BaseURL: srv.URL()}); err == nil {
+		t.Error("New without a token succeeded")
+	}
+}
+
+func TestSiteAdminAndOwnerAreAdmin(t *testing.T) {
+	_, f, p, ctx := newForge(t)
+	for _, user := range []string{forgejotest.Bot, forgejotest.Owner} { // Forgejo says "owner" for both
+		if got, err := f.Permission(ctx, p, user); err != nil || got != forges.PermissionAdmin {
+			t.Errorf("Permission(%s) = %v, %v; want admin", user, got, err)
+		}
+	}
+}
+
+func TestMissingIssueCommentsIsNotFoundWithoutRetry(t *testing.T) {
+	srv, f, p, ctx := newForge(t)
+	before := srv.Requests()
+	_, err := f.Comments(ctx, forges.Target{Project: p, Kind: forges.TargetIssue, Number: 999})
+	if !errors.Is(err, forges.ErrNotFound) {
+		t.Errorf("Comments of a missing issue = %v, want ErrNotFound (Forgejo answers 500)", err)
+	}
+	if n := srv.Requests() - before; n != 1 {
+		t.Errorf("%d requests, want 1: a 500 'does not exist' is not retried", n)
+	}
+}
+
+func TestPostNotRetriedOnInternalError(t *testing.T) {
+	srv, f, p, ctx := newForge(t)
+	srv.AddIssue(forges.Issue{Number: 1, Title: "t", Author: "alice"})
+	srv.FailNext(500, 1)
+	if _, err := f.CreateComment(ctx, forges.Target{Project: p, Kind: forges.TargetIssue, Number: 1}, "x"); err == nil {
+		t.Error("CreateComment after a 500 succeeded: a POST that may have been applied must not be retried")
+	}
+	srv.FailNext(503, 1)
+	if _, err := f.CreateComment(ctx, forges.Target{Project: p, Kind: forges.TargetIssue, Number: 1}, "y"); err != nil {
+		t.Errorf("CreateComment after a 503: %v, want a retry", err)
+	}
+	is, _ := srv.Issue(1)
+	if len(is.Comments) != 1 || is.Comments[0].Body != "y" {
+		t.Errorf("comments = %+v, want exactly the retried one", is.Comments)
+	}
+}
+
+func TestRetryAfterCappedByMaxBackoff(t *testing.T) {
+	srv, f, p, ctx := newForge(t)
+	srv.AddIssue(forges.Issue{Number: 1, Title: "t", Author: "alice"})
+	srv.FailNext(429, 3) // each says Retry-After: 1; MaxBackoff is 5ms
+	start := time.Now()
+	if _, err := f.Issue(ctx, p, 1); err != nil {
+		t.Fatalf("Issue after three 429: %v", err)
+	}
+	if time.Since(start) > 2*time.Second {
+		t.Errorf("took %v: Retry-After must be capped by MaxBackoff", time.Since(start))
+	}
+}
+
+func TestAddUndefinedLabel(t *testing.T) {
+	srv, f, p, ctx := newForge(t)
+	srv.AddIssue(forges.Issue{Number: 1, Title: "t", Author: "alice"})
+	err := f.AddLabels(ctx, forges.Target{Project: p, Kind: forges.TargetIssue, Number: 1}, "no-such-label")
+	if !errors.Is(err, forges.ErrNotFound) {
+		t.Errorf("AddLabels(undefined) = %v, want ErrNotFound", err)
+	}
+}
+
+func TestCombinedStatusIgnoresUnknownStates(t *testing.T) {
+	srv, f, p, ctx := newForge(t)
+	sha := "57270c4a21aac4b0f6a5aa05cc714b4f4c961e94"
+	srv.AddStatus(sha, "ci/lint", "success", "", "")
+	srv.AddStatus(sha, "ci/test", "broken", "", "") // Forgejo accepts unknown states (201)
+	srv.AddStatus(sha, "ci/build", "warning", "", "")
+	got, err := f.CIStatus(ctx, p, sha)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != forges.CISuccess || len(got.Checks) != 2 {
+		t.Errorf("CIStatus = %+v, want success from lint and build, the unknown state left out", got)
+	}
+}
+
+func TestMergedPullRequestAfterBranchDeletion(t *testing.T) {
+	srv, f, p, ctx := newForge(t)
+	srv.AddPull(forges.MergeRequest{Number: 3, Title: "t", Author: "bot", State: forges.MergeRequestOpen, SourceBranch: "agent/x", TargetBranch: "main", HeadSHA: "57270c4a21aac4b0f6a5aa05cc714b4f4c961e94"})
+	srv.SetMergeable(3, false)
+	mr, err := f.MergeRequest(ctx, p, 3)
+	if err != nil || mr.Mergeable != forges.MergeableConflict {
+		t.Errorf("MergeRequest = %+v, %v; want a conflict", mr, err)
+	}
+	if ok, err := f.BranchExists(ctx, p, "agent/x"); err != nil || !ok {
+		t.Errorf("BranchExists(agent/x) = %v, %v", ok, err)
+	}
+	srv.DeleteBranch("agent/x")
+	if ok, err := f.BranchExists(ctx, p, "agent/x"); err != nil || ok {
+		t.Errorf("BranchExists after delete = %v, %v", ok, err)
+	}
+}
