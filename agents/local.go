@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	"github.com/Masterminds/semver/v3"
@@ -32,7 +33,7 @@ const (
 // Invocation is everything a CLI needs to build one attempt's argv.
 type Invocation struct {
 	Mode     Mode
-	Prompt   string // identical in every mode; pass it verbatim as one argv element (or stdin)
+	Prompt   string // identical in every mode; one argv element, verbatim, unless the CLI is a PromptReader
 	Phase    Phase
 	Provider string
 	Model    string // empty: the CLI's default, add no model flag
@@ -111,6 +112,16 @@ type CLI interface {
 	// FallbackNone for anything ambiguous (auth, network, crash, unknown):
 	// an ambiguous failure keeps its outcome and is never retried fresh.
 	Classify(res *sandbox.Result) FallbackReason
+}
+
+// PromptReader is an optional interface of CLI. When PromptOnStdin returns
+// true, the flow feeds Invocation.Prompt to the process's standard input on
+// every attempt, and Argv must leave the prompt out (or pass the CLI's "read
+// the prompt from stdin" marker, like codex's "-"). Prefer it where the CLI
+// supports it: Linux limits one argv element to 128 KiB, and a prompt with the
+// full phase context can be longer.
+type PromptReader interface {
+	PromptOnStdin() bool
 }
 
 // BaseEnv names the variables every local CLI receives from
@@ -266,6 +277,10 @@ func (l *Local) attempt(ctx context.Context, req Request, inv Invocation, timeou
 	spec.Argv = l.cli.Argv(inv)
 	spec.Env = l.env(req.Sandbox.Env)
 	spec.Timeout = timeout
+	spec.Stdin = nil
+	if pr, ok := l.cli.(PromptReader); ok && pr.PromptOnStdin() {
+		spec.Stdin = strings.NewReader(inv.Prompt)
+	}
 	spec.Session = nil
 	if inv.Mode != ModeNone && req.Session.HostStateDir != "" {
 		spec.Session = &sandbox.Mount{Host: req.Session.HostStateDir, Container: l.caps.SessionStatePath}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -324,4 +325,46 @@ func TestStripANSI(t *testing.T) {
 	if got := string(StripANSI([]byte(in))); got != "Error: Session not found" {
 		t.Fatalf("StripANSI = %q", got)
 	}
+}
+
+// stdinStub reads its prompt from stdin.
+type stdinStub struct{ stubCLI }
+
+func (stdinStub) PromptOnStdin() bool { return true }
+func (stdinStub) Argv(inv Invocation) []string {
+	return []string{"stub", string(inv.Mode), inv.SessionID}
+}
+
+func TestPromptOnStdinInEveryAttempt(t *testing.T) {
+	l, err := NewLocal(stdinStub{stubCLI{caps: Capabilities{Kind: KindLocal, ResumableSessions: true, SessionStatePath: "/home/agent/.stub"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prompts []string
+	r := &stdinRunner{scriptRunner: scriptRunner{steps: []step{{rc: 1, stderr: "missing"}, {stdout: `{"id":"new-id","ok":true}`}}}, prompts: &prompts}
+	prompt := strings.Repeat("context ", 20000) // 160 KB: too long for one argv element
+	res, err := l.Run(context.Background(), Request{Prompt: prompt, Runner: r, Session: &SessionRef{Name: "b", ResumeID: "old-id"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ResumeFallback != FallbackStateMissing || len(prompts) != 2 || prompts[0] != prompt || prompts[1] != prompt {
+		t.Fatalf("fallback=%q, %d prompts on stdin, want the same prompt on both attempts", res.ResumeFallback, len(prompts))
+	}
+}
+
+type stdinRunner struct {
+	scriptRunner
+	prompts *[]string
+}
+
+func (r *stdinRunner) Run(ctx context.Context, spec sandbox.Spec) (*sandbox.Result, error) {
+	if spec.Stdin == nil {
+		return nil, errors.New("no stdin")
+	}
+	b, err := io.ReadAll(spec.Stdin)
+	if err != nil {
+		return nil, err
+	}
+	*r.prompts = append(*r.prompts, string(b))
+	return r.scriptRunner.Run(ctx, spec)
 }

@@ -4,9 +4,12 @@
 //
 // Command lines (headless, JSON result):
 //
-//	none:   claude -p --output-format json [--model M] [--permission-mode bypassPermissions] -- <prompt>
+//	none:   claude -p --output-format json [--model M] [--permission-mode bypassPermissions]
 //	fresh:  the same plus --session-id <random uuid> --name <session name>
 //	resume: the same plus --resume <uuid>
+//
+// The prompt goes to standard input in every mode (verified with a 200 KB
+// prompt, beyond the 128 KiB limit of one argv element).
 //
 // The native id is the `session_id` field of the JSON result; a resume keeps
 // the id (no fork). Sessions live in ~/.claude/projects/<cwd slug>/<uuid>.jsonl,
@@ -45,7 +48,10 @@ const VerifiedRange = ">=2.1.101, <=2.1.332"
 // CLI implements agents.CLI for Claude Code.
 type CLI struct{}
 
-var _ agents.CLI = CLI{}
+var (
+	_ agents.CLI          = CLI{}
+	_ agents.PromptReader = CLI{}
+)
 
 // New returns the Claude Code adapter.
 func New() (*agents.Local, error) { return agents.NewLocal(CLI{}) }
@@ -85,8 +91,11 @@ func (CLI) Argv(inv agents.Invocation) []string {
 	case agents.ModeResume:
 		argv = append(argv, "--resume", inv.SessionID)
 	}
-	return append(argv, "--", inv.Prompt)
+	return argv
 }
+
+// PromptOnStdin implements agents.PromptReader.
+func (CLI) PromptOnStdin() bool { return true }
 
 // EnvAllowlist implements agents.CLI. CLAUDE_CONFIG_DIR is left out on
 // purpose: it would move the session store away from SessionStatePath.

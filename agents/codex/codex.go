@@ -4,9 +4,12 @@
 //
 // Command lines (headless, JSONL events on stdout):
 //
-//	none:   codex exec --json --skip-git-repo-check <sandbox flags> [-m M] -- <prompt>
+//	none:   codex exec --json --skip-git-repo-check <sandbox flags> [-m M] -
 //	fresh:  the same (codex exec can neither take an id nor set a name)
-//	resume: codex exec --json --skip-git-repo-check <sandbox flags> [-m M] resume <thread id> -- <prompt>
+//	resume: codex exec --json --skip-git-repo-check <sandbox flags> [-m M] resume <thread id> -
+//
+// "-" reads the prompt from standard input, in every mode (verified with a
+// 200 KB prompt, beyond the 128 KiB limit of one argv element).
 //
 // Every flag sits before `resume`: exec-only flags (-s, -C, …) are refused
 // after it, and the rest are accepted on both sides (verified: -m before
@@ -55,7 +58,10 @@ const VerifiedRange = ">=0.117.0, <=0.171.0"
 // CLI implements agents.CLI for Codex.
 type CLI struct{}
 
-var _ agents.CLI = CLI{}
+var (
+	_ agents.CLI          = CLI{}
+	_ agents.PromptReader = CLI{}
+)
 
 // New returns the Codex adapter.
 func New() (*agents.Local, error) { return agents.NewLocal(CLI{}) }
@@ -94,8 +100,11 @@ func (CLI) Argv(inv agents.Invocation) []string {
 	if inv.Mode == agents.ModeResume {
 		argv = append(argv, "resume", inv.SessionID)
 	}
-	return append(argv, "--", inv.Prompt)
+	return append(argv, "-")
 }
+
+// PromptOnStdin implements agents.PromptReader.
+func (CLI) PromptOnStdin() bool { return true }
 
 // EnvAllowlist implements agents.CLI. CODEX_HOME is left out on purpose: it
 // would move the session store away from SessionStatePath.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,9 +59,10 @@ func (rt RoundTrip) Check(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", step, err)
 		}
-		msgs := 0
+		msgs, sawPrompt := 0, false
 		for _, r := range rt.Mock.Requests()[before:] {
 			msgs = max(msgs, r.Messages)
+			sawPrompt = sawPrompt || strings.Contains(r.LastUserText, prompt)
 		}
 		t.Logf("%s: outcome=%s id=%s resumed=%v fallback=%q attempts=%d mock messages=%d text=%q",
 			step, res.Outcome, res.NativeSessionID, res.Resumed, res.ResumeFallback, len(res.Attempts), msgs, res.Text)
@@ -70,6 +72,9 @@ func (rt RoundTrip) Check(t *testing.T) {
 		}
 		if msgs == 0 {
 			t.Fatalf("%s: the mock model got no request", step)
+		}
+		if !sawPrompt {
+			t.Fatalf("%s: no request to the mock carried the prompt %q", step, prompt)
 		}
 		return res, msgs
 	}
