@@ -172,6 +172,30 @@ func (w *Worktree) Ahead(ctx context.Context) (bool, error) {
 	return n > 0, nil
 }
 
+// Merge merges the forge's target branch into the working copy without
+// committing, and lists the files left with conflicts (none: a clean merge,
+// committed by CommitAll like any other change).
+func (w *Worktree) Merge(ctx context.Context, target string) ([]string, error) {
+	if _, err := git(ctx, w.Dir, w.remote.env(), "fetch", "--quiet", "origin", "refs/heads/"+target); err != nil {
+		// The cache already holds the target as origin/<target>; a failed
+		// fetch of the forge is fine when it does.
+		if _, err2 := git(ctx, w.Dir, nil, "rev-parse", "--verify", "--quiet", "origin/"+target); err2 != nil {
+			return nil, fmt.Errorf("fetch %s: %w", target, err)
+		}
+	}
+	identity := []string{"user.name=" + w.repos.Name, "user.email=" + w.repos.Email}
+	_, mergeErr := git(ctx, w.Dir, identity, "merge", "--no-commit", "--no-ff", "origin/"+target)
+	out, err := git(ctx, w.Dir, nil, "diff", "--name-only", "--diff-filter=U")
+	if err != nil {
+		return nil, err
+	}
+	files := strings.Fields(out)
+	if mergeErr != nil && len(files) == 0 {
+		return nil, fmt.Errorf("merge %s: %w", target, mergeErr)
+	}
+	return files, nil
+}
+
 // Push sends the branch to the forge. A read-only run's worktree refuses.
 func (w *Worktree) Push(ctx context.Context) error {
 	if !w.Pushable {

@@ -57,6 +57,15 @@ func run(t *testing.T, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// head is the commit of branch in owner/name.git, "" when it does not exist.
+func (g *gitForge) head(owner, name, branch string) string {
+	out, err := exec.Command("git", "--git-dir", filepath.Join(g.root, owner, name+".git"), "rev-parse", "--verify", "--quiet", "refs/heads/"+branch).Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
 // seed makes owner/name.git with one commit on main.
 func (g *gitForge) seed(t *testing.T, owner, name string) string {
 	t.Helper()

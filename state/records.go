@@ -117,25 +117,35 @@ func mailboxDir(id string) (string, error) {
 
 // Mailbox is the bot's record of one issue or merge request.
 type Mailbox struct {
-	FormatVersion   int       `json:"format_version"`
-	ID              string    `json:"id"`
-	Forge           string    `json:"forge"`
-	Owner           string    `json:"owner"`
-	Project         string    `json:"project"`
-	Kind            Kind      `json:"kind"`
-	IID             int64     `json:"iid"`
-	Title           string    `json:"title"`
-	Status          string    `json:"status"`
-	Phase           string    `json:"phase"`
-	BranchName      string    `json:"branch_name"` // empty until frozen at the first run
-	LLMRetries      int       `json:"llm_retries"`
-	CIFixAttempts   int       `json:"ci_fix_attempts"`
-	Labels          []string  `json:"labels"` // as last seen on the forge
-	IssueURL        string    `json:"issue_url"`
-	MergeRequestIID int64     `json:"merge_request_iid,omitempty"`
-	MergeRequestURL string    `json:"merge_request_url,omitempty"`
-	CreatedAt       time.Time `json:"created_at"`
-	UpdatedAt       time.Time `json:"updated_at"`
+	FormatVersion   int      `json:"format_version"`
+	ID              string   `json:"id"`
+	Forge           string   `json:"forge"`
+	Owner           string   `json:"owner"`
+	Project         string   `json:"project"`
+	Kind            Kind     `json:"kind"`
+	IID             int64    `json:"iid"`
+	Title           string   `json:"title"`
+	Status          string   `json:"status"`
+	Phase           string   `json:"phase"`
+	BranchName      string   `json:"branch_name"` // empty until frozen at the first run
+	LLMRetries      int      `json:"llm_retries"`
+	CIFixAttempts   int      `json:"ci_fix_attempts"`
+	Labels          []string `json:"labels"` // as last seen on the forge
+	IssueURL        string   `json:"issue_url"`
+	MergeRequestIID int64    `json:"merge_request_iid,omitempty"`
+	MergeRequestURL string   `json:"merge_request_url,omitempty"`
+	// Author is who opened the issue.
+	Author string `json:"author,omitempty"`
+	// Flow is what the type label asked for: "task", "analysis" or "question".
+	Flow string `json:"flow,omitempty"`
+	// ActiveRunID is the run in progress, whose end the engine has not applied yet.
+	ActiveRunID string `json:"active_run_id,omitempty"`
+	// UntilGreen is set by ai::retry_until_green: keep fixing CI up to the hard cap.
+	UntilGreen bool `json:"until_green,omitempty"`
+	// HeadSHA is the last commit the bot pushed or saw on its merge request.
+	HeadSHA   string    `json:"head_sha,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Key returns the mailbox's forge identity.
@@ -161,6 +171,13 @@ type Run struct {
 	StartedAt     time.Time `json:"started_at,omitzero"`
 	FinishedAt    time.Time `json:"finished_at,omitzero"`
 	Log           string    `json:"log"` // agent output, at most MaxRunLog bytes
+	// Input is the phase input: the question to answer or the review feedback.
+	Input string `json:"input,omitempty"`
+	// Result is the agent's final text (the plan, the answer, the summary).
+	Result string `json:"result,omitempty"`
+	// Pushed says the run pushed HeadSHA to the issue branch.
+	Pushed  bool   `json:"pushed,omitempty"`
+	HeadSHA string `json:"head_sha,omitempty"`
 }
 
 // LLMSession is one adapter invocation inside a run.

@@ -1,0 +1,126 @@
+package bot
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/alchemic-studio/alfred/state"
+)
+
+// Comment kinds: the <kind> of each managed comment's marker. Each is posted
+// once per cause: the key mixes the mailbox, the kind and the triggering event.
+const (
+	KindAcknowledgement     = "acknowledgement"
+	KindPlan                = "plan"
+	KindPlanValidated       = "plan_validated"
+	KindStatusLabelRestored = "status_label_restored"
+	KindRetryResumed        = "retry_resumed"
+	KindBlocked             = "blocked"
+	KindAnswer              = "answer"
+	KindSession             = "session" // the status comment, edited in place
+	KindMergeRequest        = "merge_request"
+)
+
+func textAcknowledgement(author string) string {
+	return fmt.Sprintf("Thanks %s, I'm on it. I'll write a functional analysis into the description and post an implementation plan here.", mention(author))
+}
+
+func textPlan(plan string, needValidation bool) string {
+	plan = strings.TrimSpace(plan)
+	if needValidation {
+		return plan + "\n\nThe implementation plan is ready for validation. Add the `ai::validate_plan` label to let me start."
+	}
+	return plan + "\n\nStarting the development from this plan."
+}
+
+func textPlanOnly(plan string) string {
+	return strings.TrimSpace(plan) + "\n\nThis issue asks for an analysis only, so I stop here."
+}
+
+func textPlanValidated(by string) string {
+	return fmt.Sprintf("Plan validated by %s. Starting the development.", mention(by))
+}
+
+func textStatusRestored(s Status) string {
+	return fmt.Sprintf("The status label `%s` is managed by me: I restored it. Use the command labels to steer my work.", s.Label())
+}
+
+func textRetry(phase string) string {
+	return fmt.Sprintf("Retrying `%s`.", phase)
+}
+
+func textBlocked(phase, why string, attempts int) string {
+	return fmt.Sprintf("I'm blocked on `%s` after %d attempt(s): %s\n\nAdd `%s` to try again with the counters reset, or `%s` for exactly one more attempt.",
+		phase, attempts, strings.TrimSpace(why), CommandRetry.Label(), CommandRetryOnce.Label())
+}
+
+func textCIBlocked(attempts int) string {
+	return fmt.Sprintf("CI is still red after %d fix attempt(s), so I stopped.\n\nAdd `%s` to keep fixing until it is green (up to a hard cap), or `%s` for one more attempt.",
+		attempts, CommandRetryUntilGreen.Label(), CommandRetryOnce.Label())
+}
+
+func textMergeRequest(iid int64, summary string) string {
+	return fmt.Sprintf("%s\n\nCloses #%d", strings.TrimSpace(summary), iid)
+}
+
+func mention(login string) string {
+	if login == "" {
+		return "there"
+	}
+	return "@" + login
+}
+
+// SessionRow is one run in the status comment.
+type SessionRow struct {
+	Run     state.Run
+	Session *state.LLMSession // nil when the run had no llm session yet
+	URL     string            // the run page
+}
+
+// textSession renders the managed status comment of a mailbox: the latest
+// runs, newest first, with their session facts. A run without a named session
+// (API mode, host runner, setting off) shows no session fields.
+func textSession(rows []SessionRow) string {
+	var b strings.Builder
+	b.WriteString("**Alfred's runs on this issue**\n\n")
+	b.WriteString("| run | phase | outcome | session | tokens | cost |\n|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		outcome := string(r.Run.Status)
+		session, tokens, cost := "—", "—", "—"
+		if s := r.Session; s != nil {
+			if s.SessionName != nil {
+				session = "`" + *s.SessionName + "`"
+				if s.NativeSessionID != nil {
+					session += " id `" + *s.NativeSessionID + "`"
+				}
+				switch {
+				case s.Resumed:
+					session += ", resumed"
+				case s.ResumeFallback != nil:
+					session += ", fresh (" + strings.ReplaceAll(*s.ResumeFallback, "_", " ") + ")"
+				default:
+					session += ", fresh"
+				}
+			}
+			if s.InputTokens+s.OutputTokens > 0 {
+				tokens = fmt.Sprintf("%d in / %d out", s.InputTokens, s.OutputTokens)
+			}
+			if s.CostUSD > 0 {
+				cost = fmt.Sprintf("$%.4f", s.CostUSD)
+			}
+		}
+		link := shortID(r.Run.ID)
+		if r.URL != "" {
+			link = "[" + link + "](" + r.URL + ")"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", link, r.Run.Phase, outcome, session, tokens, cost)
+	}
+	return b.String()
+}
+
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}

@@ -1,0 +1,228 @@
+package bot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/forges"
+	"github.com/alchemic-studio/alfred/sandbox"
+	"github.com/alchemic-studio/alfred/state"
+)
+
+// Config is what the engine is built from. main.go fills it.
+type Config struct {
+	// ForgeName is the configured forge's name (the Project.Forge of its events).
+	ForgeName string
+	Forge     forges.Forge
+	Store     *state.Store
+	// Adapters by id; the AGENT_ADAPTER setting picks one per project.
+	Adapters map[string]agents.Adapter
+	// Runner runs local agents; RunnerName is "image" or "host".
+	Runner sandbox.Runner
+	// Sandbox is the base of every run's spec: image, uid:gid, limits, and
+	// the environment offered to adapters (API keys, base URLs).
+	Sandbox sandbox.Spec
+	// Repos keeps the project clones and run working copies.
+	Repos *Repos
+	// Sessions is the base of the per-mailbox agent session state.
+	Sessions SessionStore
+	// PublicURL prefixes the run page links in comments.
+	PublicURL string
+	// MaxParallelRuns bounds the runs executing at once (default 2).
+	MaxParallelRuns int
+	// PollInterval is how often open merge requests are polled for CI and
+	// mergeability (0: never; Forgejo sends no commit-status webhook).
+	PollInterval time.Duration
+	Logger       *slog.Logger
+	// Now is the clock (tests); nil means time.Now.
+	Now func() time.Time
+}
+
+// Engine turns forge events into mailbox changes, comments, labels and runs.
+// Its way for one event: Intake records it and posts it to the mailbox's
+// inbox; the mailbox's worker classifies it (Classify), acts on the forge
+// and the store (handle*.go), and may start a run (execute.go), whose end
+// comes back to the same inbox.
+type Engine struct {
+	cfg      Config
+	forge    forges.Forge
+	store    *state.Store
+	settings Settings
+	log      *slog.Logger
+	now      func() time.Time
+	me       string
+
+	inbox  *inbox
+	slots  chan struct{} // run concurrency
+	runsWG sync.WaitGroup
+	cancel context.CancelFunc
+	ctx    context.Context
+
+	seenMu sync.Mutex
+	seen   map[string]struct{} // delivery ids recorded
+}
+
+// New checks the configuration and builds an engine. Call Start to run it.
+func New(cfg Config) (*Engine, error) {
+	switch {
+	case cfg.Forge == nil:
+		return nil, errors.New("engine: no forge")
+	case cfg.Store == nil:
+		return nil, errors.New("engine: no state store")
+	case cfg.Repos == nil:
+		return nil, errors.New("engine: no repositories folder")
+	case cfg.Runner == nil:
+		return nil, errors.New("engine: no runner")
+	}
+	if cfg.MaxParallelRuns <= 0 {
+		cfg.MaxParallelRuns = 2
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Engine{
+		cfg:      cfg,
+		forge:    cfg.Forge,
+		store:    cfg.Store,
+		settings: Settings{Overrides: storeOverrides{cfg.Store}},
+		log:      cfg.Logger,
+		now:      cfg.Now,
+		slots:    make(chan struct{}, cfg.MaxParallelRuns),
+		seen:     map[string]struct{}{},
+	}, nil
+}
+
+// Start learns who the bot is, picks up the work a previous process left
+// (pending events, interrupted runs) and starts polling.
+func (e *Engine) Start(ctx context.Context) error {
+	me, err := e.forge.Me(ctx)
+	if err != nil {
+		return fmt.Errorf("engine: who is the bot: %w", err)
+	}
+	e.me = me.Login
+	e.ctx, e.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	e.inbox = newInbox(e.ctx, e.handle)
+	if err := e.recoverEvents(ctx); err != nil {
+		return err
+	}
+	if err := e.recoverRuns(ctx); err != nil {
+		return err
+	}
+	if e.cfg.PollInterval > 0 {
+		e.runsWG.Add(1)
+		go e.pollLoop()
+	}
+	e.log.Info("engine started", "bot", e.me, "forge", e.cfg.ForgeName, "runner", e.cfg.Runner.Name())
+	return nil
+}
+
+// Close stops taking events, cancels the runs in flight (their containers are
+// killed and removed; they are started again at the next Start) and waits.
+func (e *Engine) Close() {
+	if e.inbox == nil {
+		return
+	}
+	e.cancel()
+	e.inbox.close()
+	e.runsWG.Wait()
+}
+
+// Me is the bot's login, known after Start.
+func (e *Engine) Me() string { return e.me }
+
+// handle is the worker of one mailbox: it handles m with nothing else of the
+// same mailbox running at the same time.
+func (e *Engine) handle(ctx context.Context, key string, m message) {
+	switch {
+	case m.event != nil:
+		outcome := e.handleEvent(ctx, key, m.event)
+		e.finishEvent(ctx, m.eventPath, outcome)
+	case m.runDone != "":
+		if err := e.handleRunDone(ctx, key, m.runDone); err != nil {
+			e.log.Error("after run", "mailbox", key, "run", m.runDone, "err", err)
+		}
+	case m.poll:
+		if err := e.handlePoll(ctx, key); err != nil {
+			e.log.Warn("poll", "mailbox", key, "err", err)
+		}
+	}
+}
+
+// mailbox reads the mailbox of key; nil when there is none.
+func (e *Engine) mailbox(key string) (*state.Mailbox, error) {
+	if !isMailboxKey(key) {
+		return nil, nil
+	}
+	k, err := state.ParseMailboxID(key)
+	if err != nil {
+		return nil, err
+	}
+	mb, err := e.store.Mailbox(k)
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &mb, nil
+}
+
+// save writes the mailbox.
+func (e *Engine) save(ctx context.Context, mb *state.Mailbox) error {
+	if err := e.store.Update(ctx, func(tx *state.Tx) error { return tx.PutMailbox(*mb) }); err != nil {
+		return fmt.Errorf("save mailbox %s: %w", mb.ID, err)
+	}
+	return nil
+}
+
+func projectOf(mb *state.Mailbox) forges.Project {
+	return forges.Project{Forge: mb.Forge, Owner: mb.Owner, Name: mb.Project}
+}
+
+func scopeOf(mb *state.Mailbox) Scope {
+	return Scope{Forge: mb.Forge, Owner: mb.Owner, Project: mb.Project}
+}
+
+func issueTarget(mb *state.Mailbox) forges.Target {
+	kind := forges.TargetIssue
+	if mb.Kind == state.KindMR {
+		kind = forges.TargetMergeRequest
+	}
+	return forges.Target{Project: projectOf(mb), Kind: kind, Number: mb.IID}
+}
+
+// storeOverrides reads setting overrides from the state store.
+type storeOverrides struct{ st *state.Store }
+
+func (o storeOverrides) Override(s Scope, key string) (string, bool) {
+	scope := state.ScopeProject
+	if s.Project == "" {
+		scope = state.ScopeOrganization
+	}
+	list, _ := o.st.Settings(scope, s.Forge, s.Owner, s.Project)
+	for _, x := range list {
+		if x.Key == key {
+			return overrideText(x.Value), true
+		}
+	}
+	return "", false
+}
+
+// overrideText reads a stored value: settings are stored as JSON strings,
+// and a bare JSON value (true, 3) is taken as its text.
+func overrideText(raw []byte) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return string(raw)
+}

@@ -1,0 +1,466 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/forges"
+	"github.com/alchemic-studio/alfred/sandbox"
+	"github.com/alchemic-studio/alfred/state"
+)
+
+// workspace is where the working copy is mounted in the sandbox. It never
+// changes, so CLIs that bind sessions to the cwd find them again.
+const workspace = "/workspace"
+
+// startRun records a queued run of phase, freezes the branch name (at the
+// first run of any phase, analysis included, without creating the branch)
+// and starts executing it in the background.
+func (e *Engine) startRun(ctx context.Context, mb *state.Mailbox, phase agents.Phase, trigger, input string) error {
+	sc := scopeOf(mb)
+	if mb.BranchName == "" && mb.Kind == state.KindIssue {
+		mb.BranchName = BranchName(e.settings.String(sc, "BRANCH_PREFIX"), mb.IID, mb.Title)
+	}
+	run := state.Run{
+		ID:        uuid.NewString(),
+		MailboxID: mb.ID,
+		Phase:     string(phase),
+		Trigger:   trigger,
+		Runner:    e.cfg.Runner.Name(),
+		AdapterID: e.settings.String(sc, "AGENT_ADAPTER"),
+		Provider:  e.settings.String(sc, "AGENT_PROVIDER"),
+		Model:     e.settings.String(sc, "AGENT_MODEL"),
+		Status:    state.RunQueued,
+		Input:     input,
+		CreatedAt: e.now(),
+	}
+	mb.Phase = string(phase)
+	mb.ActiveRunID = run.ID
+	err := e.store.Update(ctx, func(tx *state.Tx) error {
+		if err := tx.PutMailbox(*mb); err != nil {
+			return err
+		}
+		return tx.PutRun(run)
+	})
+	if err != nil {
+		return fmt.Errorf("record run: %w", err)
+	}
+	e.log.Info("run queued", "mailbox", mb.ID, "run", run.ID, "phase", phase, "adapter", run.AdapterID)
+	e.launch(mb.ID, run.ID)
+	return nil
+}
+
+// launch executes a recorded run in the background and posts its end to the
+// mailbox's inbox.
+func (e *Engine) launch(mailboxID, runID string) {
+	e.runsWG.Add(1)
+	go func() {
+		defer e.runsWG.Done()
+		select {
+		case e.slots <- struct{}{}:
+		case <-e.ctx.Done():
+			return
+		}
+		defer func() { <-e.slots }()
+		if err := e.execute(e.ctx, mailboxID, runID); err != nil {
+			e.log.Error("run", "mailbox", mailboxID, "run", runID, "err", err)
+		}
+		if e.ctx.Err() != nil {
+			return // shutting down: the run is picked up again at the next start
+		}
+		e.inbox.post(mailboxID, message{runDone: runID})
+	}()
+}
+
+// execute runs one recorded run: working copy, sandbox spec, session,
+// invocation, recording, commit and push. It records the run's end in every
+// case it can, failures included.
+func (e *Engine) execute(ctx context.Context, mailboxID, runID string) error {
+	k, err := state.ParseMailboxID(mailboxID)
+	if err != nil {
+		return err
+	}
+	mb, err := e.store.Mailbox(k)
+	if err != nil {
+		return fmt.Errorf("read mailbox: %w", err)
+	}
+	run, _, err := e.store.RunWithSessions(runID)
+	if err != nil {
+		return fmt.Errorf("read run: %w", err)
+	}
+	run.Status, run.StartedAt = state.RunRunning, e.now()
+	if err := e.store.Update(ctx, func(tx *state.Tx) error { return tx.PutRun(run) }); err != nil {
+		return fmt.Errorf("mark run running: %w", err)
+	}
+	log := e.log.With("mailbox", mb.ID, "run", run.ID, "phase", run.Phase)
+	log.Info("run started")
+
+	res, ls, err := e.invoke(ctx, &mb, &run)
+	run.FinishedAt = e.now()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // shutting down: leave it running; recoverRuns starts it again
+		}
+		run.Status, run.Outcome = state.RunFailed, err.Error()
+		log.Warn("run failed", "err", err)
+	} else {
+		run.Status, run.Outcome = runStatus(res.Outcome), string(res.Outcome)
+		if res.Outcome != agents.OutcomeSucceeded && res.Text != "" {
+			run.Outcome += ": " + firstLine(res.Text)
+		}
+		log.Info("run finished", "outcome", res.Outcome, "resumed", res.Resumed, "fallback", res.ResumeFallback)
+	}
+	return e.store.Update(context.WithoutCancel(ctx), func(tx *state.Tx) error {
+		if ls != nil {
+			if err := tx.PutLLMSession(*ls); err != nil {
+				return err
+			}
+		}
+		return tx.PutRun(run)
+	})
+}
+
+// invoke does the work of a run and fills run (log, result, push) and the
+// llm_session record. An error means the run could not be carried out.
+func (e *Engine) invoke(ctx context.Context, mb *state.Mailbox, run *state.Run) (*agents.Result, *state.LLMSession, error) {
+	phase := agents.Phase(run.Phase)
+	sc := scopeOf(mb)
+	adapter, ok := e.cfg.Adapters[run.AdapterID]
+	if !ok {
+		return nil, nil, fmt.Errorf("no adapter %q (AGENT_ADAPTER); known: %s", run.AdapterID, strings.Join(e.adapterIDs(), ", "))
+	}
+	p := projectOf(mb)
+	wt, err := e.checkout(ctx, mb, run, phase)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() {
+		if err := wt.Remove(); err != nil {
+			e.log.Warn("remove working copy", "run", run.ID, "err", err)
+		}
+	}()
+	var conflicts []string
+	if phase == agents.PhaseConflictResolution {
+		target, err := e.forge.DefaultBranch(ctx, p)
+		if err != nil {
+			return nil, nil, err
+		}
+		if conflicts, err = wt.Merge(ctx, target); err != nil {
+			return nil, nil, err
+		}
+	}
+	prompt, err := e.prompt(ctx, mb, run, phase, conflicts)
+	if err != nil {
+		return nil, nil, err
+	}
+
+	spec := e.cfg.Sandbox
+	spec.Env = cloneMap(spec.Env)
+	spec.Labels = map[string]string{"alfred.run": run.ID, "alfred.mailbox": mb.ID}
+	spec.Workdir = workspace
+	spec.Worktree = &sandbox.Mount{Host: wt.Dir, Container: workspace, ReadOnly: phase.TextOnly()}
+	spec.Network = e.settings.String(sc, "AGENT_NETWORK")
+	creds, err := sandbox.ParseCredentialMounts(e.settings.String(sc, "AGENT_CREDENTIAL_MOUNTS"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("AGENT_CREDENTIAL_MOUNTS: %w", err)
+	}
+	spec.Credentials = creds[adapter.ID()]
+	if err := handOver(wt.Dir, spec.UID, spec.GID); err != nil {
+		return nil, nil, err
+	}
+
+	decision, err := SessionResolver{History: e.store, Store: e.cfg.Sessions}.Resolve(SessionInput{
+		Mailbox: *mb, RunID: run.ID, Enabled: e.settings.Bool(sc, "AGENT_SESSION_RESUME"),
+		Adapter: adapter.Capabilities(), AdapterID: adapter.ID(), Installation: e.installation(adapter.ID()),
+		Runner: e.cfg.Runner.Name(), Credentials: creds,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	ls := &state.LLMSession{ID: uuid.NewString(), RunID: run.ID, MailboxID: mb.ID, AdapterID: adapter.ID(),
+		Provider: run.Provider, Model: run.Model, Outcome: "running", CreatedAt: e.now()}
+	if decision.Ref != nil {
+		if _, err := e.cfg.Sessions.Ensure(*mb, adapter.ID(), spec.UID, spec.GID); err != nil {
+			return nil, nil, err
+		}
+		ls.SessionName = &decision.Ref.Name
+	} else {
+		e.log.Debug("no named session", "run", run.ID, "why", decision.Why)
+	}
+	// session_name is stored before the invocation.
+	if err := e.store.Update(ctx, func(tx *state.Tx) error { return tx.PutLLMSession(*ls) }); err != nil {
+		return nil, nil, fmt.Errorf("record llm session: %w", err)
+	}
+
+	res, err := adapter.Run(ctx, agents.Request{
+		Prompt: prompt, Phase: phase, Provider: run.Provider, Model: run.Model,
+		Timeout: e.settings.Duration(sc, "RUN_TIMEOUT"), Sandbox: spec, Runner: e.cfg.Runner, Session: decision.Ref,
+	})
+	if err != nil {
+		ls.Outcome = string(agents.OutcomeFailed)
+		return nil, ls, fmt.Errorf("invoke %s: %w", adapter.ID(), err)
+	}
+	ls.Outcome = string(res.Outcome)
+	ls.InputTokens, ls.OutputTokens, ls.CostUSD = res.InputTokens, res.OutputTokens, res.CostUSD
+	ls.DurationMS = res.Duration.Milliseconds()
+	if decision.Ref != nil {
+		if res.NativeSessionID != "" {
+			ls.NativeSessionID = &res.NativeSessionID
+		}
+		ls.Resumed = res.Resumed
+		if res.ResumeFallback != "" {
+			reason := string(res.ResumeFallback)
+			ls.ResumeFallback = &reason
+		}
+	}
+	run.Result = res.Text
+	run.Log = e.redact(attemptsLog(res))
+	if res.Outcome == agents.OutcomeSucceeded && wt.Pushable {
+		if err := e.publish(ctx, mb, run, wt); err != nil {
+			return res, ls, err
+		}
+	}
+	return res, ls, nil
+}
+
+// checkout makes the run's working copy: the issue branch for phases that
+// write, and for read-only phases the branch if the forge has it, else a
+// temporary branch that is never pushed.
+func (e *Engine) checkout(ctx context.Context, mb *state.Mailbox, run *state.Run, phase agents.Phase) (*Worktree, error) {
+	p := projectOf(mb)
+	url, err := e.forge.CloneURL(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	user, pass := e.forge.GitCredentials()
+	remote := Remote{URL: url, Username: user, Password: pass}
+	if _, err := e.cfg.Repos.Fetch(ctx, p, remote); err != nil {
+		return nil, err
+	}
+	base, err := e.forge.DefaultBranch(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	branch := mb.BranchName
+	if branch == "" { // a merge request mailbox works on the merge request's branch
+		mr, err := e.forge.MergeRequest(ctx, p, mb.IID)
+		if err != nil {
+			return nil, err
+		}
+		branch = mr.SourceBranch
+	}
+	return e.cfg.Repos.Checkout(ctx, p, remote, run.ID, branch, base, !phase.TextOnly())
+}
+
+// publish commits what the agent left and pushes the branch.
+func (e *Engine) publish(ctx context.Context, mb *state.Mailbox, run *state.Run, wt *Worktree) error {
+	msg := commitMessage(agents.Phase(run.Phase), mb)
+	if _, err := wt.CommitAll(ctx, msg); err != nil {
+		return err
+	}
+	ahead, err := wt.Ahead(ctx)
+	if err != nil || !ahead {
+		return err
+	}
+	if err := wt.Push(ctx); err != nil {
+		return err
+	}
+	run.Pushed = true
+	run.HeadSHA, err = wt.Head(ctx)
+	return err
+}
+
+func commitMessage(p agents.Phase, mb *state.Mailbox) string {
+	switch p {
+	case agents.PhaseCIFix:
+		return fmt.Sprintf("fix: make CI pass (#%d)", mb.IID)
+	case agents.PhaseReviewFix:
+		return fmt.Sprintf("fix: address review feedback (#%d)", mb.IID)
+	case agents.PhaseConflictResolution:
+		return fmt.Sprintf("chore: merge the target branch and resolve conflicts (#%d)", mb.IID)
+	}
+	return fmt.Sprintf("feat: %s (#%d)", mb.Title, mb.IID)
+}
+
+// prompt gathers the full phase context from the forge.
+func (e *Engine) prompt(ctx context.Context, mb *state.Mailbox, run *state.Run, phase agents.Phase, conflicts []string) (string, error) {
+	p := projectOf(mb)
+	is, err := e.forge.Issue(ctx, p, mb.IID)
+	if err != nil {
+		return "", err
+	}
+	comments, err := e.forge.Comments(ctx, issueTarget(mb))
+	if err != nil {
+		return "", err
+	}
+	in := PromptInput{Phase: phase, Project: p, Issue: *is, Branch: mb.BranchName, Conflict: conflicts}
+	for _, c := range comments {
+		if _, kind, ok := forges.ParseMarker(c.Body); ok {
+			if kind == KindPlan {
+				in.Plan = stripMarker(c.Body)
+			}
+			continue
+		}
+		if !strings.EqualFold(c.Author, e.me) {
+			in.Thread = append(in.Thread, c)
+		}
+	}
+	switch phase {
+	case agents.PhaseAnswer:
+		in.Question = run.Input
+		if in.Question == "" {
+			in.Question = is.Body
+		}
+	case agents.PhaseReviewFix:
+		in.Review = run.Input
+	case agents.PhaseCIFix:
+		if mb.HeadSHA != "" {
+			ci, err := e.forge.CIStatus(ctx, p, mb.HeadSHA)
+			if err != nil {
+				return "", err
+			}
+			for _, c := range ci.Checks {
+				if c.State == forges.CIFailure {
+					in.CI = append(in.CI, c)
+				}
+			}
+		}
+	}
+	return Prompt(in), nil
+}
+
+// installation is the detected CLI of an adapter on the configured runner.
+func (e *Engine) installation(adapterID string) *state.AgentInstallation {
+	all, _ := e.store.Installations()
+	for i := range all {
+		a := &all[i]
+		if a.AdapterID == adapterID && a.Runner == e.cfg.Runner.Name() && (a.Runner == "host" || a.Image == e.cfg.Sandbox.Image) {
+			return a
+		}
+	}
+	return nil
+}
+
+func (e *Engine) adapterIDs() []string {
+	ids := make([]string, 0, len(e.cfg.Adapters))
+	for id := range e.cfg.Adapters {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// redact removes every secret the bot knows from text bound for a record,
+// a comment or a page: the forge token and the values of offered variables
+// whose names say they are secret.
+func (e *Engine) redact(text string) string {
+	var secrets []string
+	if _, pass := e.forge.GitCredentials(); pass != "" {
+		secrets = append(secrets, pass)
+	}
+	for k, v := range e.cfg.Sandbox.Env {
+		if secretName(k) && len(v) >= 4 {
+			secrets = append(secrets, v)
+		}
+	}
+	for _, s := range secrets {
+		text = strings.ReplaceAll(text, s, "[redacted]")
+	}
+	return text
+}
+
+func secretName(k string) bool {
+	k = strings.ToUpper(k)
+	for _, w := range []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL"} {
+		if strings.Contains(k, w) {
+			return true
+		}
+	}
+	return false
+}
+
+func attemptsLog(res *agents.Result) string {
+	var b strings.Builder
+	for i, a := range res.Attempts {
+		fmt.Fprintf(&b, "--- attempt %d (%s): %s, exit %d, %s\n", i+1, a.Mode, a.Outcome, a.ExitCode, a.Duration.Round(time.Millisecond))
+		if a.Fallback != "" {
+			fmt.Fprintf(&b, "resume failed (%s): starting fresh under the same name\n", a.Fallback)
+		}
+		b.Write(a.Stdout)
+		if len(a.Stderr) > 0 {
+			b.WriteString("\n--- stderr\n")
+			b.Write(a.Stderr)
+		}
+		b.WriteString("\n")
+	}
+	if len(res.Attempts) == 0 {
+		b.Write(res.Stdout)
+		b.Write(res.Stderr)
+	}
+	return b.String()
+}
+
+func runStatus(o agents.Outcome) state.RunStatus {
+	switch o {
+	case agents.OutcomeSucceeded:
+		return state.RunSucceeded
+	case agents.OutcomeTimeout:
+		return state.RunTimeout
+	case agents.OutcomeCanceled:
+		return state.RunCanceled
+	}
+	return state.RunFailed
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+func stripMarker(body string) string {
+	if i := strings.LastIndex(body, "<!-- agent:key="); i >= 0 {
+		body = body[:i]
+	}
+	return strings.TrimSpace(body)
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// handOver gives the working copy to the sandbox's uid:gid when the bot runs
+// as root, so a non-root agent can write it.
+func handOver(dir string, uid, gid int) error {
+	if os.Geteuid() != 0 || uid == 0 {
+		return nil
+	}
+	err := filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	})
+	if err != nil {
+		return fmt.Errorf("hand the working copy to %d:%d: %w", uid, gid, err)
+	}
+	return nil
+}
+
+var errNothingPushed = errors.New("the agent changed nothing")

@@ -1,0 +1,329 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/forges"
+	"github.com/alchemic-studio/alfred/state"
+)
+
+// handleEvent applies one recorded event to its mailbox and returns what it
+// did, for the event record. Every forge effect is idempotent (managed
+// comments by key, labels by name), so handling an event again after a crash
+// changes nothing twice.
+func (e *Engine) handleEvent(ctx context.Context, key string, ev *forges.Event) string {
+	mb, err := e.mailbox(key)
+	if err != nil {
+		e.log.Error("read mailbox", "mailbox", key, "err", err)
+		return "error: " + err.Error()
+	}
+	in := Classify(ev, mb, e.me)
+	log := e.log.With("mailbox", key, "delivery", ev.DeliveryID, "event", ev.Type, "intent", in.Kind)
+	if in.Kind == IntentIgnore {
+		log.Debug("event ignored", "reason", in.Reason)
+		return "ignored: " + in.Reason
+	}
+	if steers(in.Kind) {
+		perm, err := e.forge.Permission(ctx, ev.Target.Project, ev.Actor)
+		if err != nil {
+			log.Error("permission check", "actor", ev.Actor, "err", err)
+			return "error: " + err.Error()
+		}
+		if perm < forges.PermissionWrite {
+			log.Info("steering refused: no write access", "actor", ev.Actor, "permission", perm)
+			return "ignored: " + ev.Actor + " has no write access"
+		}
+	}
+	if err := e.act(ctx, mb, ev, in); err != nil {
+		log.Error("handling failed", "err", err)
+		return "error: " + err.Error()
+	}
+	log.Info("event handled")
+	return string(in.Kind)
+}
+
+// steers tells the intents only people with write access may cause.
+func steers(k IntentKind) bool {
+	switch k {
+	case IntentStart, IntentCommand, IntentQuestion, IntentReview:
+		return true
+	}
+	return false
+}
+
+func (e *Engine) act(ctx context.Context, mb *state.Mailbox, ev *forges.Event, in Intent) error {
+	switch in.Kind {
+	case IntentStart:
+		return e.start(ctx, ev, in)
+	case IntentCommand:
+		return e.command(ctx, mb, ev, in.Command)
+	case IntentRestoreStatus:
+		return e.restoreStatus(ctx, mb, ev)
+	case IntentQuestion:
+		return e.question(ctx, mb, ev, in)
+	case IntentReview:
+		return e.review(ctx, mb, ev, in)
+	case IntentCI:
+		return e.checkMergeRequest(ctx, mb, ev.DeliveryID)
+	case IntentMerged, IntentClosed:
+		return e.finish(ctx, mb)
+	case IntentBranchDeleted:
+		mb.BranchName = ""
+		return e.save(ctx, mb)
+	}
+	return fmt.Errorf("no handling for intent %s", in.Kind)
+}
+
+// start opens the mailbox of an issue assigned to the bot, acknowledges it
+// and starts the first run.
+func (e *Engine) start(ctx context.Context, ev *forges.Event, in Intent) error {
+	p := ev.Target.Project
+	is := ev.Issue
+	if is == nil {
+		var err error
+		if is, err = e.forge.Issue(ctx, p, ev.Target.Number); err != nil {
+			return err
+		}
+	}
+	mb := &state.Mailbox{Forge: p.Forge, Owner: p.Owner, Project: p.Name, Kind: state.KindIssue, IID: ev.Target.Number,
+		Title: is.Title, IssueURL: is.URL, Author: is.Author, Labels: in.Labels}
+	mb.ID = mb.Key().ID()
+	flow := FlowOf(in.Labels)
+	mb.Flow = string(flow)
+	if err := e.comment(ctx, mb, KindAcknowledgement, "", textAcknowledgement(ev.Actor)); err != nil {
+		return err
+	}
+	phase := agents.PhaseAnalysis
+	if flow == FlowQuestion {
+		phase = agents.PhaseAnswer
+	}
+	return e.transition(ctx, mb, StatusFunctionalAnalysis, phase, ev.DeliveryID, is.Body)
+}
+
+// command handles a command label: it is removed once handled, whatever the
+// mailbox's state (a command that does not apply is said so in the log).
+func (e *Engine) command(ctx context.Context, mb *state.Mailbox, ev *forges.Event, c Command) error {
+	if err := e.forge.RemoveLabel(ctx, issueTarget(mb), c.Label()); err != nil {
+		return fmt.Errorf("remove %s: %w", c.Label(), err)
+	}
+	mb.Labels = slices.DeleteFunc(slices.Clone(labelsOrMailbox(ev, mb)), func(l string) bool { return l == c.Label() })
+	status := Status(mb.Status)
+	switch c {
+	case CommandValidatePlan:
+		if status != StatusWaitingValidation {
+			e.log.Info("validate_plan ignored: no plan waits", "mailbox", mb.ID, "status", status)
+			return e.save(ctx, mb)
+		}
+		if err := e.comment(ctx, mb, KindPlanValidated, ev.DeliveryID, textPlanValidated(ev.Actor)); err != nil {
+			return err
+		}
+		return e.transition(ctx, mb, StatusInDevelopment, agents.PhaseDevelopment, ev.DeliveryID, "")
+	case CommandRetry, CommandRetryOnce, CommandRetryUntilGreen:
+		if mb.ActiveRunID != "" {
+			e.log.Info("retry ignored: a run is in progress", "mailbox", mb.ID, "run", mb.ActiveRunID)
+			return e.save(ctx, mb)
+		}
+		phase := agents.Phase(mb.Phase)
+		if phase == "" {
+			phase = agents.PhaseAnalysis
+		}
+		switch c {
+		case CommandRetry:
+			mb.LLMRetries, mb.CIFixAttempts, mb.UntilGreen = 0, 0, false
+		case CommandRetryOnce:
+			// Exactly one more attempt: the next failure blocks again.
+			mb.LLMRetries = e.settings.Int(scopeOf(mb), "LLM_MAX_RETRIES")
+			mb.CIFixAttempts = max(0, e.settings.Int(scopeOf(mb), "CI_FIX_MAX_ATTEMPTS")-1)
+		case CommandRetryUntilGreen:
+			mb.UntilGreen = true
+			mb.LLMRetries = 0
+		}
+		if err := e.comment(ctx, mb, KindRetryResumed, ev.DeliveryID, textRetry(string(phase))); err != nil {
+			return err
+		}
+		return e.transition(ctx, mb, statusOfPhase(phase), phase, ev.DeliveryID, "")
+	}
+	return nil
+}
+
+func labelsOrMailbox(ev *forges.Event, mb *state.Mailbox) []string {
+	if l := labelsOf(ev); l != nil {
+		return l
+	}
+	return mb.Labels
+}
+
+// restoreStatus puts the bot's status label back after a person changed it.
+func (e *Engine) restoreStatus(ctx context.Context, mb *state.Mailbox, ev *forges.Event) error {
+	mb.Labels = labelsOrMailbox(ev, mb)
+	if err := e.setStatusLabel(ctx, mb, Status(mb.Status)); err != nil {
+		return err
+	}
+	if err := e.comment(ctx, mb, KindStatusLabelRestored, ev.DeliveryID, textStatusRestored(Status(mb.Status))); err != nil {
+		return err
+	}
+	return e.save(ctx, mb)
+}
+
+// question answers a person who wrote in the thread, when the issue is a
+// question, the bot waits for information, or the comment mentions the bot.
+func (e *Engine) question(ctx context.Context, mb *state.Mailbox, ev *forges.Event, in Intent) error {
+	status := Status(mb.Status)
+	asked := Flow(mb.Flow) == FlowQuestion || status == StatusWaitingInfo ||
+		strings.Contains(strings.ToLower(in.Text), "@"+strings.ToLower(e.me))
+	if !asked || mb.ActiveRunID != "" {
+		e.log.Info("comment noted, no answer run", "mailbox", mb.ID, "asked", asked, "active_run", mb.ActiveRunID)
+		return nil
+	}
+	return e.startRun(ctx, mb, agents.PhaseAnswer, ev.DeliveryID, in.Text)
+}
+
+// review starts a review_fix run for feedback on the bot's merge request.
+func (e *Engine) review(ctx context.Context, mb *state.Mailbox, ev *forges.Event, in Intent) error {
+	status := Status(mb.Status)
+	if status != StatusInReview && status != StatusInCI || mb.MergeRequestIID == 0 {
+		e.log.Info("review noted, not acting in this status", "mailbox", mb.ID, "status", status)
+		return nil
+	}
+	if mb.ActiveRunID != "" {
+		e.log.Info("review noted while a run is in progress", "mailbox", mb.ID)
+		return nil
+	}
+	return e.transition(ctx, mb, StatusInDevelopment, agents.PhaseReviewFix, ev.DeliveryID, in.Text)
+}
+
+// checkMergeRequest reads the bot's merge request and moves the mailbox on:
+// red CI starts a ci_fix run, conflicts a conflict_resolution run, green CI
+// moves it to in_review. The same handling serves webhooks and the poller.
+func (e *Engine) checkMergeRequest(ctx context.Context, mb *state.Mailbox, trigger string) error {
+	status := Status(mb.Status)
+	if mb.MergeRequestIID == 0 || mb.ActiveRunID != "" || (status != StatusInCI && status != StatusInReview) {
+		return nil
+	}
+	p := projectOf(mb)
+	mr, err := e.forge.MergeRequest(ctx, p, mb.MergeRequestIID)
+	if err != nil {
+		return err
+	}
+	switch mr.State {
+	case forges.MergeRequestMerged, forges.MergeRequestClosed:
+		return e.finish(ctx, mb)
+	}
+	if mr.HeadSHA != "" && mr.HeadSHA != mb.HeadSHA {
+		mb.HeadSHA = mr.HeadSHA
+	}
+	if mr.Mergeable == forges.MergeableConflict {
+		return e.transition(ctx, mb, StatusInDevelopment, agents.PhaseConflictResolution, trigger+"/conflict/"+mr.HeadSHA, "")
+	}
+	ci, err := e.forge.CIStatus(ctx, p, mr.HeadSHA)
+	if err != nil {
+		return err
+	}
+	sc := scopeOf(mb)
+	switch ci.State {
+	case forges.CIFailure:
+		limit := e.settings.Int(sc, "CI_FIX_MAX_ATTEMPTS")
+		if mb.UntilGreen {
+			limit = e.settings.Int(sc, "CI_FIX_HARD_CAP")
+		}
+		if mb.CIFixAttempts >= limit {
+			if status == StatusBlocked {
+				return nil
+			}
+			return e.block(ctx, mb, string(agents.PhaseCIFix), textCIBlocked(mb.CIFixAttempts), "ci/"+mr.HeadSHA)
+		}
+		mb.CIFixAttempts++
+		return e.transition(ctx, mb, StatusInDevelopment, agents.PhaseCIFix, trigger+"/ci/"+mr.HeadSHA, "")
+	case forges.CISuccess:
+		if status != StatusInReview {
+			mb.UntilGreen = false
+			return e.transition(ctx, mb, StatusInReview, "", trigger, "")
+		}
+	}
+	return e.save(ctx, mb)
+}
+
+// finish closes the mailbox: done, session state and working copies removed
+// (the session state stays when AGENT_SESSION_RESUME is off).
+func (e *Engine) finish(ctx context.Context, mb *state.Mailbox) error {
+	if err := e.transition(ctx, mb, StatusDone, "", "", ""); err != nil {
+		return err
+	}
+	if e.settings.Bool(scopeOf(mb), "AGENT_SESSION_RESUME") {
+		if err := e.cfg.Sessions.RemoveMailbox(*mb); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// block stops the mailbox with one comment saying why and which label unblocks it.
+func (e *Engine) block(ctx context.Context, mb *state.Mailbox, phase, text, cause string) error {
+	mb.Phase = phase
+	if err := e.comment(ctx, mb, KindBlocked, cause, text); err != nil {
+		return err
+	}
+	return e.transition(ctx, mb, StatusBlocked, "", "", "")
+}
+
+// transition sets the status (label and record) and, when phase is set,
+// starts a run of it. extra is phase input: the question to answer or the
+// review feedback.
+func (e *Engine) transition(ctx context.Context, mb *state.Mailbox, s Status, phase agents.Phase, trigger, extra string) error {
+	if Status(mb.Status) != s || len(statusLabels(mb.Labels)) != 1 {
+		if err := e.setStatusLabel(ctx, mb, s); err != nil {
+			return err
+		}
+	}
+	mb.Status = string(s)
+	if phase == "" {
+		return e.save(ctx, mb)
+	}
+	return e.startRun(ctx, mb, phase, trigger, extra)
+}
+
+// setStatusLabel makes s the one status label of the issue.
+func (e *Engine) setStatusLabel(ctx context.Context, mb *state.Mailbox, s Status) error {
+	t := issueTarget(mb)
+	for _, l := range statusLabels(mb.Labels) {
+		if l != s.Label() {
+			if err := e.forge.RemoveLabel(ctx, t, l); err != nil {
+				return fmt.Errorf("remove %s: %w", l, err)
+			}
+		}
+	}
+	if !slices.Contains(mb.Labels, s.Label()) {
+		if err := e.forge.AddLabels(ctx, t, s.Label()); err != nil {
+			return fmt.Errorf("add %s: %w", s.Label(), err)
+		}
+	}
+	labels := slices.DeleteFunc(slices.Clone(mb.Labels), func(l string) bool { return strings.HasPrefix(l, forges.StatusPrefix) })
+	mb.Labels = append(labels, s.Label())
+	return nil
+}
+
+// comment posts (or finds) the managed comment of kind for cause.
+func (e *Engine) comment(ctx context.Context, mb *state.Mailbox, kind, cause, body string) error {
+	_, _, err := forges.EnsureComment(ctx, e.forge, issueTarget(mb), forges.Key(mb.ID, kind, cause), kind, body)
+	if err != nil {
+		return fmt.Errorf("comment %s: %w", kind, err)
+	}
+	return nil
+}
+
+// statusOfPhase is the status shown while phase runs.
+func statusOfPhase(p agents.Phase) Status {
+	switch p {
+	case agents.PhaseAnalysis, agents.PhaseAnswer:
+		return StatusFunctionalAnalysis
+	default:
+		return StatusInDevelopment
+	}
+}
+
+var errRunInProgress = errors.New("a run is in progress")

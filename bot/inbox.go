@@ -1,0 +1,254 @@
+package bot
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/alchemic-studio/alfred/forges"
+	"github.com/alchemic-studio/alfred/state"
+)
+
+// eventRecord is a webhook event in the durable queue, stored at
+// events/{day}/{received}-{delivery hash}.json before the webhook is
+// answered and marked done once handled. Done records are kept for
+// eventRetention so that redeliveries are recognised, then pruned.
+type eventRecord struct {
+	FormatVersion int           `json:"format_version"`
+	Delivery      string        `json:"delivery_id"`
+	ReceivedAt    time.Time     `json:"received_at"`
+	Event         *forges.Event `json:"event"`
+	Done          bool          `json:"done"`
+	Outcome       string        `json:"outcome,omitempty"` // what handling did, or why it ignored it
+}
+
+const (
+	eventsDir      = "events"
+	eventRetention = 7 * 24 * time.Hour
+)
+
+func eventPath(received time.Time, delivery string) string {
+	sum := sha256.Sum256([]byte(delivery))
+	return fmt.Sprintf("%s/%s/%020d-%s.json", eventsDir, received.UTC().Format("2006-01-02"),
+		received.UnixNano(), hex.EncodeToString(sum[:6]))
+}
+
+// message is one thing a mailbox's worker handles: a recorded forge event, or
+// the end of one of its runs, or a poll of its merge request.
+type message struct {
+	event     *forges.Event
+	eventPath string
+	runDone   string // run id
+	poll      bool
+}
+
+// inbox serializes the work of each mailbox: one worker goroutine per
+// mailbox with pending messages, handling them in arrival order, so two
+// events of one mailbox never race; different mailboxes proceed in parallel.
+type inbox struct {
+	handle func(ctx context.Context, key string, m message)
+
+	mu      sync.Mutex
+	queues  map[string][]message
+	wg      sync.WaitGroup
+	ctx     context.Context
+	closing bool
+}
+
+func newInbox(ctx context.Context, handle func(context.Context, string, message)) *inbox {
+	return &inbox{handle: handle, queues: map[string][]message{}, ctx: ctx}
+}
+
+// post queues m for the mailbox key and starts its worker when idle. It
+// returns false once the inbox is closing (the message stays recorded and is
+// picked up at the next start).
+func (in *inbox) post(key string, m message) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.closing {
+		return false
+	}
+	q, busy := in.queues[key]
+	in.queues[key] = append(q, m)
+	if !busy {
+		in.wg.Add(1)
+		go in.work(key)
+	}
+	return true
+}
+
+func (in *inbox) work(key string) {
+	defer in.wg.Done()
+	for {
+		in.mu.Lock()
+		q := in.queues[key]
+		if len(q) == 0 || in.closing {
+			delete(in.queues, key)
+			in.mu.Unlock()
+			return
+		}
+		m := q[0]
+		in.queues[key] = q[1:]
+		in.mu.Unlock()
+		in.handle(in.ctx, key, m)
+	}
+}
+
+// close stops taking messages and waits for the handlers in progress.
+func (in *inbox) close() {
+	in.mu.Lock()
+	in.closing = true
+	in.mu.Unlock()
+	in.wg.Wait()
+}
+
+// Intake records ev durably and queues it for its mailbox. It is the sink
+// of the webhook handlers: once it returns nil the event survives a crash,
+// so the webhook can be answered. A redelivery (same delivery id) is dropped.
+func (e *Engine) Intake(ctx context.Context, ev *forges.Event) error {
+	if ev.DeliveryID == "" {
+		ev.DeliveryID = syntheticDelivery(ev)
+	}
+	e.seenMu.Lock()
+	if _, dup := e.seen[ev.DeliveryID]; dup {
+		e.seenMu.Unlock()
+		e.log.Info("redelivery dropped", "delivery", ev.DeliveryID, "type", ev.Type)
+		return nil
+	}
+	e.seen[ev.DeliveryID] = struct{}{}
+	e.seenMu.Unlock()
+
+	now := e.now()
+	path := eventPath(now, ev.DeliveryID)
+	rec := eventRecord{FormatVersion: 1, Delivery: ev.DeliveryID, ReceivedAt: now, Event: ev}
+	if err := e.store.Update(ctx, func(tx *state.Tx) error { return tx.Put(path, rec) }); err != nil {
+		e.seenMu.Lock()
+		delete(e.seen, ev.DeliveryID)
+		e.seenMu.Unlock()
+		return fmt.Errorf("record event %s: %w", ev.DeliveryID, err)
+	}
+	e.inbox.post(e.route(ev), message{event: ev, eventPath: path})
+	return nil
+}
+
+// syntheticDelivery names an event that came without a delivery id (a
+// poller's), from its content.
+func syntheticDelivery(ev *forges.Event) string {
+	b, _ := json.Marshal(ev)
+	sum := sha256.Sum256(b)
+	return "synthetic-" + hex.EncodeToString(sum[:8])
+}
+
+// finishEvent marks a recorded event done, with what handling made of it.
+func (e *Engine) finishEvent(ctx context.Context, path, outcome string) {
+	err := e.store.Update(ctx, func(tx *state.Tx) error {
+		raw, err := tx.Get(path)
+		if err != nil {
+			return err
+		}
+		var rec eventRecord
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			return fmt.Errorf("read %s: %w", path, err)
+		}
+		rec.Done, rec.Outcome = true, outcome
+		return tx.Put(path, rec)
+	})
+	if err != nil {
+		e.log.Error("mark event done", "path", path, "err", err)
+	}
+}
+
+// recover loads the recorded events: done ones into the redelivery filter
+// (pruning those past retention), pending ones back into their mailboxes'
+// queues in the order they arrived.
+func (e *Engine) recoverEvents(ctx context.Context) error {
+	paths := e.store.List(eventsDir)
+	sort.Strings(paths) // day, then received time
+	var stale []string
+	var pending []message
+	cutoff := e.now().Add(-eventRetention)
+	for _, p := range paths {
+		raw, err := e.store.Get(p)
+		if err != nil {
+			e.log.Warn("unreadable event record", "path", p, "err", err)
+			continue
+		}
+		var rec eventRecord
+		if err := json.Unmarshal(raw, &rec); err != nil || rec.Event == nil {
+			e.log.Warn("unreadable event record", "path", p, "err", err)
+			continue
+		}
+		if rec.Done {
+			if rec.ReceivedAt.Before(cutoff) {
+				stale = append(stale, p)
+				continue
+			}
+			e.seen[rec.Delivery] = struct{}{}
+			continue
+		}
+		e.seen[rec.Delivery] = struct{}{}
+		pending = append(pending, message{event: rec.Event, eventPath: p})
+	}
+	if len(stale) > 0 {
+		err := e.store.Update(ctx, func(tx *state.Tx) error {
+			for _, p := range stale {
+				if err := tx.Delete(p); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("prune old events: %w", err)
+		}
+	}
+	for _, m := range pending {
+		e.log.Info("resuming recorded event", "delivery", m.event.DeliveryID, "type", m.event.Type)
+		e.inbox.post(e.route(m.event), m)
+	}
+	return nil
+}
+
+// route names the mailbox an event belongs to. Merge request events of a
+// merge request the bot opened for an issue, and branch and CI events of an
+// issue branch, go to that issue's mailbox, so everything about one issue is
+// handled in order.
+func (e *Engine) route(ev *forges.Event) string {
+	p := ev.Target.Project
+	key := func(kind state.Kind, n int64) string {
+		return state.MailboxKey{Forge: p.Forge, Owner: p.Owner, Project: p.Name, Kind: kind, IID: n}.ID()
+	}
+	if ev.Target.Kind == forges.TargetIssue && ev.Target.Number > 0 {
+		return key(state.KindIssue, ev.Target.Number)
+	}
+	mbs, _ := e.store.Mailboxes()
+	for _, mb := range mbs {
+		if mb.Forge != p.Forge || mb.Owner != p.Owner || mb.Project != p.Name || mb.Kind != state.KindIssue {
+			continue
+		}
+		switch {
+		case ev.Target.Kind == forges.TargetMergeRequest && ev.Target.Number > 0 && mb.MergeRequestIID == ev.Target.Number:
+			return mb.ID
+		case ev.Target.Number == 0 && ev.Branch != "" && ev.Branch == mb.BranchName:
+			return mb.ID
+		case ev.Target.Number == 0 && ev.SHA != "" && ev.SHA == mb.HeadSHA:
+			return mb.ID
+		}
+	}
+	if ev.Target.Kind == forges.TargetMergeRequest && ev.Target.Number > 0 {
+		return key(state.KindMR, ev.Target.Number)
+	}
+	return "project:" + p.Forge + "/" + p.FullName()
+}
+
+// isMailboxKey tells a mailbox key from a project-wide one.
+func isMailboxKey(key string) bool { return !strings.HasPrefix(key, "project:") }
+
+var errNoMailbox = errors.New("no mailbox")
