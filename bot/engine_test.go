@@ -257,9 +257,12 @@ func TestLifecycle(t *testing.T) {
 
 	// A review comment on the merge request: review_fix, back to CI, green again.
 	h.send(forges.Event{Type: forges.EventCommentCreated, Actor: "alice",
-		Target: forges.Target{Project: h.project, Kind: forges.TargetMergeRequest, Number: mb.MergeRequestIID},
+		Target:  forges.Target{Project: h.project, Kind: forges.TargetMergeRequest, Number: mb.MergeRequestIID},
 		Comment: &forges.Comment{ID: 999, Author: "alice", Body: "Please name it greet.go"}})
-	waitUntil(t, func() bool { m := h.mailbox(iid); return m.Phase == string(agents.PhaseReviewFix) && m.ActiveRunID == "" })
+	waitUntil(t, func() bool {
+		m := h.mailbox(iid)
+		return m.Phase == string(agents.PhaseReviewFix) && m.ActiveRunID == ""
+	})
 	mb = h.waitStatus(iid, StatusInCI)
 	h.forge.setCI(mb.HeadSHA, forges.CISuccess)
 	h.send(forges.Event{Type: forges.EventCIStatusChanged, Actor: "ci", SHA: mb.HeadSHA, Target: forges.Target{Project: h.project}})

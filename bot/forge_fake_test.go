@@ -36,8 +36,10 @@ func (f *memForge) record(format string, args ...any) {
 	f.calls = append(f.calls, fmt.Sprintf(format, args...))
 }
 
-func (f *memForge) Kind() forges.Kind                       { return forges.Forgejo }
-func (f *memForge) Me(context.Context) (forges.User, error) { return forges.User{Login: f.me, ID: 1}, nil }
+func (f *memForge) Kind() forges.Kind { return forges.Forgejo }
+func (f *memForge) Me(context.Context) (forges.User, error) {
+	return forges.User{Login: f.me, ID: 1}, nil
+}
 func (f *memForge) Permission(_ context.Context, _ forges.Project, u string) (forges.Permission, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -174,8 +176,10 @@ func (f *memForge) CIStatus(_ context.Context, _ forges.Project, sha string) (*f
 	return &forges.CIStatus{SHA: sha, State: forges.CINone}, nil
 }
 
-func (f *memForge) BranchExists(context.Context, forges.Project, string) (bool, error) { return false, nil }
-func (f *memForge) DefaultBranch(context.Context, forges.Project) (string, error)      { return "main", nil }
+func (f *memForge) BranchExists(context.Context, forges.Project, string) (bool, error) {
+	return false, nil
+}
+func (f *memForge) DefaultBranch(context.Context, forges.Project) (string, error) { return "main", nil }
 func (f *memForge) CloneURL(_ context.Context, p forges.Project) (string, error) {
 	return f.git.srv.URL + "/" + p.FullName() + ".git", nil
 }
