@@ -147,7 +147,7 @@ func markerTokens(body string) []markerToken {
 			hi += lo
 		}
 		line := body[lo:hi]
-		if !fc.line(strings.TrimSuffix(line, "\r")) {
+		if !fc.line(strings.TrimRight(line, "\r")) {
 			toks = appendMarkers(toks, line, lo)
 		}
 		lo = hi + 1
@@ -197,7 +197,7 @@ func (f *fenceTracker) line(l string) bool {
 		}
 	}
 	if f.char != 0 {
-		if run >= f.n && rest[0] == f.char && strings.TrimRight(rest[run:], " \t") == "" {
+		if run >= f.n && rest[0] == f.char && strings.TrimRight(rest[run:], " \t\r") == "" {
 			f.char, f.n = 0, 0
 		}
 		return true
@@ -214,7 +214,7 @@ func (f *fenceTracker) line(l string) bool {
 func openFenceAtEnd(s string) (bool, string) {
 	var fc fenceTracker
 	for _, l := range strings.Split(s, "\n") {
-		fc.line(strings.TrimSuffix(l, "\r"))
+		fc.line(strings.TrimRight(l, "\r"))
 	}
 	if fc.char == 0 {
 		return false, ""
