@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -211,15 +210,25 @@ type change[T any] struct {
 	Current  T `json:"current"`
 }
 
-// diff is what is in cur and not in prev, and the other way round.
+// diff is what is in cur and not in prev, and the other way round, in the
+// order of each list. It is linear: a payload with huge label lists costs
+// no more than reading it.
 func diff(prev, cur []string) (added, removed []string) {
+	in := func(list []string) map[string]bool {
+		m := make(map[string]bool, len(list))
+		for _, s := range list {
+			m[s] = true
+		}
+		return m
+	}
+	inPrev, inCur := in(prev), in(cur)
 	for _, c := range cur {
-		if !slices.Contains(prev, c) {
+		if !inPrev[c] {
 			added = append(added, c)
 		}
 	}
 	for _, p := range prev {
-		if !slices.Contains(cur, p) {
+		if !inCur[p] {
 			removed = append(removed, p)
 		}
 	}

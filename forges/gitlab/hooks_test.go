@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -398,4 +399,20 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("%s event on %s number %d", ev.Type, ev.Target.Kind, ev.Target.Number)
 		}
 	})
+}
+
+func TestDiff(t *testing.T) {
+	for _, tc := range []struct {
+		prev, cur, added, removed []string
+	}{
+		{nil, []string{"a"}, []string{"a"}, nil},
+		{[]string{"a"}, nil, nil, []string{"a"}},
+		{[]string{"a", "b"}, []string{"b", "c", "d"}, []string{"c", "d"}, []string{"a"}},
+		{[]string{"a"}, []string{"a"}, nil, nil},
+	} {
+		added, removed := diff(tc.prev, tc.cur)
+		if !slices.Equal(added, tc.added) || !slices.Equal(removed, tc.removed) {
+			t.Errorf("diff(%q, %q) = %q, %q; want %q, %q", tc.prev, tc.cur, added, removed, tc.added, tc.removed)
+		}
+	}
 }
