@@ -3,4 +3,22 @@
 // gemini, grok), the API adapter, the fake adapter for engine tests, the shared
 // local-agent flow with session resume and silent fallback, and detection of
 // installed CLIs.
+//
+// The engine calls Adapter.Run with a Request (prompt, phase, provider,
+// model, timeout, the base sandbox.Spec, the Runner, and an optional
+// SessionRef) and records the Result in an llm_session.
+//
+// A local CLI package implements CLI (argv per Mode, environment allowlist,
+// id chooser, output parser, failure classifier, version command and
+// verified range, session state path) and gets its Adapter from NewLocal,
+// which runs the shared flow (see Local.Run): no SessionRef means exactly the
+// run without the feature; a resume that fails for a reason the CLI's
+// classifier recognises is re-run once, fresh, under the same name, within
+// what is left of the timeout; the fallback is reported in the Result only.
+// agents/fake is a complete worked example; agents/claudecode and
+// agents/codex are real ones, with their tests against the real binaries
+// (agents/internal/clitest) and the loopback mock model (agents/mockllm).
+//
+// Detect runs each CLI's version command through a Runner and reports an
+// Installation; DetectCommand prints them for `alfred agents detect`.
 package agents

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -137,4 +138,24 @@ func TestRealRoundTrip(t *testing.T) {
 		}),
 		ValidID: func(s string) error { _, err := uuid.Parse(s); return err },
 	}.Check(t)
+}
+
+// TestRealRetriesBoundedByTimeout: with the API unreachable, Claude Code
+// retries for minutes by itself; our wall-clock budget ends the run.
+func TestRealRetriesBoundedByTimeout(t *testing.T) {
+	bin := clitest.Bin(t, Executable)
+	a, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := agents.Request{Prompt: "p", Phase: agents.PhaseAnswer, Timeout: 25 * time.Second, Runner: clitest.Host(t)}
+	req.Sandbox.Workdir = t.TempDir()
+	req.Sandbox.Env = clitest.Env(bin, map[string]string{"ANTHROPIC_BASE_URL": "http://127.0.0.1:1", "ANTHROPIC_API_KEY": "sk-ant-test"})
+	res, err := a.Run(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Outcome != agents.OutcomeTimeout {
+		t.Fatalf("outcome %s (rc %d, stdout %s), want timeout", res.Outcome, res.ExitCode, res.Stdout)
+	}
 }

@@ -212,7 +212,7 @@ func (a *Adapter) queue(format string) {
 	a.next = append(a.next, format)
 }
 
-// Requests returns the requests received so far (Runner replaced).
+// Requests returns the requests received so far, as received.
 func (a *Adapter) Requests() []agents.Request {
 	a.mu.Lock()
 	defer a.mu.Unlock()
