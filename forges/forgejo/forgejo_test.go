@@ -57,9 +57,11 @@ func TestMissingIssueCommentsIsNotFoundWithoutRetry(t *testing.T) {
 func TestPostNotRetriedOnInternalError(t *testing.T) {
 	srv, f, p, ctx := newForge(t)
 	srv.AddIssue(forges.Issue{Number: 1, Title: "t", Author: "alice"})
-	srv.FailNext(500, 1)
-	if _, err := f.CreateComment(ctx, forges.Target{Project: p, Kind: forges.TargetIssue, Number: 1}, "x"); err == nil {
-		t.Error("CreateComment after a 500 succeeded: a POST that may have been applied must not be retried")
+	for _, code := range []int{500, 502, 504} {
+		srv.FailNext(code, 1)
+		if _, err := f.CreateComment(ctx, forges.Target{Project: p, Kind: forges.TargetIssue, Number: 1}, "x"); err == nil {
+			t.Errorf("CreateComment after a %d succeeded: a POST that may have been applied must not be retried", code)
+		}
 	}
 	srv.FailNext(503, 1)
 	if _, err := f.CreateComment(ctx, forges.Target{Project: p, Kind: forges.TargetIssue, Number: 1}, "y"); err != nil {

@@ -15,9 +15,9 @@ import (
 // exponential back-off, honouring the request's context, and bounds each
 // attempt with its own timeout.
 //
-// Retried: 429 (any method; Retry-After is honoured up to maxBackoff), 502, 503
-// and 504 (any method: the request did not reach Forgejo), 500 and network
-// errors for idempotent methods. Not retried: Forgejo's 500 "... does not
+// Retried: 429 and 503 (any method; Retry-After is honoured up to
+// maxBackoff), and for idempotent methods also 500, 502, 504 and network
+// errors. A POST that may have been applied (500, 502, 504) is not sent again. Not retried: Forgejo's 500 "... does not
 // exist" answers (a missing issue's comments, a missing branch), which are
 // permanent and reported as not found.
 type retryTransport struct {
@@ -80,10 +80,10 @@ func (t *retryTransport) rewind(req *http.Request, attempt int) (*http.Request, 
 
 func (t *retryTransport) retryable(method string, resp *http.Response) (bool, time.Duration) {
 	switch resp.StatusCode {
-	case http.StatusTooManyRequests:
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
 		return true, retryAfter(resp.Header.Get("Retry-After"))
-	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return true, retryAfter(resp.Header.Get("Retry-After"))
+	case http.StatusBadGateway, http.StatusGatewayTimeout:
+		return idempotent(method), retryAfter(resp.Header.Get("Retry-After"))
 	case http.StatusInternalServerError:
 		if !idempotent(method) {
 			return false, 0
