@@ -8,17 +8,19 @@
 //
 //	func TestContract(t *testing.T) {
 //		forgetest.Run(t, func(t *testing.T) forgetest.Harness {
-//			srv := forgejotest.NewServer(t)        // stateful fake Forgejo API, closed by t.Cleanup
+//			srv := forgejotest.NewServer(t) // stateful fake Forgejo API, closed by t.Cleanup
 //			f, err := forgejo.New(forgejo.Options{
-//				BaseURL: srv.URL(), Token: srv.BotToken(),
-//				MinBackoff: time.Millisecond,      // keep the retry tests fast
+//				BaseURL: srv.URL(), Token: forgejotest.BotToken,
+//				MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, // fast retry tests
 //			})
 //			if err != nil {
 //				t.Fatal(err)
 //			}
-//			return &harness{srv: srv, forge: f}   // harness adapts srv to Harness
+//			return &harness{srv: srv, forge: f} // adapts srv's seeding methods to Harness
 //		})
 //	}
+//
+// forges/forgejo/contract_test.go is the complete example.
 //
 // Rules the fakes follow so that one suite fits all three forges:
 //
