@@ -92,17 +92,17 @@ func (Hooks) Parse(h http.Header, body []byte) (*forges.Event, error) {
 		return nil, fmt.Errorf("%w: gitlab payload: %v", forges.ErrMalformed, err)
 	}
 	kind := env.ObjectKind
-	if kind == "" {
-		if env.EventName != "" { // system hooks name the event differently
-			return ignored(h, "", "system hook "+env.EventName), nil
-		}
-		return nil, fmt.Errorf("%w: gitlab payload has no object_kind", forges.ErrMalformed)
-	}
 	var (
 		ev  *forges.Event
 		err error
 	)
 	switch kind {
+	case "":
+		if env.EventName == "" {
+			return nil, fmt.Errorf("%w: gitlab payload has no object_kind", forges.ErrMalformed)
+		}
+		// System hooks name their event in event_name.
+		ev = &forges.Event{Type: forges.EventIgnored, Reason: "system hook " + env.EventName}
 	case "issue":
 		ev, err = parseIssue(body)
 	case "note":
@@ -121,10 +121,6 @@ func (Hooks) Parse(h http.Header, body []byte) (*forges.Event, error) {
 	}
 	ev.DeliveryID = deliveryID(h, kind)
 	return ev, nil
-}
-
-func ignored(h http.Header, kind, reason string) *forges.Event {
-	return &forges.Event{Type: forges.EventIgnored, Reason: reason, DeliveryID: deliveryID(h, kind)}
 }
 
 func deliveryID(h http.Header, kind string) string {
