@@ -65,12 +65,22 @@ type Output struct {
 // their arguments (no I/O): the flow does all running through the Runner.
 //
 // To add a CLI, write a package agents/<name> with a type implementing CLI
-// (see agents/fake for a complete worked example) and a constructor
-// New(...) (*agents.Local, error) that calls agents.NewLocal. Then add:
-// testdata/golden argv files for none/fresh/resume, recorded real outputs
-// (testdata/, each saying which CLI version produced it) for Parse, a
-// classifier table built from the real messages, and real-binary tests
-// (version, missing-session resume, round trip against agents/mockllm).
+// (see agents/fake for a complete worked example, agents/claudecode and
+// agents/codex for real ones) and a constructor New() (*agents.Local, error)
+// that calls agents.NewLocal. Then add, with agents/internal/clitest:
+//   - golden argv for none/fresh/resume per phase kind, with the verified
+//     range and state path (clitest.GoldenJSON, testdata/golden/argv.json);
+//   - recorded real outputs in testdata/ (<name>.stdout/.stderr/.rc and a
+//     README saying which CLI version and command produced each) read with
+//     clitest.Recorded, for Parse and for the classifier table (plus the
+//     messages quoted in agents-cli-facts.md, via clitest.Result);
+//   - real-binary tests: clitest.Bin (ALFRED_AGENT_CLIS_BIN; fails, or
+//     skips under -short, when missing), version through agents.Detect on
+//     clitest.Host, and clitest.RoundTrip against agents/mockllm (fresh,
+//     resume with the earlier messages, silent fallback after the state
+//     folder is emptied). clitest.Host plays /home/agent in a temporary
+//     folder emptied before each run, like the container's tmpfs;
+//     HomeRunner.Setup writes configuration there (as a mount would).
 type CLI interface {
 	// ID is the adapter id (see Adapter.ID).
 	ID() string
