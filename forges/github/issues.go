@@ -2,6 +2,7 @@ package github
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"strings"
 
@@ -19,19 +20,9 @@ func (f *Forge) Issue(ctx context.Context, p forges.Project, number int64) (*for
 		return nil, wrap(err, "read issue %d of %s", number, p.FullName())
 	}
 	if is.IsPullRequest() {
-		return nil, wrap(errPullRequest, "read issue %d of %s", number, p.FullName())
+		return nil, fmt.Errorf("read issue %d of %s: it is a pull request: %w", number, p.FullName(), forges.ErrNotFound)
 	}
 	return toIssue(is), nil
-}
-
-// errPullRequest is what Issue says of a number that is a pull request.
-var errPullRequest = notFoundError("it is a pull request")
-
-type notFoundError string
-
-func (e notFoundError) Error() string { return string(e) }
-func (notFoundError) Is(target error) bool {
-	return target == forges.ErrNotFound
 }
 
 // SetIssueBody replaces an issue's description.
