@@ -159,3 +159,11 @@ func TestRealRetriesBoundedByTimeout(t *testing.T) {
 		t.Fatalf("outcome %s (rc %d, stdout %s), want timeout", res.Outcome, res.ExitCode, res.Stdout)
 	}
 }
+
+func TestRealResumeMissingIsStateMissing(t *testing.T) {
+	bin := clitest.Bin(t, Executable)
+	got, res := clitest.ResumeMissing(t, CLI{}, bin, uuid.NewString(), nil) // no credentials: the lookup comes first
+	if got != agents.FallbackStateMissing || (CLI{}).Parse(res).Succeeded {
+		t.Fatalf("Classify = %q, want state_missing\nrc %d stdout %s\nstderr %s", got, res.ExitCode, res.Stdout, res.Stderr)
+	}
+}

@@ -147,3 +147,12 @@ func TestRealRoundTrip(t *testing.T) {
 		},
 	}.Check(t)
 }
+
+func TestRealResumeMissingIsStateMissing(t *testing.T) {
+	bin := clitest.Bin(t, Executable)
+	// A UUID v7 like codex's own thread ids; no credentials: the lookup comes first.
+	got, res := clitest.ResumeMissing(t, CLI{}, bin, "01a22ae1-0511-7ef3-bd9e-000000000001", nil)
+	if got != agents.FallbackStateMissing || (CLI{}).Parse(res).Succeeded {
+		t.Fatalf("Classify = %q, want state_missing\nrc %d stdout %s\nstderr %s", got, res.ExitCode, res.Stdout, res.Stderr)
+	}
+}
