@@ -32,7 +32,8 @@ type Options struct {
 	HTTPClient *http.Client
 	// Timeout bounds each attempt of each request (default 30s).
 	Timeout time.Duration
-	// MaxRetries is how many times a 5xx or rate-limited request is retried (default 4).
+	// MaxRetries is how many times a 5xx, rate-limited or timed-out request is
+	// retried (default 4; negative for none).
 	MaxRetries int
 	// RetryDelay is the first 5xx back-off, doubled on each retry with jitter (default 500ms).
 	RetryDelay time.Duration
