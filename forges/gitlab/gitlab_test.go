@@ -155,7 +155,7 @@ func TestErrorsCarryNoToken(t *testing.T) {
 	if err == nil {
 		t.Fatal("Issue succeeded against a failing server")
 	}
-	if strings.Contains(err.Error(), h.fake.token) {
+	if strings.Contains(err.Error(), h.srv.Token()) {
 		t.Errorf("error %q contains the token", err)
 	}
 	if !strings.Contains(err.Error(), "500") || !strings.Contains(err.Error(), "acme/platform/demo#1") {
@@ -165,7 +165,7 @@ func TestErrorsCarryNoToken(t *testing.T) {
 
 func TestWrongTokenIsNotNotFound(t *testing.T) {
 	h := newHarness(t)
-	f, err := New(Options{BaseURL: h.fake.srv.URL, Token: "wrong", RetryWaitMin: time.Millisecond})
+	f, err := New(Options{BaseURL: h.srv.URL(), Token: "wrong", RetryWaitMin: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,31 +176,34 @@ func TestWrongTokenIsNotNotFound(t *testing.T) {
 	}
 }
 
+type pipeline struct {
+	ID          int64
+	Ref, Status string
+}
+
 // TestCIStatusPipelines covers what the contract suite cannot seed: several
 // pipelines for one commit and the statuses GitLab has beyond the four states.
 func TestCIStatusPipelines(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
-		pipelines []fakePipeline // ID and Ref and Status
+		pipelines []pipeline
 		want      forges.CIState
 	}{
-		{"re-run replaces the older pipeline of a ref", []fakePipeline{{ID: 1, Ref: "main", Status: "failed"}, {ID: 2, Ref: "main", Status: "success"}}, forges.CISuccess},
-		{"older order does not matter", []fakePipeline{{ID: 9, Ref: "main", Status: "success"}, {ID: 3, Ref: "main", Status: "failed"}}, forges.CISuccess},
-		{"branch and merge request pipelines both count", []fakePipeline{{ID: 1, Ref: "main", Status: "success"}, {ID: 2, Ref: "refs/merge-requests/4/head", Status: "failed"}}, forges.CIFailure},
-		{"canceled is failure", []fakePipeline{{ID: 1, Ref: "main", Status: "canceled"}}, forges.CIFailure},
-		{"skipped alone is none", []fakePipeline{{ID: 1, Ref: "main", Status: "skipped"}}, forges.CINone},
-		{"skipped is left out", []fakePipeline{{ID: 1, Ref: "main", Status: "skipped"}, {ID: 2, Ref: "refs/merge-requests/4/head", Status: "success"}}, forges.CISuccess},
-		{"manual waits on a person", []fakePipeline{{ID: 1, Ref: "main", Status: "manual"}}, forges.CIPending},
-		{"created, waiting_for_resource, preparing, scheduled", []fakePipeline{{ID: 1, Ref: "a", Status: "created"}, {ID: 2, Ref: "b", Status: "waiting_for_resource"}, {ID: 3, Ref: "c", Status: "preparing"}, {ID: 4, Ref: "d", Status: "scheduled"}}, forges.CIPending},
+		{"re-run replaces the older pipeline of a ref", []pipeline{{ID: 1, Ref: "main", Status: "failed"}, {ID: 2, Ref: "main", Status: "success"}}, forges.CISuccess},
+		{"older order does not matter", []pipeline{{ID: 9, Ref: "main", Status: "success"}, {ID: 3, Ref: "main", Status: "failed"}}, forges.CISuccess},
+		{"branch and merge request pipelines both count", []pipeline{{ID: 1, Ref: "main", Status: "success"}, {ID: 2, Ref: "refs/merge-requests/4/head", Status: "failed"}}, forges.CIFailure},
+		{"canceled is failure", []pipeline{{ID: 1, Ref: "main", Status: "canceled"}}, forges.CIFailure},
+		{"skipped alone is none", []pipeline{{ID: 1, Ref: "main", Status: "skipped"}}, forges.CINone},
+		{"skipped is left out", []pipeline{{ID: 1, Ref: "main", Status: "skipped"}, {ID: 2, Ref: "refs/merge-requests/4/head", Status: "success"}}, forges.CISuccess},
+		{"manual waits on a person", []pipeline{{ID: 1, Ref: "main", Status: "manual"}}, forges.CIPending},
+		{"created, waiting_for_resource, preparing, scheduled", []pipeline{{ID: 1, Ref: "a", Status: "created"}, {ID: 2, Ref: "b", Status: "waiting_for_resource"}, {ID: 3, Ref: "c", Status: "preparing"}, {ID: 4, Ref: "d", Status: "scheduled"}}, forges.CIPending},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
 			sha := strings.Repeat("c", 40)
-			h.fake.mu.Lock()
 			for _, p := range tc.pipelines {
-				h.fake.pipelines = append(h.fake.pipelines, &fakePipeline{ID: p.ID, IID: p.ID, SHA: sha, Ref: p.Ref, Status: p.Status})
+				h.srv.AddPipeline(p.ID, sha, p.Ref, p.Status)
 			}
-			h.fake.mu.Unlock()
 			got, err := h.forge.CIStatus(context.Background(), h.Project(), sha)
 			if err != nil {
 				t.Fatal(err)
@@ -269,7 +272,22 @@ func TestReviewThreadsAndComments(t *testing.T) {
 	if len(review) != 2 || review[0].Path != "a.go" || review[0].Line != 4 || review[1].Body != "a thread" || review[1].Path != "" {
 		t.Errorf("ReviewComments = %+v, want the diff note then the thread", review)
 	}
-	if want := h.fake.srv.URL + "/acme/platform/demo/-/merge_requests/20#note_"; !strings.HasPrefix(review[0].URL, want) {
+	if want := h.srv.URL() + "/acme/platform/demo/-/merge_requests/20#note_"; !strings.HasPrefix(review[0].URL, want) {
 		t.Errorf("review comment URL = %q, want prefix %q", review[0].URL, want)
+	}
+}
+
+// TestLabelsStoredWithHash: GitLab stores and wants "#rrggbb"; the Forge
+// speaks six hex digits without '#'.
+func TestLabelsStoredWithHash(t *testing.T) {
+	h := newHarness(t)
+	created, _, err := forges.SyncLabels(context.Background(), h.forge, h.Project())
+	if err != nil || len(created) == 0 {
+		t.Fatalf("SyncLabels = %q, %v", created, err)
+	}
+	for _, l := range h.srv.Labels() {
+		if !strings.HasPrefix(l.Color, "#") || len(l.Color) != 7 {
+			t.Errorf("label %s stored with colour %q, want #rrggbb", l.Name, l.Color)
+		}
 	}
 }

@@ -1,4 +1,10 @@
-package gitlab
+// Package gitlabtest is a stateful fake of the part of GitLab's REST API v4
+// that forges/gitlab uses, on an httptest server: one project in a nested
+// group, its issues, merge requests, notes, labels, branches, pipelines and
+// commit statuses, seeded directly and changed through the API. Tests of
+// forges/gitlab and of anything driving a GitLab forge (alfred labels sync)
+// run against it.
+package gitlabtest
 
 import (
 	"cmp"
@@ -14,20 +20,19 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/alchemic-studio/alfred/forges"
 )
 
-// fakeGitLab is a stateful fake of the part of GitLab's REST API v4 the
+// Server is a stateful fake of the part of GitLab's REST API v4 the
 // Forge uses. It answers with GitLab's status codes, error bodies
 // ({"message": ...} for API errors, {"error": ...} for unknown routes), JSON
 // shapes (those of GitLab's REST docs and of client-go's recorded testdata)
 // and offset pagination headers (X-Page, X-Per-Page, X-Total, X-Total-Pages,
 // X-Next-Page, X-Prev-Page and Link). Pages hold at most fakeMaxPerPage
 // items, fewer than GitLab's 100, so that pagination is exercised.
-type fakeGitLab struct {
+type Server struct {
 	srv     *httptest.Server
 	token   string
 	path    string // full path of the one project, "acme/platform/demo"
@@ -50,9 +55,11 @@ type fakeGitLab struct {
 	hangN     int
 }
 
+// DefaultBranch is the project's default branch.
+const DefaultBranch = "main"
+
 const (
 	fakeMaxPerPage = 50
-	fakeDefault    = "main"
 	accessNone     = 0
 )
 
@@ -119,8 +126,8 @@ type fakeStatus struct {
 	CreatedAt              time.Time
 }
 
-func newFakeGitLab(t testing.TB) *fakeGitLab {
-	f := &fakeGitLab{
+func NewServer(t interface{ Cleanup(func()) }) *Server {
+	f := &Server{
 		token:    "glpat-fake-" + strconv.FormatInt(time.Now().UnixNano(), 36),
 		path:     "acme/platform/demo",
 		project:  4242,
@@ -131,7 +138,7 @@ func newFakeGitLab(t testing.TB) *fakeGitLab {
 		issues:   map[int64]*fakeIssue{},
 		mrs:      map[int64]*fakeMR{},
 		notes:    map[noteKey][]*fakeNote{},
-		branches: map[string]string{fakeDefault: strings.Repeat("0", 39) + "1"},
+		branches: map[string]string{DefaultBranch: strings.Repeat("0", 39) + "1"},
 	}
 	f.user(f.bot).Access = 40
 	f.srv = httptest.NewServer(f)
@@ -140,13 +147,13 @@ func newFakeGitLab(t testing.TB) *fakeGitLab {
 }
 
 // id hands out the next numeric id; callers hold mu.
-func (f *fakeGitLab) id() int64 { f.nextID++; return f.nextID }
+func (f *Server) id() int64 { f.nextID++; return f.nextID }
 
 // tick is the next timestamp of the fake's clock; callers hold mu.
-func (f *fakeGitLab) tick() time.Time { f.clock = f.clock.Add(time.Second); return f.clock }
+func (f *Server) tick() time.Time { f.clock = f.clock.Add(time.Second); return f.clock }
 
 // user returns the user named login, creating it with no access; callers hold mu.
-func (f *fakeGitLab) user(login string) *fakeUser {
+func (f *Server) user(login string) *fakeUser {
 	if u, ok := f.users[login]; ok {
 		return u
 	}
@@ -156,13 +163,13 @@ func (f *fakeGitLab) user(login string) *fakeUser {
 }
 
 // seedUser is user for the Seed methods: a user they create has read access.
-func (f *fakeGitLab) seedUser(login string) {
+func (f *Server) seedUser(login string) {
 	if _, ok := f.users[login]; !ok {
 		f.user(login).Access = 20
 	}
 }
 
-func (f *fakeGitLab) label(name string) *fakeLabel {
+func (f *Server) label(name string) *fakeLabel {
 	for _, l := range f.labels {
 		if l.Name == name {
 			return l
@@ -173,7 +180,7 @@ func (f *fakeGitLab) label(name string) *fakeLabel {
 
 // ensureLabels creates the named labels GitLab creates on the fly when an
 // issue or merge request is given a label that does not exist; callers hold mu.
-func (f *fakeGitLab) ensureLabels(names []string) {
+func (f *Server) ensureLabels(names []string) {
 	for _, n := range names {
 		if f.label(n) == nil {
 			f.labels = append(f.labels, &fakeLabel{ID: f.id(), Name: n, Color: "#6699cc"})
@@ -182,7 +189,7 @@ func (f *fakeGitLab) ensureLabels(names []string) {
 }
 
 // ServeHTTP routes /api/v4/... requests.
-func (f *fakeGitLab) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (f *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	hang, fail := f.hangN > 0, 0
 	switch {
@@ -225,7 +232,7 @@ func (f *fakeGitLab) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // failure answers status the way GitLab (or the proxy in front of it) does.
-func (f *fakeGitLab) failure(w http.ResponseWriter, status int) {
+func (f *Server) failure(w http.ResponseWriter, status int) {
 	h := w.Header()
 	if status == http.StatusTooManyRequests {
 		reset := time.Now().Add(time.Second)
@@ -244,7 +251,7 @@ func (f *fakeGitLab) failure(w http.ResponseWriter, status int) {
 	writeJSON(w, status, map[string]any{"message": fmt.Sprintf("%d %s", status, http.StatusText(status))})
 }
 
-func (f *fakeGitLab) route(w http.ResponseWriter, r *http.Request, seg []string) {
+func (f *Server) route(w http.ResponseWriter, r *http.Request, seg []string) {
 	m := r.Method
 	switch {
 	case match(seg, "user") && m == http.MethodGet:
@@ -378,7 +385,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // page writes one page of items with GitLab's offset pagination headers.
-func (f *fakeGitLab) page(w http.ResponseWriter, r *http.Request, items []any) {
+func (f *Server) page(w http.ResponseWriter, r *http.Request, items []any) {
 	q := r.URL.Query()
 	page, _ := strconv.Atoi(q.Get("page"))
 	page = max(page, 1)
@@ -426,25 +433,25 @@ func (f *fakeGitLab) page(w http.ResponseWriter, r *http.Request, items []any) {
 
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
-func (f *fakeGitLab) userJSON(u *fakeUser) map[string]any {
+func (f *Server) userJSON(u *fakeUser) map[string]any {
 	return map[string]any{
 		"id": u.ID, "username": u.Username, "name": strings.ToUpper(u.Username[:1]) + u.Username[1:],
 		"state": "active", "locked": false, "avatar_url": f.srv.URL + "/uploads/avatar.png", "web_url": f.srv.URL + "/" + u.Username,
 	}
 }
 
-func (f *fakeGitLab) projectJSON() map[string]any {
+func (f *Server) projectJSON() map[string]any {
 	i := strings.LastIndexByte(f.path, '/')
 	return map[string]any{
 		"id": f.project, "description": "", "name": f.path[i+1:], "name_with_namespace": strings.ReplaceAll(f.path, "/", " / "),
-		"path": f.path[i+1:], "path_with_namespace": f.path, "created_at": stamp(f.clock), "default_branch": fakeDefault,
+		"path": f.path[i+1:], "path_with_namespace": f.path, "created_at": stamp(f.clock), "default_branch": DefaultBranch,
 		"ssh_url_to_repo": "git@example.com:" + f.path + ".git", "http_url_to_repo": f.srv.URL + "/" + f.path + ".git",
 		"web_url": f.srv.URL + "/" + f.path, "visibility": "private",
 		"namespace": map[string]any{"id": 7, "name": "platform", "path": "platform", "kind": "group", "full_path": f.path[:i]},
 	}
 }
 
-func (f *fakeGitLab) member(w http.ResponseWriter, id string) {
+func (f *Server) member(w http.ResponseWriter, id string) {
 	for _, u := range f.users {
 		if strconv.FormatInt(u.ID, 10) == id && u.Access > accessNone {
 			m := f.userJSON(u)
@@ -458,14 +465,14 @@ func (f *fakeGitLab) member(w http.ResponseWriter, id string) {
 	writeJSON(w, http.StatusNotFound, map[string]any{"message": "404 Not found"})
 }
 
-func (f *fakeGitLab) branch(w http.ResponseWriter, name string) {
+func (f *Server) branch(w http.ResponseWriter, name string) {
 	sha, ok := f.branches[name]
 	if !ok {
 		writeJSON(w, http.StatusNotFound, map[string]any{"message": "404 Branch Not Found"})
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
-		"name": name, "merged": false, "protected": name == fakeDefault, "default": name == fakeDefault,
+		"name": name, "merged": false, "protected": name == DefaultBranch, "default": name == DefaultBranch,
 		"developers_can_push": false, "developers_can_merge": false, "can_push": true,
 		"web_url": f.srv.URL + "/" + f.path + "/-/tree/" + name,
 		"commit":  map[string]any{"id": sha, "short_id": sha[:8], "title": "commit", "message": "commit", "parent_ids": []string{}},
@@ -482,7 +489,7 @@ func labelJSON(l *fakeLabel) map[string]any {
 	}
 }
 
-func (f *fakeGitLab) createLabel(w http.ResponseWriter, body map[string]any) {
+func (f *Server) createLabel(w http.ResponseWriter, body map[string]any) {
 	name, _ := body["name"].(string)
 	color, _ := body["color"].(string)
 	desc, _ := body["description"].(string)
@@ -500,7 +507,7 @@ func (f *fakeGitLab) createLabel(w http.ResponseWriter, body map[string]any) {
 	}
 }
 
-func (f *fakeGitLab) updateLabel(w http.ResponseWriter, name string, body map[string]any) {
+func (f *Server) updateLabel(w http.ResponseWriter, name string, body map[string]any) {
 	l := f.label(name)
 	if l == nil {
 		writeJSON(w, http.StatusNotFound, map[string]any{"message": "404 Label Not Found"})
@@ -522,7 +529,7 @@ func (f *fakeGitLab) updateLabel(w http.ResponseWriter, name string, body map[st
 	writeJSON(w, http.StatusOK, labelJSON(l))
 }
 
-func (f *fakeGitLab) usersJSON(logins []string) []any {
+func (f *Server) usersJSON(logins []string) []any {
 	out := []any{}
 	for _, l := range logins {
 		out = append(out, f.userJSON(f.user(l)))
@@ -530,7 +537,7 @@ func (f *fakeGitLab) usersJSON(logins []string) []any {
 	return out
 }
 
-func (f *fakeGitLab) issueByPath(w http.ResponseWriter, s string) *fakeIssue {
+func (f *Server) issueByPath(w http.ResponseWriter, s string) *fakeIssue {
 	iid, _ := strconv.ParseInt(s, 10, 64)
 	if is, ok := f.issues[iid]; ok {
 		return is
@@ -539,7 +546,7 @@ func (f *fakeGitLab) issueByPath(w http.ResponseWriter, s string) *fakeIssue {
 	return nil
 }
 
-func (f *fakeGitLab) issueJSON(is *fakeIssue) map[string]any {
+func (f *Server) issueJSON(is *fakeIssue) map[string]any {
 	assignees := f.usersJSON(is.Assignees)
 	var assignee any
 	if len(assignees) > 0 {
@@ -595,7 +602,7 @@ func labelList(v any) ([]string, bool) {
 }
 
 // applyLabels does labels, add_labels and remove_labels the way GitLab does.
-func (f *fakeGitLab) applyLabels(cur []string, body map[string]any) []string {
+func (f *Server) applyLabels(cur []string, body map[string]any) []string {
 	if set, ok := labelList(body["labels"]); ok {
 		cur = set
 	}
@@ -613,7 +620,7 @@ func (f *fakeGitLab) applyLabels(cur []string, body map[string]any) []string {
 	return cur
 }
 
-func (f *fakeGitLab) updateIssue(is *fakeIssue, body map[string]any) {
+func (f *Server) updateIssue(is *fakeIssue, body map[string]any) {
 	if v, ok := body["title"].(string); ok {
 		is.Title = v
 	}
@@ -630,7 +637,7 @@ func (f *fakeGitLab) updateIssue(is *fakeIssue, body map[string]any) {
 	is.UpdatedAt = f.tick()
 }
 
-func (f *fakeGitLab) mrByPath(w http.ResponseWriter, s string) *fakeMR {
+func (f *Server) mrByPath(w http.ResponseWriter, s string) *fakeMR {
 	iid, _ := strconv.ParseInt(s, 10, 64)
 	if mr, ok := f.mrs[iid]; ok {
 		return mr
@@ -639,7 +646,7 @@ func (f *fakeGitLab) mrByPath(w http.ResponseWriter, s string) *fakeMR {
 	return nil
 }
 
-func (f *fakeGitLab) mrJSON(mr *fakeMR) map[string]any {
+func (f *Server) mrJSON(mr *fakeMR) map[string]any {
 	mergeStatus := map[string]string{"mergeable": "can_be_merged", "conflict": "cannot_be_merged", "checking": "checking", "preparing": "preparing"}[mr.DetailedMergeStatus]
 	author := f.userJSON(f.user(mr.Author))
 	return map[string]any{
@@ -662,7 +669,7 @@ func (f *fakeGitLab) mrJSON(mr *fakeMR) map[string]any {
 	}
 }
 
-func (f *fakeGitLab) listMRs(w http.ResponseWriter, r *http.Request) {
+func (f *Server) listMRs(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	state := cmp.Or(q.Get("state"), "all")
 	var mrs []*fakeMR
@@ -690,7 +697,7 @@ func (f *fakeGitLab) listMRs(w http.ResponseWriter, r *http.Request) {
 	f.page(w, r, out)
 }
 
-func (f *fakeGitLab) createMR(w http.ResponseWriter, body map[string]any) {
+func (f *Server) createMR(w http.ResponseWriter, body map[string]any) {
 	title, _ := body["title"].(string)
 	src, _ := body["source_branch"].(string)
 	dst, _ := body["target_branch"].(string)
@@ -722,7 +729,7 @@ func (f *fakeGitLab) createMR(w http.ResponseWriter, body map[string]any) {
 	writeJSON(w, http.StatusCreated, f.mrJSON(mr))
 }
 
-func (f *fakeGitLab) updateMR(mr *fakeMR, body map[string]any) {
+func (f *Server) updateMR(mr *fakeMR, body map[string]any) {
 	if v, ok := body["title"].(string); ok {
 		mr.Title = v
 	}
@@ -733,7 +740,7 @@ func (f *fakeGitLab) updateMR(mr *fakeMR, body map[string]any) {
 	mr.UpdatedAt = f.tick()
 }
 
-func (f *fakeGitLab) noteTarget(w http.ResponseWriter, kind, iid string) (noteKey, bool) {
+func (f *Server) noteTarget(w http.ResponseWriter, kind, iid string) (noteKey, bool) {
 	n, _ := strconv.ParseInt(iid, 10, 64)
 	key := noteKey{kind, n}
 	if kind == "issues" && f.issues[n] == nil || kind == "merge_requests" && f.mrs[n] == nil {
@@ -744,7 +751,7 @@ func (f *fakeGitLab) noteTarget(w http.ResponseWriter, kind, iid string) (noteKe
 }
 
 // addNote appends a note; a zero at takes the fake's clock. Callers hold mu.
-func (f *fakeGitLab) addNote(key noteKey, author, body, typ string, at time.Time) *fakeNote {
+func (f *Server) addNote(key noteKey, author, body, typ string, at time.Time) *fakeNote {
 	if at.IsZero() {
 		at = f.tick()
 	}
@@ -755,7 +762,7 @@ func (f *fakeGitLab) addNote(key noteKey, author, body, typ string, at time.Time
 	return n
 }
 
-func (f *fakeGitLab) noteJSON(key noteKey, n *fakeNote) map[string]any {
+func (f *Server) noteJSON(key noteKey, n *fakeNote) map[string]any {
 	noteable, typ := "Issue", any(nil)
 	var noteableID int64
 	if key.kind == "merge_requests" {
@@ -792,7 +799,7 @@ func (f *fakeGitLab) noteJSON(key noteKey, n *fakeNote) map[string]any {
 }
 
 // listNotes answers GET .../notes, sorted as asked (created_at desc by default).
-func (f *fakeGitLab) listNotes(w http.ResponseWriter, r *http.Request, key noteKey) {
+func (f *Server) listNotes(w http.ResponseWriter, r *http.Request, key noteKey) {
 	notes := slices.Clone(f.notes[key])
 	slices.SortStableFunc(notes, func(a, b *fakeNote) int { return a.CreatedAt.Compare(b.CreatedAt) })
 	if r.URL.Query().Get("sort") != "asc" {
@@ -807,7 +814,7 @@ func (f *fakeGitLab) listNotes(w http.ResponseWriter, r *http.Request, key noteK
 
 // listDiscussions answers GET .../discussions: one discussion per thread,
 // oldest first; plain notes are individual discussions.
-func (f *fakeGitLab) listDiscussions(w http.ResponseWriter, r *http.Request, key noteKey) {
+func (f *Server) listDiscussions(w http.ResponseWriter, r *http.Request, key noteKey) {
 	notes := slices.Clone(f.notes[key])
 	slices.SortStableFunc(notes, func(a, b *fakeNote) int { return a.CreatedAt.Compare(b.CreatedAt) })
 	out := make([]any, 0, len(notes))
@@ -817,7 +824,7 @@ func (f *fakeGitLab) listDiscussions(w http.ResponseWriter, r *http.Request, key
 	f.page(w, r, out)
 }
 
-func (f *fakeGitLab) listPipelines(w http.ResponseWriter, r *http.Request) {
+func (f *Server) listPipelines(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	var ps []*fakePipeline
 	for _, p := range f.pipelines {
@@ -840,7 +847,7 @@ func (f *fakeGitLab) listPipelines(w http.ResponseWriter, r *http.Request) {
 	f.page(w, r, out)
 }
 
-func (f *fakeGitLab) listStatuses(w http.ResponseWriter, r *http.Request, sha string) {
+func (f *Server) listStatuses(w http.ResponseWriter, r *http.Request, sha string) {
 	out := []any{}
 	for _, s := range f.statuses {
 		if s.SHA != sha {
