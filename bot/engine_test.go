@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -60,7 +61,19 @@ type harness struct {
 	n       int
 }
 
-func newHarness(t *testing.T, runner string) *harness {
+// setup is what a test may change before the engine starts.
+type setup struct {
+	runner string
+	// adapter serves AGENT_ADAPTER=fake; wrap, when set, changes what the
+	// engine sees of it; adapters are more of them by id.
+	adapter      *scripted
+	wrap         func(agents.Adapter) agents.Adapter
+	adapters     map[string]agents.Adapter
+	installation *state.AgentInstallation // nil: the fake, resumable, on the image runner
+	settings     []state.SettingOverride
+}
+
+func newHarness(t *testing.T, opts ...func(*setup)) *harness {
 	t.Helper()
 	g := newGitForge(t, "alfred", "tok-s3cret")
 	g.seed(t, "alice", "demo")
@@ -70,24 +83,46 @@ func newHarness(t *testing.T, runner string) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.adapter = &scripted{Adapter: fa}
+	su := setup{runner: "image", adapter: &scripted{Adapter: fa}, adapters: map[string]agents.Adapter{},
+		settings: []state.SettingOverride{orgSetting("AGENT_ADAPTER", fake.ID)}}
+	for _, o := range opts {
+		o(&su)
+	}
+	h.adapter = su.adapter
+	su.adapters[fake.ID] = su.adapter
+	if su.wrap != nil {
+		su.adapters[fake.ID] = su.wrap(su.adapter)
+	}
+	inst := state.AgentInstallation{AdapterID: fake.ID, Runner: "image", Image: "alfred-test", Version: fake.Version, ResumableSessions: true}
+	if su.installation != nil {
+		inst = *su.installation
+	}
 	err = h.store.Update(context.Background(), func(tx *state.Tx) error {
-		if err := tx.PutInstallation(state.AgentInstallation{AdapterID: fake.ID, Runner: "image", Image: "alfred-test", Version: fake.Version, ResumableSessions: true}); err != nil {
-			return err
+		for id := range su.adapters {
+			i := inst
+			i.AdapterID = id
+			if err := tx.PutInstallation(i); err != nil {
+				return err
+			}
 		}
-		return tx.PutSetting(state.SettingOverride{Scope: state.ScopeOrganization, Forge: "forgejo", Owner: "alice", Key: "AGENT_ADAPTER", Value: []byte(`"fake"`)})
+		for _, o := range su.settings {
+			if err := tx.PutSetting(o); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.engine, err = New(Config{
 		ForgeName: "forgejo", Forge: h.forge, Store: h.store,
-		Adapters: map[string]agents.Adapter{fake.ID: h.adapter},
-		Runner:   namedRunner(runner),
+		Adapters: su.adapters,
+		Runner:   namedRunner(su.runner),
 		Sandbox:  sandbox.Spec{Image: "alfred-test", UID: os.Getuid(), GID: os.Getgid(), Env: map[string]string{"FAKE_API_KEY": "sk-very-secret"}},
 		Repos:    &Repos{Base: h.base, Name: "Alfred", Email: "alfred@example.invalid"},
 		Sessions: SessionStore{Base: h.base}, PublicURL: "http://alfred.test",
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: testLogLevel()})),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -97,6 +132,24 @@ func newHarness(t *testing.T, runner string) *harness {
 	}
 	t.Cleanup(h.engine.Close)
 	return h
+}
+
+func orgSetting(key, value string) state.SettingOverride {
+	return state.SettingOverride{Scope: state.ScopeOrganization, Forge: "forgejo", Owner: "alice", Key: key, Value: []byte(strconv.Quote(value))}
+}
+
+func projectSetting(key, value string) state.SettingOverride {
+	o := orgSetting(key, value)
+	o.Scope, o.Project = state.ScopeProject, "demo"
+	return o
+}
+
+// setSetting changes a setting while the engine runs, as `alfred settings set` does.
+func (h *harness) setSetting(o state.SettingOverride) {
+	h.t.Helper()
+	if err := h.store.Update(context.Background(), func(tx *state.Tx) error { return tx.PutSetting(o) }); err != nil {
+		h.t.Fatal(err)
+	}
 }
 
 // send delivers an event as a webhook would, with a fresh delivery id.
@@ -175,7 +228,7 @@ func count(list []string, s string) int {
 // fixed, a review answered, merge; the agent session is created once and
 // resumed at every run after.
 func TestLifecycle(t *testing.T) {
-	h := newHarness(t, "image")
+	h := newHarness(t)
 	const iid = 7
 	h.openIssue(iid, "Add a greeting to the demo", "type::task")
 	issue := h.issueTarget(iid)
@@ -340,4 +393,12 @@ func waitUntil(t *testing.T, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatal("condition not met in time")
+}
+
+// testLogLevel is warn, or debug with ALFRED_TEST_LOG=debug.
+func testLogLevel() slog.Level {
+	if os.Getenv("ALFRED_TEST_LOG") == "debug" {
+		return slog.LevelDebug
+	}
+	return slog.LevelWarn
 }

@@ -295,7 +295,7 @@ func commitMessage(p agents.Phase, mb *state.Mailbox) string {
 // prompt gathers the full phase context from the forge.
 func (e *Engine) prompt(ctx context.Context, mb *state.Mailbox, run *state.Run, phase agents.Phase, conflicts []string) (string, error) {
 	p := projectOf(mb)
-	is, err := e.forge.Issue(ctx, p, mb.IID)
+	is, err := e.subject(ctx, mb)
 	if err != nil {
 		return "", err
 	}
@@ -337,6 +337,19 @@ func (e *Engine) prompt(ctx context.Context, mb *state.Mailbox, run *state.Run, 
 		}
 	}
 	return Prompt(in), nil
+}
+
+// subject reads what the mailbox is about: its issue, or its merge request
+// (title and description) for a merge request mailbox.
+func (e *Engine) subject(ctx context.Context, mb *state.Mailbox) (*forges.Issue, error) {
+	if mb.Kind == state.KindIssue {
+		return e.forge.Issue(ctx, projectOf(mb), mb.IID)
+	}
+	mr, err := e.forge.MergeRequest(ctx, projectOf(mb), mb.IID)
+	if err != nil {
+		return nil, err
+	}
+	return &forges.Issue{Number: mr.Number, Title: mr.Title, Body: mr.Body, Author: mr.Author, URL: mr.URL, State: mr.State}, nil
 }
 
 // installation is the detected CLI of an adapter on the configured runner.

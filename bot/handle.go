@@ -79,10 +79,22 @@ func (e *Engine) act(ctx context.Context, mb *state.Mailbox, ev *forges.Event, i
 	return fmt.Errorf("no handling for intent %s", in.Kind)
 }
 
-// start opens the mailbox of an issue assigned to the bot, acknowledges it
-// and starts the first run.
+// start opens the mailbox of an issue assigned to the bot (acknowledges it
+// and starts the analysis, or the answer of a type::question), or of a merge
+// request the bot is asked about (starts the answer).
 func (e *Engine) start(ctx context.Context, ev *forges.Event, in Intent) error {
 	p := ev.Target.Project
+	mb := &state.Mailbox{Forge: p.Forge, Owner: p.Owner, Project: p.Name, Kind: state.KindIssue, IID: ev.Target.Number, Labels: in.Labels}
+	if ev.Target.Kind == forges.TargetMergeRequest {
+		mr, err := e.forge.MergeRequest(ctx, p, ev.Target.Number)
+		if err != nil {
+			return err
+		}
+		mb.Kind, mb.Title, mb.IssueURL, mb.Author = state.KindMR, mr.Title, mr.URL, mr.Author
+		mb.MergeRequestIID, mb.MergeRequestURL = mr.Number, mr.URL
+		mb.ID = mb.Key().ID()
+		return e.startRun(ctx, mb, agents.PhaseAnswer, ev.DeliveryID, in.Text)
+	}
 	is := ev.Issue
 	if is == nil {
 		var err error
@@ -90,8 +102,7 @@ func (e *Engine) start(ctx context.Context, ev *forges.Event, in Intent) error {
 			return err
 		}
 	}
-	mb := &state.Mailbox{Forge: p.Forge, Owner: p.Owner, Project: p.Name, Kind: state.KindIssue, IID: ev.Target.Number,
-		Title: is.Title, IssueURL: is.URL, Author: is.Author, Labels: in.Labels}
+	mb.Title, mb.IssueURL, mb.Author = is.Title, is.URL, is.Author
 	mb.ID = mb.Key().ID()
 	flow := FlowOf(in.Labels)
 	mb.Flow = string(flow)
@@ -174,8 +185,7 @@ func (e *Engine) restoreStatus(ctx context.Context, mb *state.Mailbox, ev *forge
 // question, the bot waits for information, or the comment mentions the bot.
 func (e *Engine) question(ctx context.Context, mb *state.Mailbox, ev *forges.Event, in Intent) error {
 	status := Status(mb.Status)
-	asked := Flow(mb.Flow) == FlowQuestion || status == StatusWaitingInfo ||
-		strings.Contains(strings.ToLower(in.Text), "@"+strings.ToLower(e.me))
+	asked := Flow(mb.Flow) == FlowQuestion || status == StatusWaitingInfo || mentions(ev.Comment, e.me)
 	if !asked || mb.ActiveRunID != "" {
 		e.log.Info("comment noted, no answer run", "mailbox", mb.ID, "asked", asked, "active_run", mb.ActiveRunID)
 		return nil

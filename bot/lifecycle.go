@@ -111,8 +111,13 @@ func Classify(ev *forges.Event, mb *state.Mailbox, me string) Intent {
 		return ignore("the bot's own event")
 	}
 	if mb == nil {
-		if ev.Target.Kind == forges.TargetIssue && assignedToMe(ev, me) {
+		switch {
+		case ev.Target.Kind == forges.TargetIssue && assignedToMe(ev, me):
 			return Intent{Kind: IntentStart, Labels: labelsOf(ev)}
+		case ev.Target.Kind == forges.TargetMergeRequest && ev.Type == forges.EventCommentCreated && mentions(ev.Comment, me):
+			// A merge request the bot did not open, asked about: a mailbox
+			// of kind mr, and an answer.
+			return Intent{Kind: IntentStart, Text: ev.Comment.Body, Phase: agents.PhaseAnswer}
 		}
 		return ignore("no mailbox for " + string(ev.Target.Kind) + " and the bot is not assigned")
 	}
@@ -153,6 +158,11 @@ func Classify(ev *forges.Event, mb *state.Mailbox, me string) Intent {
 		return ignore("not the issue branch")
 	}
 	return ignore("nothing to do for " + string(ev.Type))
+}
+
+// mentions tells whether a comment names the bot (@login).
+func mentions(c *forges.Comment, me string) bool {
+	return c != nil && me != "" && strings.Contains(strings.ToLower(c.Body), "@"+strings.ToLower(me))
 }
 
 func assignedToMe(ev *forges.Event, me string) bool {
