@@ -175,8 +175,10 @@ func (CLI) Parse(res *sandbox.Result) agents.Output {
 }
 
 // Classify implements agents.CLI. Only an answer with no model turn (empty
-// stdout in json mode, or a stream-json result with num_turns 0 and the
-// same error) whose message says the session is missing is recognised.
+// stdout in json mode, or a stream-json error_during_execution result) whose
+// message says the session is missing is recognised. No unsupported_version
+// case: versions without --resume/--session-id are outside VerifiedRange, so
+// the engine never asks them to resume.
 func (CLI) Classify(res *sandbox.Result) agents.FallbackReason {
 	msg := string(res.Stderr)
 	if r, ok := findResult(res.Stdout); ok {
@@ -192,8 +194,6 @@ func (CLI) Classify(res *sandbox.Result) agents.FallbackReason {
 		return agents.FallbackStateMissing
 	case strings.Contains(msg, "--resume requires a valid session ID or session title"):
 		return agents.FallbackStateMissing
-	case strings.Contains(msg, "unknown option '--resume'"), strings.Contains(msg, "unknown option '--name'"):
-		return agents.FallbackUnsupportedVersion
 	}
 	return agents.FallbackNone
 }

@@ -89,7 +89,6 @@ func TestClassify(t *testing.T) {
 		{"", `Error: --resume requires a valid session ID or session title when used with --print. Usage: claude -p --resume <session-id|title>. Provided value "my-task-1" is not a UUID and does not match any session title.`, agents.FallbackStateMissing},
 		{`{"type":"result","subtype":"success","is_error":true,"api_error_status":401,"result":"Invalid API key · Fix external API key","session_id":"x"}`, "", agents.FallbackNone},
 		{`{"type":"result","subtype":"success","is_error":true,"result":"Invalid API key · Please run /login","session_id":"x"}`, "", agents.FallbackNone},
-		{"", "error: unknown option '--resume'\n", agents.FallbackUnsupportedVersion},
 		{"", "Segmentation fault\n", agents.FallbackNone},
 	}
 	for _, f := range facts {

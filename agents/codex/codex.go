@@ -178,7 +178,9 @@ func (CLI) Parse(res *sandbox.Result) agents.Output {
 }
 
 // Classify implements agents.CLI: only a run that printed no thread.started
-// (the thread was never opened) is looked at.
+// (the thread was never opened) is looked at. Versions that silently start a
+// new thread instead (before 0.117.0) are outside VerifiedRange, and the echo
+// check catches them anyway.
 func (CLI) Classify(res *sandbox.Result) agents.FallbackReason {
 	started := false
 	agents.JSONLines(res.Stdout, func(e event) bool {
@@ -188,12 +190,8 @@ func (CLI) Classify(res *sandbox.Result) agents.FallbackReason {
 	if started {
 		return agents.FallbackNone
 	}
-	msg := string(res.Stderr)
-	switch {
-	case strings.Contains(msg, "no rollout found for thread id"):
+	if strings.Contains(string(res.Stderr), "no rollout found for thread id") {
 		return agents.FallbackStateMissing
-	case strings.Contains(msg, "unrecognized subcommand 'resume'"):
-		return agents.FallbackUnsupportedVersion
 	}
 	return agents.FallbackNone
 }

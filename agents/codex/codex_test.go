@@ -83,7 +83,6 @@ func TestClassify(t *testing.T) {
 		{1, `{"type":"thread.started","thread_id":"x"}` + "\n" + `{"type":"turn.failed","error":{"message":"unexpected status 401 Unauthorized: invalid x-api-key, url: http://127.0.0.1:1/v1/responses"}}`, "", agents.FallbackNone},
 		{124, `{"type":"thread.started","thread_id":"x"}` + "\n" + `{"type":"error","message":"Reconnecting... 2/5 (stream disconnected before completion)"}`, "", agents.FallbackNone},
 		{1, "", "Reading prompt from stdin...\nNo prompt provided via stdin.\n", agents.FallbackNone},
-		{2, "", "error: unrecognized subcommand 'resume'\n", agents.FallbackUnsupportedVersion},
 	}
 	for _, f := range facts {
 		if got := (CLI{}).Classify(clitest.Result(f.rc, f.stdout, f.stderr)); got != f.want {
