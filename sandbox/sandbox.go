@@ -24,7 +24,7 @@ type Mount struct {
 // Tmpfs is an in-memory folder inside the container owned by the spec's user.
 type Tmpfs struct {
 	Path string
-	Mode uint32 // e.g. 0o700
+	Mode uint32 // e.g. 0o700; 0 means 0o700
 	Size int64  // bytes; 0 means the runner's default
 }
 
@@ -32,7 +32,8 @@ type Tmpfs struct {
 type Spec struct {
 	// Image is the container image (image runner only).
 	Image string
-	// UID and GID run the process; never 0 in the image runner.
+	// UID and GID run the process; neither may be 0 in the image runner.
+	// The host runner runs the process as the bot's own user.
 	UID, GID int
 	// Workdir is the working directory inside the sandbox (usually /workspace).
 	Workdir string
@@ -41,12 +42,15 @@ type Spec struct {
 	// Env is the whole environment of the process: nothing else reaches it.
 	Env map[string]string
 
-	// Worktree is mounted at /workspace, read-only in read-only phases.
+	// Worktree is mounted at /workspace (WorkspacePath), read-only in
+	// read-only phases; its Container is empty or /workspace. The host runner
+	// runs in Worktree.Host instead and cannot enforce read-only.
 	Worktree *Mount
 	// Credentials are always mounted read-only, whatever ReadOnly says.
 	Credentials []Mount
-	// Session is the agent's session state, read-write even in read-only phases.
-	// The host runner never gets one.
+	// Session is the agent's session state, read-write even in read-only
+	// phases; its Container sits under /home/agent and overlaps no credential
+	// mount. The host runner refuses a Spec with one (ErrSessionOnHost).
 	Session *Mount
 	// Tmpfs lists extra in-memory folders (HOME and the session parent are added by the runner).
 	Tmpfs []Tmpfs
@@ -57,7 +61,9 @@ type Spec struct {
 	NanoCPUs    int64
 	MemoryBytes int64
 	PidsLimit   int64
-	// Timeout is the wall-clock limit, after which the process is killed.
+	// Timeout is the wall-clock limit from the start of the process, after
+	// which it gets SIGTERM, then SIGKILL after the runner's grace period;
+	// 0 means the runner's default.
 	Timeout time.Duration
 
 	// Stdin feeds the process; nil means empty.
@@ -81,7 +87,9 @@ const (
 
 // Result is what a finished process left.
 type Result struct {
-	Outcome  Outcome
+	Outcome Outcome
+	// ExitCode is the process's exit status when Outcome is OutcomeExited
+	// (128+n when signal n ended it), else -1.
 	ExitCode int
 	Stdout   []byte
 	Stderr   []byte
@@ -95,5 +103,6 @@ type Runner interface {
 	Name() string
 	// Run starts the process and waits for it. An error means the sandbox could
 	// not be set up or torn down; a process that fails or times out is a Result.
+	// When only the tear-down failed, Run returns both the Result and the error.
 	Run(ctx context.Context, spec Spec) (*Result, error)
 }
