@@ -1,0 +1,240 @@
+package bot
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/forges"
+	"github.com/alchemic-studio/alfred/state"
+)
+
+func (h *harness) assign(iid int64) {
+	h.t.Helper()
+	h.openIssue(iid, "Add a greeting", "type::task")
+	h.send(forges.Event{Type: forges.EventIssueAssigned, Actor: "alice", Assignee: "alfred", Target: h.issueTarget(iid), Labels: []string{"type::task"}})
+}
+
+func (h *harness) command(iid int64, c Command) {
+	h.t.Helper()
+	h.forge.AddLabels(context.Background(), h.issueTarget(iid), c.Label())
+	h.send(forges.Event{Type: forges.EventIssueLabeled, Actor: "alice", Target: h.issueTarget(iid), Labels: h.forge.labels(iid)})
+}
+
+func TestRetriesThenBlockedThenRetry(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(s *setup) { s.settings = append(s.settings, projectSetting("LLM_MAX_RETRIES", "1")) })
+	h.adapter.FailNext("API Error: Unable to connect to API")
+	h.adapter.FailNext("API Error: Unable to connect to API")
+	h.assign(7)
+	mb := h.waitStatus(7, StatusBlocked)
+	if mb.LLMRetries != 1 || mb.Phase != string(agents.PhaseAnalysis) {
+		t.Errorf("blocked mailbox: retries %d phase %s", mb.LLMRetries, mb.Phase)
+	}
+	kinds := h.forge.commentKinds(h.issueTarget(7))
+	if count(kinds, KindBlocked) != 1 {
+		t.Fatalf("comments: %q", kinds)
+	}
+	if len(mustRuns(t, h.store, mb.ID)) != 2 {
+		t.Errorf("runs: want the attempt and one retry")
+	}
+
+	// ai::retry: counters reset, one retry_resumed comment, the phase runs again.
+	h.command(7, CommandRetry)
+	mb = h.waitStatus(7, StatusWaitingValidation)
+	if mb.LLMRetries != 0 || count(h.forge.commentKinds(h.issueTarget(7)), KindRetryResumed) != 1 {
+		t.Errorf("after retry: retries %d, comments %q", mb.LLMRetries, h.forge.commentKinds(h.issueTarget(7)))
+	}
+	if labels := h.forge.labels(7); len(statusLabels(labels)) != 1 || labels[len(labels)-1] != StatusWaitingValidation.Label() {
+		t.Errorf("labels %q", labels)
+	}
+}
+
+func TestRetryOnceAllowsExactlyOneAttempt(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(s *setup) { s.settings = append(s.settings, projectSetting("LLM_MAX_RETRIES", "2")) })
+	for range 3 {
+		h.adapter.FailNext("crash")
+	}
+	h.assign(7)
+	mb := h.waitStatus(7, StatusBlocked)
+	runs := len(mustRuns(t, h.store, mb.ID))
+	h.adapter.FailNext("crash again")
+	h.command(7, CommandRetryOnce)
+	waitUntil(t, func() bool { return count(h.forge.commentKinds(h.issueTarget(7)), KindBlocked) == 2 })
+	mb = h.waitStatus(7, StatusBlocked)
+	if got := len(mustRuns(t, h.store, mb.ID)); got != runs+1 {
+		t.Errorf("retry_once ran %d runs, want 1", got-runs)
+	}
+	if slices := h.forge.labels(7); len(statusLabels(slices)) != 1 {
+		t.Errorf("labels %q", slices)
+	}
+}
+
+func TestRetryUntilGreen(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(s *setup) {
+		s.settings = append(s.settings, projectSetting("CI_FIX_MAX_ATTEMPTS", "1"), projectSetting("REQUIRE_PLAN_VALIDATION", "false"))
+	})
+	h.assign(7)
+	mb := h.waitStatus(7, StatusInCI)
+	red := func(mb state.Mailbox) {
+		h.forge.setCI(mb.HeadSHA, forges.CIFailure)
+		h.send(forges.Event{Type: forges.EventCIStatusChanged, Actor: "ci", SHA: mb.HeadSHA, Target: forges.Target{Project: h.project}})
+	}
+	red(mb) // attempt 1 of 1
+	waitUntil(t, func() bool { m := h.mailbox(7); return m.HeadSHA != mb.HeadSHA && m.ActiveRunID == "" })
+	mb = h.waitStatus(7, StatusInCI)
+	red(mb) // over the limit: blocked
+	mb = h.waitStatus(7, StatusBlocked)
+	if count(h.forge.commentKinds(h.issueTarget(7)), KindBlocked) != 1 {
+		t.Fatalf("comments %q", h.forge.commentKinds(h.issueTarget(7)))
+	}
+
+	h.command(7, CommandRetryUntilGreen)
+	waitUntil(t, func() bool { m := h.mailbox(7); return m.HeadSHA != mb.HeadSHA && m.ActiveRunID == "" })
+	mb = h.waitStatus(7, StatusInCI)
+	if !mb.UntilGreen {
+		t.Fatal("until_green not set")
+	}
+	red(mb) // beyond CI_FIX_MAX_ATTEMPTS but under the hard cap: fixes again
+	waitUntil(t, func() bool { m := h.mailbox(7); return m.HeadSHA != mb.HeadSHA && m.ActiveRunID == "" })
+	mb = h.waitStatus(7, StatusInCI)
+	h.forge.setCI(mb.HeadSHA, forges.CISuccess)
+	h.send(forges.Event{Type: forges.EventCIStatusChanged, Actor: "ci", SHA: mb.HeadSHA, Target: forges.Target{Project: h.project}})
+	mb = h.waitStatus(7, StatusInReview)
+	if mb.UntilGreen {
+		t.Error("until_green survives green CI")
+	}
+}
+
+func TestTwoEventsForOneMailboxAtOnce(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.assign(7)
+	h.waitStatus(7, StatusWaitingValidation)
+	h.forge.AddLabels(context.Background(), h.issueTarget(7), CommandValidatePlan.Label())
+	labels := h.forge.labels(7)
+	var wg sync.WaitGroup
+	for _, id := range []string{"d-a", "d-b", "d-c"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ev := forges.Event{Type: forges.EventIssueLabeled, DeliveryID: id, Actor: "alice", Target: h.issueTarget(7), Labels: labels}
+			ev.Target.Project = h.project
+			if err := h.engine.Intake(context.Background(), &ev); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	mb := h.waitStatus(7, StatusInCI)
+	if n := count(h.forge.commentKinds(h.issueTarget(7)), KindPlanValidated); n != 1 {
+		t.Errorf("%d plan_validated comments", n)
+	}
+	var dev int
+	for _, r := range mustRuns(t, h.store, mb.ID) {
+		if r.Phase == string(agents.PhaseDevelopment) {
+			dev++
+		}
+	}
+	if dev != 1 {
+		t.Errorf("%d development runs", dev)
+	}
+}
+
+// blocking makes every run wait until its context ends, as an agent does
+// while the bot is killed.
+type blocking struct{ agents.Adapter }
+
+func (b blocking) Run(ctx context.Context, req agents.Request) (*agents.Result, error) {
+	<-ctx.Done()
+	return &agents.Result{Outcome: agents.OutcomeCanceled}, nil
+}
+
+// TestRestartFinishesTheWorkOnce stops the engine in the middle of a run and
+// with an event recorded but not handled, then starts a new one on the same
+// state: the run is done again once, the event handled once, nothing doubled.
+func TestRestartFinishesTheWorkOnce(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.assign(7)
+	h.waitStatus(7, StatusWaitingValidation)
+
+	// The engine is stopped while development runs.
+	cfg := h.engine.cfg
+	h.engine.Close()
+	stuck := cfg
+	stuck.Adapters = map[string]agents.Adapter{"fake": blocking{h.adapter}}
+	e1, err := New(stuck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e1.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.engine = e1
+	h.command(7, CommandValidatePlan)
+	waitUntil(t, func() bool {
+		mb := h.mailbox(7)
+		if mb.ActiveRunID == "" {
+			return false
+		}
+		r, _, _ := h.store.RunWithSessions(mb.ActiveRunID)
+		return r.Status == state.RunRunning
+	})
+	e1.Close()
+	interrupted := h.mailbox(7).ActiveRunID
+
+	// An event recorded just before the crash, never handled.
+	h.forge.RemoveLabel(context.Background(), h.issueTarget(7), StatusInDevelopment.Label())
+	h.forge.AddLabels(context.Background(), h.issueTarget(7), "status::done")
+	ev := forges.Event{Type: forges.EventIssueLabeled, DeliveryID: "recorded-before-crash", Actor: "alice", Target: h.issueTarget(7), Labels: h.forge.labels(7)}
+	now := time.Now()
+	if err := h.store.Update(context.Background(), func(tx *state.Tx) error {
+		return tx.Put(eventPath(now, ev.DeliveryID), eventRecord{FormatVersion: 1, Delivery: ev.DeliveryID, ReceivedAt: now, Event: &ev})
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: testLogLevel()}))
+	e2, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e2.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.engine = e2
+	t.Cleanup(e2.Close)
+	mb := h.waitStatus(7, StatusInCI)
+	old, _, _ := h.store.RunWithSessions(interrupted)
+	if old.Status != state.RunCanceled {
+		t.Errorf("interrupted run status %s", old.Status)
+	}
+	kinds := h.forge.commentKinds(h.issueTarget(7))
+	if count(kinds, KindPlanValidated) != 1 || count(kinds, KindStatusLabelRestored) != 1 {
+		t.Errorf("comments %q", kinds)
+	}
+	var dev int
+	for _, r := range mustRuns(t, h.store, mb.ID) {
+		if r.Phase == string(agents.PhaseDevelopment) && r.Status == state.RunSucceeded {
+			dev++
+		}
+	}
+	if dev != 1 || len(h.forge.mrs) != 1 {
+		t.Errorf("%d successful development runs, %d merge requests", dev, len(h.forge.mrs))
+	}
+	// The recorded event is marked done, so a redelivery is dropped.
+	if err := h.engine.Intake(context.Background(), &ev); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := count(h.forge.commentKinds(h.issueTarget(7)), KindStatusLabelRestored); n != 1 {
+		t.Errorf("redelivery after restart acted: %d restore comments", n)
+	}
+}
