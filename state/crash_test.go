@@ -29,7 +29,9 @@ func TestMain(m *testing.M) {
 		lockChild(dir)
 		return
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	removeFixtures()
+	os.Exit(code)
 }
 
 // crashChild writes records from 4 goroutines forever and prints

@@ -3,15 +3,12 @@ package state
 import (
 	"errors"
 	"fmt"
-	"io"
 	"runtime"
 	"sync"
 
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
@@ -35,9 +32,9 @@ func readTip(stor *filesystem.Storage) (plumbing.Hash, error) {
 	return ref.Hash(), nil
 }
 
-// load reads the branch tip with go-git: every tree into memory, every
-// record decoded and indexed. A record that cannot be decoded is kept as
-// unreadable and reported; it does not stop the load.
+// load reads the branch tip: every tree into memory, every record decoded
+// and indexed. A record that cannot be decoded is kept as unreadable and
+// reported; it does not stop the load.
 func load(repo string) (*snapshot, []*UnreadableError, error) {
 	stor := openStorage(repo)
 	defer stor.Close()
@@ -46,7 +43,17 @@ func load(repo string) (*snapshot, []*UnreadableError, error) {
 	if err != nil || tip.IsZero() {
 		return snap, nil, err
 	}
-	commit, err := object.GetCommit(stor, tip)
+	packs, err := openPacks(repo)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer closePacks(packs)
+	rd := &objectReader{packs: packs, stor: stor}
+	raw, err := rd.read(tip, plumbing.CommitObject)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read state commit %s: %w", tip, err)
+	}
+	root, err := commitTree(raw)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read state commit %s: %w", tip, err)
 	}
@@ -58,56 +65,62 @@ func load(repo string) (*snapshot, []*UnreadableError, error) {
 	var blobs []blob
 	var walk func(dir string, h plumbing.Hash) error
 	walk = func(dir string, h plumbing.Hash) error {
-		t, err := object.GetTree(stor, h)
+		data, err := rd.read(h, plumbing.TreeObject)
 		if err != nil {
 			return fmt.Errorf("read tree %q (%s) at commit %s: %w", dir, h, tip, err)
 		}
-		node := &treeNode{hash: h, entries: make([]treeEntry, 0, len(t.Entries))}
-		snap.trees[dir] = node
-		for _, e := range t.Entries {
-			p := e.Name
+		entries, err := parseTree(data)
+		if err != nil {
+			return fmt.Errorf("read tree %q (%s) at commit %s: %w", dir, h, tip, err)
+		}
+		snap.trees[dir] = &treeNode{hash: h, entries: entries}
+		for _, e := range entries {
+			p := e.name
 			if dir != "" {
-				p = dir + "/" + e.Name
+				p = dir + "/" + e.name
 			}
-			isDir := e.Mode == filemode.Dir
-			node.entries = append(node.entries, treeEntry{name: e.Name, dir: isDir, hash: e.Hash})
-			if isDir {
-				if err := walk(p, e.Hash); err != nil {
+			if e.dir {
+				if err := walk(p, e.hash); err != nil {
 					return err
 				}
 				continue
 			}
-			blobs = append(blobs, blob{path: p, rec: &record{hash: e.Hash}})
+			blobs = append(blobs, blob{path: p, rec: &record{hash: e.hash}})
 		}
 		return nil
 	}
-	if err := walk("", commit.TreeHash); err != nil {
+	if err := walk("", root); err != nil {
 		return nil, nil, err
 	}
+	// Inflating and decoding dominate a cold open: spread them over the
+	// CPUs. Objects outside packs go through go-git, which is not safe for
+	// concurrent use, so those are read first by this goroutine.
 	for _, b := range blobs {
-		obj, err := stor.EncodedObject(plumbing.BlobObject, b.rec.hash)
-		if err != nil {
-			return nil, nil, fmt.Errorf("read record %s (%s) at commit %s: %w", b.path, b.rec.hash, tip, err)
-		}
-		r, err := obj.Reader()
-		if err != nil {
-			return nil, nil, fmt.Errorf("read record %s at commit %s: %w", b.path, tip, err)
-		}
-		b.rec.raw, err = io.ReadAll(r)
-		r.Close()
-		if err != nil {
-			return nil, nil, fmt.Errorf("read record %s at commit %s: %w", b.path, tip, err)
+		if !rd.packed(b.rec.hash) {
+			var err error
+			if b.rec.raw, err = rd.read(b.rec.hash, plumbing.BlobObject); err != nil {
+				return nil, nil, fmt.Errorf("read record %s (%s) at commit %s: %w", b.path, b.rec.hash, tip, err)
+			}
 		}
 	}
-	// Decoding JSON dominates a cold open: spread it over the CPUs.
 	workers := runtime.GOMAXPROCS(0)
+	errs := make([]error, workers)
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			wr := &objectReader{packs: packs}
 			for i := w; i < len(blobs); i += workers {
 				b := blobs[i]
+				if b.rec.raw == nil {
+					raw, err := wr.readPacked(b.rec.hash, plumbing.BlobObject)
+					if err != nil {
+						errs[w] = fmt.Errorf("read record %s (%s) at commit %s: %w", b.path, b.rec.hash, tip, err)
+						return
+					}
+					b.rec.raw = raw
+				}
 				v, err := decodeRecord(b.path, b.rec.raw)
 				if err != nil {
 					b.rec.err = &UnreadableError{Path: b.path, Commit: tip.String(), Err: err}
@@ -118,6 +131,9 @@ func load(repo string) (*snapshot, []*UnreadableError, error) {
 		}()
 	}
 	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, nil, err
+	}
 	var problems []*UnreadableError
 	for _, b := range blobs {
 		snap.files[b.path] = b.rec
