@@ -226,8 +226,7 @@ func (l *Local) Run(ctx context.Context, req Request) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		res := l.result([]Attempt{a}, out, start)
-		return res, nil
+		return l.result([]Attempt{a}, out, start), nil
 	}
 
 	inv.SessionName = req.Session.Name
