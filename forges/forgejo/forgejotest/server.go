@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"slices"
 	"sort"
@@ -56,6 +57,7 @@ type Server struct {
 	hang     int
 	hook     *hookTarget
 	hq       hookQueue
+	git      *gitHost
 	requests int
 }
 
@@ -147,6 +149,9 @@ func (s *Server) CloneURL() string { return s.srv.URL + "/" + Owner + "/" + Repo
 func (s *Server) Close() {
 	s.Flush()
 	s.srv.Close()
+	if s.git != nil {
+		os.RemoveAll(s.git.root)
+	}
 }
 
 // Requests counts the API requests served so far.
@@ -201,6 +206,11 @@ func (s *Server) nextNumber() int64 {
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
+	if g := s.git; g != nil && strings.HasPrefix(r.URL.Path, s.gitPrefix()) {
+		s.mu.Unlock()
+		s.serveGit(w, r, g)
+		return
+	}
 	s.requests++
 	if s.hang > 0 {
 		s.hang--
