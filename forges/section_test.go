@@ -109,3 +109,13 @@ func FuzzSection(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkReplaceSection(b *testing.B) {
+	human := strings.Repeat("People wrote this line, with `code` and ünïcode ✓.\r\n", 200)
+	body := ReplaceSection(human+"```\n<!-- agent:section:start -->\n```\n", "## Agent status\n- state: analysis")
+	section := "## Agent status\n- state: development\n- branch: `agent/issue-7-add-a-name`"
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		ReplaceSection(body, section)
+	}
+}

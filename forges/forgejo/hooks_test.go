@@ -285,3 +285,16 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkVerifyAndParse(b *testing.B) {
+	h, body := delivery(b, "hook-pull_request-opened")
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if err := (Hooks{}).Verify(h, body, []string{"old", fixtureSecret}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := (Hooks{}).Parse(h, body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
