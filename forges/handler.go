@@ -69,6 +69,9 @@ func (h *webhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ev, err := h.hooks.Parse(r.Header, body)
+	if err == nil && ev == nil {
+		err = fmt.Errorf("%w: parser returned no event", ErrMalformed)
+	}
 	if err != nil {
 		h.log.Warn("webhook refused", "status", 400, "reason", err.Error())
 		reply(w, http.StatusBadRequest, oneLine(err.Error()))
