@@ -178,3 +178,40 @@ func TestReadOnlyInspection(t *testing.T) {
 		t.Fatalf("Show(missing) = %v", err)
 	}
 }
+
+// TestLostRace moves the branch behind the store's back (the git CLI
+// ignoring the lock): the next Update loses the compare-and-swap, re-reads
+// the tip, runs its function again and commits on top of the foreign commit.
+func TestLostRace(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state.git")
+	ctx := context.Background()
+	s := openStore(t, dir)
+	defer s.Close()
+	if err := s.Update(ctx, func(tx *Tx) error { return tx.Put("events/a.json", map[string]int{"n": 1}) }); err != nil {
+		t.Fatal(err)
+	}
+	foreign := craftCommit(t, dir, map[string]string{"events/foreign.json": `{"n": 2}`})
+	calls := 0
+	sawForeign := false
+	err := s.Update(ctx, func(tx *Tx) error {
+		calls++
+		_, err := tx.Get("events/foreign.json")
+		sawForeign = err == nil
+		return tx.Put("events/b.json", map[string]int{"n": 3})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != 2 || !sawForeign {
+		t.Fatalf("fn ran %d times (want 2), saw the foreign record on the last run: %v", calls, sawForeign)
+	}
+	for _, p := range []string{"events/a.json", "events/foreign.json", "events/b.json"} {
+		if _, err := s.Get(p); err != nil {
+			t.Errorf("Get(%s): %v", p, err)
+		}
+	}
+	if parent := strings.TrimSpace(gitCLI(t, dir, "rev-parse", string(RefName)+"^")); parent != foreign {
+		t.Fatalf("parent of the new tip = %s, want the foreign commit %s", parent, foreign)
+	}
+	fsck(t, dir)
+}

@@ -17,16 +17,15 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 )
 
 // packInfo describes one pack in objects/pack.
 type packInfo struct {
 	name    string // "pack-<hash>"
 	objects int
+	pinned  bool // holds deltas: never merged
 }
 
 // packWriter streams non-delta objects into a git pack (version 2) and
@@ -95,6 +94,17 @@ func (pw *packWriter) add(typ plumbing.ObjectType, h plumbing.Hash, data []byte)
 		return err
 	}
 	pw.offset += int64(n + pw.zbuf.Len())
+	return nil
+}
+
+// addRaw copies an entry (header and compressed data) from another pack.
+func (pw *packWriter) addRaw(h plumbing.Hash, entry []byte, crc uint32) error {
+	pw.seen[h] = true
+	pw.idx.Add(h, uint64(pw.offset), crc)
+	if _, err := pw.w.Write(entry); err != nil {
+		return err
+	}
+	pw.offset += int64(len(entry))
 	return nil
 }
 
@@ -302,7 +312,12 @@ func checkPack(dir, base string) (int, bool) {
 // together), as `git repack --geometric=2` does. It returns nil when fewer
 // than two packs would merge.
 func geometricRollup(packs []packInfo) []packInfo {
-	sorted := append([]packInfo(nil), packs...)
+	var sorted []packInfo
+	for _, p := range packs {
+		if !p.pinned {
+			sorted = append(sorted, p)
+		}
+	}
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].objects < sorted[j].objects })
 	split := 0
 	sum := 0
@@ -318,38 +333,35 @@ func geometricRollup(packs []packInfo) []packInfo {
 	return sorted[:split]
 }
 
-// mergePacks writes the objects of packs into one pack compressed at the
-// default level, syncs it, then removes the old packs.
+// errDeltaPack reports a pack holding deltas (written by git, not by the
+// store): its entries cannot be copied alone, so it is left out of merges.
+var errDeltaPack = errors.New("pack holds deltas")
+
+// mergePacks copies the entries of packs, already compressed and
+// undeltified, into one new pack, syncs it, then removes the old packs.
 func mergePacks(repo string, packs []packInfo) (packInfo, error) {
 	dir := packDir(repo)
-	fs := osfs.New(dir)
-	type src struct {
-		pf      *packfile.Packfile
-		entries []*idxfile.Entry
+	type entry struct {
+		hash      plumbing.Hash
+		crc       uint32
+		off, size int64
 	}
-	var srcs []src
-	defer func() {
-		for _, s := range srcs {
-			s.pf.Close()
-		}
-	}()
+	var mapped []*mappedPack
+	defer func() { closePacks(mapped) }()
+	var all [][]entry
 	seen := map[plumbing.Hash]bool{}
+	count := 0
 	for _, p := range packs {
-		xf, err := os.Open(filepath.Join(dir, p.name+".idx"))
+		mp, err := mapPack(filepath.Join(dir, p.name))
 		if err != nil {
 			return packInfo{}, fmt.Errorf("merge packs: %w", err)
 		}
-		idx := idxfile.NewMemoryIndex()
-		err = idxfile.NewDecoder(bufio.NewReader(xf)).Decode(idx)
-		xf.Close()
-		if err != nil {
-			return packInfo{}, fmt.Errorf("merge packs: decode %s.idx: %w", p.name, err)
-		}
-		it, err := idx.Entries()
+		mapped = append(mapped, mp)
+		it, err := mp.idx.Entries()
 		if err != nil {
 			return packInfo{}, fmt.Errorf("merge packs: %w", err)
 		}
-		var entries []*idxfile.Entry
+		var entries []entry
 		for {
 			e, err := it.Next()
 			if err == io.EOF {
@@ -358,35 +370,36 @@ func mergePacks(repo string, packs []packInfo) (packInfo, error) {
 			if err != nil {
 				return packInfo{}, fmt.Errorf("merge packs: %w", err)
 			}
-			if !seen[e.Hash] {
-				seen[e.Hash] = true
-				entries = append(entries, e)
-			}
+			entries = append(entries, entry{hash: e.Hash, crc: e.CRC32, off: int64(e.Offset)})
 		}
 		it.Close()
-		f, err := fs.Open(p.name + ".pack")
-		if err != nil {
-			return packInfo{}, fmt.Errorf("merge packs: %w", err)
+		sort.Slice(entries, func(i, j int) bool { return entries[i].off < entries[j].off })
+		end := int64(len(mp.data)) - 20
+		kept := entries[:0]
+		for i := len(entries) - 1; i >= 0; i-- {
+			e := &entries[i]
+			if e.off < 12 || e.off >= end {
+				return packInfo{}, fmt.Errorf("merge packs: %s: offset %d outside the pack", p.name, e.off)
+			}
+			e.size = end - e.off
+			end = e.off
+			if t := plumbing.ObjectType((mp.data[e.off] >> 4) & 7); t < plumbing.CommitObject || t > plumbing.TagObject {
+				return packInfo{}, fmt.Errorf("merge packs: %s: %w", p.name, errDeltaPack)
+			}
 		}
-		srcs = append(srcs, src{pf: packfile.NewPackfile(idx, fs, f, 0), entries: entries})
+		for _, e := range entries {
+			if !seen[e.hash] {
+				seen[e.hash] = true
+				kept = append(kept, e)
+			}
+		}
+		count += len(kept)
+		all = append(all, kept)
 	}
-	merged, err := writePack(repo, len(seen), zlib.DefaultCompression, func(pw *packWriter) error {
-		for _, s := range srcs {
-			for _, e := range s.entries {
-				obj, err := s.pf.GetByOffset(int64(e.Offset))
-				if err != nil {
-					return fmt.Errorf("read %s: %w", e.Hash, err)
-				}
-				r, err := obj.Reader()
-				if err != nil {
-					return fmt.Errorf("read %s: %w", e.Hash, err)
-				}
-				data, err := io.ReadAll(r)
-				r.Close()
-				if err != nil {
-					return fmt.Errorf("read %s: %w", e.Hash, err)
-				}
-				if err := pw.add(obj.Type(), e.Hash, data); err != nil {
+	merged, err := writePack(repo, count, zlib.BestSpeed, func(pw *packWriter) error {
+		for i, entries := range all {
+			for _, e := range entries {
+				if err := pw.addRaw(e.hash, mapped[i].data[e.off:e.off+e.size], e.crc); err != nil {
 					return err
 				}
 			}

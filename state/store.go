@@ -32,7 +32,7 @@ type Options struct {
 	// (default 256).
 	MaxBatch int
 	// MergeAt is the pack count from which small packs are merged in the
-	// background (default 8).
+	// background (default 16).
 	MergeAt int
 }
 
@@ -54,6 +54,8 @@ type Store struct {
 	snap     *snapshot
 	problems []*UnreadableError
 
+	sendMu    sync.RWMutex // held to queue a request; Close takes it to stop queueing
+	closed    bool
 	reqs      chan *request
 	quit      chan struct{}
 	done      chan struct{}
@@ -84,7 +86,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		opts.MaxBatch = 256
 	}
 	if opts.MergeAt <= 1 {
-		opts.MergeAt = 8
+		opts.MergeAt = 16
 	}
 	s := &Store{dir: dir, opts: opts, log: opts.Logger.With("state", dir)}
 	if opts.ReadOnly {
@@ -173,12 +175,17 @@ func (s *Store) Close() error {
 	if s.opts.ReadOnly {
 		return nil
 	}
+	var err error
 	s.closeOnce.Do(func() {
+		s.sendMu.Lock()
+		s.closed = true
+		s.sendMu.Unlock()
 		close(s.quit)
 		<-s.done
 		s.mergeWG.Wait()
+		err = unlockFile(s.lock)
 	})
-	return unlockFile(s.lock)
+	return err
 }
 
 // Update runs fn in a transaction and commits its writes durably: the
@@ -194,17 +201,17 @@ func (s *Store) Update(ctx context.Context, fn func(*Tx) error) error {
 		return ErrReadOnly
 	}
 	req := &request{ctx: ctx, fn: fn, done: make(chan error, 1)}
-	select {
-	case <-s.quit:
+	s.sendMu.RLock()
+	if s.closed {
+		s.sendMu.RUnlock()
 		return ErrClosed
-	default:
 	}
 	select {
 	case s.reqs <- req:
+		s.sendMu.RUnlock()
 	case <-ctx.Done():
+		s.sendMu.RUnlock()
 		return ctx.Err()
-	case <-s.quit:
-		return ErrClosed
 	}
 	return <-req.done
 }
@@ -545,6 +552,14 @@ func (s *Store) addPack(p packInfo) {
 		s.packMu.Lock()
 		defer s.packMu.Unlock()
 		s.merging = false
+		if errors.Is(err, errDeltaPack) {
+			// Leave packs written by git alone from now on.
+			for i := range s.packs {
+				if strings.Contains(err.Error(), s.packs[i].name) {
+					s.packs[i].pinned = true
+				}
+			}
+		}
 		if err != nil {
 			s.log.Warn("merge state packs", "packs", len(rollup), "err", err)
 			return
