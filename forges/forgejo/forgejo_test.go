@@ -3,6 +3,7 @@ package forgejo_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -124,5 +125,23 @@ func TestMergedPullRequestAfterBranchDeletion(t *testing.T) {
 	srv.DeleteBranch("agent/x")
 	if ok, err := f.BranchExists(ctx, p, "agent/x"); err != nil || ok {
 		t.Errorf("BranchExists after delete = %v, %v", ok, err)
+	}
+}
+
+func TestPagingBelowAskedPageSize(t *testing.T) {
+	srv, f, p, ctx := newForge(t)
+	srv.SetMaxResponseItems(7) // an instance with MAX_RESPONSE_ITEMS below the 50 asked for
+	for i := range 20 {
+		if err := f.CreateLabel(ctx, p, forges.Label{Name: fmt.Sprintf("l%02d", i), Color: "ededed"}); err != nil {
+			t.Fatal(err)
+		}
+		srv.AddPull(forges.MergeRequest{Number: int64(100 + i), Title: "t", Author: "alice", State: forges.MergeRequestOpen,
+			SourceBranch: fmt.Sprintf("b/%d", i), TargetBranch: "main", HeadSHA: "57270c4a21aac4b0f6a5aa05cc714b4f4c961e94"})
+	}
+	if got, err := f.Labels(ctx, p); err != nil || len(got) != 20 {
+		t.Errorf("Labels = %d labels, %v; want 20 over 3 pages of 7 (X-Total-Count only)", len(got), err)
+	}
+	if mr, err := f.MergeRequestForBranch(ctx, p, "b/0"); err != nil || mr.Number != 100 {
+		t.Errorf("MergeRequestForBranch(b/0) = %+v, %v; want 100 from the last page (Link)", mr, err)
 	}
 }

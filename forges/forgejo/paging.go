@@ -18,9 +18,11 @@ const maxPages = 1000
 
 // collect reads every page of a listing. Forgejo 7 pages unevenly: some
 // endpoints send Link and X-Total-Count, some X-Total-Count alone, and
-// /issues/{n}/comments ignores paging and answers everything on each page.
-// So it stops at the first of: an empty or short page, a page that brings
-// nothing new (by id), X-Total-Count items read, or no next page in Link.
+// /issues/{n}/comments ignores paging and answers everything on each page; a
+// server's MAX_RESPONSE_ITEMS may also be below the page size asked for. So
+// it stops at an empty page or one that brings nothing new (by id); else when
+// X-Total-Count items are read; else, with a Link header, when it names no
+// next page; else at a page shorter than asked.
 func collect[T any](fetch func(page int) ([]T, *gitea.Response, error), id func(T) int64) ([]T, error) {
 	var all []T
 	seen := map[int64]bool{}
@@ -37,19 +39,27 @@ func collect[T any](fetch func(page int) ([]T, *gitea.Response, error), id func(
 				fresh++
 			}
 		}
-		if fresh == 0 || len(items) < pageSize {
+		if fresh == 0 {
 			break
 		}
-		if resp != nil && resp.Response != nil {
-			if total, err := strconv.Atoi(resp.Header.Get("X-Total-Count")); err == nil && len(all) >= total {
-				break
-			}
-			if resp.Header.Get("Link") != "" && resp.NextPage == 0 {
-				break
-			}
+		if !morePages(resp, len(all), len(items)) {
+			break
 		}
 	}
 	return all, nil
+}
+
+func morePages(resp *gitea.Response, read, onPage int) bool {
+	if resp == nil || resp.Response == nil {
+		return onPage >= pageSize
+	}
+	if total, err := strconv.Atoi(resp.Header.Get("X-Total-Count")); err == nil {
+		return read < total
+	}
+	if resp.Header.Get("Link") != "" {
+		return resp.NextPage != 0
+	}
+	return onPage >= pageSize
 }
 
 func sortReviewComments(cs []forges.ReviewComment) {

@@ -65,7 +65,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		all := sortedLabels(s.labels)
 		setTotal(w, len(all))
 		out := []any{}
-		for _, l := range page(r, all) {
+		for _, l := range page(s, r, all) {
 			out = append(out, s.labelJSON(l))
 		}
 		writeJSON(w, 200, out)
@@ -382,7 +382,7 @@ func (s *Server) listPulls(w http.ResponseWriter, r *http.Request) {
 	setTotal(w, len(all))
 	s.setLink(w, r, len(all))
 	out := []any{}
-	for _, is := range page(r, all) {
+	for _, is := range page(s, r, all) {
 		out = append(out, s.pullJSON(is))
 	}
 	writeJSON(w, 200, out)
@@ -439,7 +439,7 @@ func (s *Server) listReviews(w http.ResponseWriter, r *http.Request, num string)
 	all := s.reviews[is.number]
 	setTotal(w, len(all)) // X-Total-Count, no Link
 	out := []any{}
-	for _, rv := range page(r, all) {
+	for _, rv := range page(s, r, all) {
 		out = append(out, s.reviewJSON(is.number, rv))
 	}
 	writeJSON(w, 200, out)
@@ -495,7 +495,7 @@ func (s *Server) combinedStatus(w http.ResponseWriter, r *http.Request, ref stri
 	var list []any
 	worst := "success"
 	rank := map[string]int{"success": 1, "warning": 2, "pending": 3, "failure": 4, "error": 5}
-	for _, st := range page(r, latest) {
+	for _, st := range page(s, r, latest) {
 		list = append(list, s.statusJSON(sha, st))
 		if rank[st.state] > rank[worst] {
 			worst = st.state

@@ -58,6 +58,7 @@ type Server struct {
 	hook     *hookTarget
 	hq       hookQueue
 	git      *gitHost
+	maxItems int
 	requests int
 }
 
@@ -130,6 +131,7 @@ func NewServer(t interface{ Cleanup(func()) }) *Server {
 		statuses: map[string][]*status{},
 		reviews:  map[int64][]*review{},
 		clock:    time.Date(2026, 11, 30, 4, 54, 0, 0, time.UTC),
+		maxItems: maxLimit,
 	}
 	s.hq.idle = sync.NewCond(&s.hq.mu)
 	s.addUser(Bot, "owner", true)
@@ -262,17 +264,30 @@ func (s *Server) notFound(w http.ResponseWriter, errs []string) {
 	writeJSON(w, http.StatusNotFound, map[string]any{"errors": e, "message": "The target couldn't be found.", "url": s.srv.URL + "/api/swagger"})
 }
 
-// page slices items for ?page=&limit= the way Forgejo does.
-func page[T any](r *http.Request, items []T) []T {
-	p, _ := strconv.Atoi(r.URL.Query().Get("page"))
-	l, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+// SetMaxResponseItems sets the server's MAX_RESPONSE_ITEMS (default 50), the
+// most items one page holds whatever the client asks.
+func (s *Server) SetMaxResponseItems(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.maxItems = n
+}
+
+// pageParams reads ?page=&limit= as Forgejo does.
+func (s *Server) pageParams(r *http.Request) (p, l int) {
+	p, _ = strconv.Atoi(r.URL.Query().Get("page"))
+	l, _ = strconv.Atoi(r.URL.Query().Get("limit"))
 	if p < 1 {
 		p = 1
 	}
 	if l <= 0 {
 		l = defaultLimit
 	}
-	l = min(l, maxLimit)
+	return p, min(l, s.maxItems)
+}
+
+// page slices items for ?page=&limit= the way Forgejo does.
+func page[T any](s *Server, r *http.Request, items []T) []T {
+	p, l := s.pageParams(r)
 	lo := (p - 1) * l
 	if lo >= len(items) {
 		return []T{}
@@ -283,15 +298,7 @@ func page[T any](r *http.Request, items []T) []T {
 // setLink sets a Link header with next and last, as Forgejo does for pull
 // requests, branches and commit statuses.
 func (s *Server) setLink(w http.ResponseWriter, r *http.Request, total int) {
-	p, _ := strconv.Atoi(r.URL.Query().Get("page"))
-	l, _ := strconv.Atoi(r.URL.Query().Get("limit"))
-	if p < 1 {
-		p = 1
-	}
-	if l <= 0 {
-		l = defaultLimit
-	}
-	l = min(l, maxLimit)
+	p, l := s.pageParams(r)
 	last := (total + l - 1) / l
 	link := func(n int, rel string) string {
 		q := r.URL.Query()
