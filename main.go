@@ -1,6 +1,6 @@
 // Command alfred is a self-hosted, forge-native bot that works issues with
-// coding-agent CLIs in sandboxed containers. This file only wires the
-// packages together behind subcommands; see README.md.
+// coding-agent CLIs in sandboxed containers. This package only wires the
+// other packages together behind subcommands; see README.md.
 package main
 
 import (
@@ -10,17 +10,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
-	"time"
-
-	"github.com/gorilla/mux"
 
 	"github.com/alchemic-studio/alfred/config"
-	"github.com/alchemic-studio/alfred/views"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -29,11 +21,20 @@ var version = "dev"
 const usage = `alfred: a forge-native bot that works issues with coding-agent CLIs
 
 Usage:
-  alfred serve [flags]          serve webhooks and pages (alfred serve -h lists the flags)
-  alfred config reference       print the configuration reference (Markdown)
-  alfred version                print the version
+  alfred serve [flags]                        serve webhooks and pages (alfred serve -h lists the flags)
+  alfred labels sync -project OWNER/NAME      create or update the status::, ai:: and type:: labels
+  alfred agents detect                        detect the agent CLIs on the configured runner
+  alfred state log [-n N]                     the state branch's history, newest first
+  alfred state show PATH                      one record of the state branch
+  alfred settings get KEY -project OWNER/NAME the effective value of a per-project setting
+  alfred settings set KEY VALUE (-org OWNER | -project OWNER/NAME)
+  alfred settings unset KEY (-org OWNER | -project OWNER/NAME)
+  alfred settings list                        the per-project settings catalogue
+  alfred config reference                     the configuration reference (Markdown)
+  alfred version                              the version
 
-Every flag also reads an ALFRED_* variable and the optional -config file.
+Every subcommand reads the flags of 'alfred serve' (forge, state, runner...), the
+ALFRED_* variables and the optional -config file.
 `
 
 func main() {
@@ -45,32 +46,70 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
+	cmd, rest := args[0], args[1:]
 	var err error
-	switch cmd, rest := args[0], args[1:]; cmd {
+	switch cmd {
 	case "serve":
 		err = serve(ctx, rest, stderr)
+	case "labels":
+		err = sub(rest, map[string]func([]string) error{
+			"sync": func(a []string) error { return labelsSync(ctx, a, stdout, stderr) },
+		})
+	case "agents":
+		err = sub(rest, map[string]func([]string) error{
+			"detect": func(a []string) error { return agentsDetect(ctx, a, stdout, stderr) },
+		})
+	case "state":
+		err = sub(rest, map[string]func([]string) error{
+			"log":  func(a []string) error { return stateLog(ctx, a, stdout, stderr) },
+			"show": func(a []string) error { return stateShow(ctx, a, stdout, stderr) },
+		})
+	case "settings":
+		err = sub(rest, map[string]func([]string) error{
+			"get":   func(a []string) error { return settingsGet(ctx, a, stdout, stderr) },
+			"set":   func(a []string) error { return settingsSet(ctx, a, stdout, stderr, true) },
+			"unset": func(a []string) error { return settingsSet(ctx, a, stdout, stderr, false) },
+			"list":  func([]string) error { return settingsList(stdout) },
+		})
 	case "config":
-		if len(rest) != 1 || rest[0] != "reference" {
-			fmt.Fprint(stderr, usage)
-			return 2
-		}
-		err = config.Reference(stdout)
+		err = sub(rest, map[string]func([]string) error{
+			"reference": func([]string) error { return config.Reference(stdout) },
+		})
 	case "version":
 		fmt.Fprintln(stdout, version)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 	default:
-		fmt.Fprintf(stderr, "alfred: unknown command %q\n\n%s", cmd, usage)
-		return 2
+		err = errUsage(fmt.Sprintf("unknown command %q", cmd))
 	}
-	if errors.Is(err, flag.ErrHelp) {
+	var ue errUsage
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "alfred %s: %v\n", args[0], err)
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "alfred: %s\n\n%s", ue, usage)
+		return 2
+	default:
+		fmt.Fprintf(stderr, "alfred %s: %v\n", cmd, err)
 		return 1
 	}
-	return 0
+}
+
+// errUsage is a command line that does not parse.
+type errUsage string
+
+func (e errUsage) Error() string { return string(e) }
+
+// sub dispatches a subcommand's own subcommand.
+func sub(args []string, cmds map[string]func([]string) error) error {
+	if len(args) == 0 {
+		return errUsage("missing subcommand")
+	}
+	f, ok := cmds[args[0]]
+	if !ok {
+		return errUsage(fmt.Sprintf("unknown subcommand %q", args[0]))
+	}
+	return f(args[1:])
 }
 
 func newLogger(c *config.Config, w io.Writer) *slog.Logger {
@@ -81,51 +120,4 @@ func newLogger(c *config.Config, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
-}
-
-// serve runs the HTTP server until SIGTERM or SIGINT, then lets requests in
-// flight finish and closes the state store.
-func serve(ctx context.Context, args []string, stderr io.Writer) error {
-	c, err := config.Load("serve", args, os.LookupEnv, stderr)
-	if err != nil {
-		return err
-	}
-	log := newLogger(c, stderr)
-	slog.SetDefault(log)
-
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-
-	r := mux.NewRouter()
-	views.Register(r, views.Deps{Version: version, Config: c, Logger: log})
-
-	ln, err := net.Listen("tcp", c.Listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", c.Listen, err)
-	}
-	srv := &http.Server{
-		Handler:           r,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	log.Info("serving", "addr", ln.Addr().String(), "version", version, "missing", c.Missing())
-
-	select {
-	case err := <-served:
-		return fmt.Errorf("http server: %w", err)
-	case <-ctx.Done():
-	}
-	log.Info("shutting down", "timeout", c.ShutdownTimeout)
-	sctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("shut down http server: %w", err)
-	}
-	log.Info("stopped")
-	return nil
 }

@@ -36,6 +36,8 @@ type Config struct {
 	PublicURL string
 	// MaxParallelRuns bounds the runs executing at once (default 2).
 	MaxParallelRuns int
+	// Defaults replace setting defaults of the catalogue (see Settings.Defaults).
+	Defaults map[string]string
 	// PollInterval is how often open merge requests are polled for CI and
 	// mergeability (0: never; Forgejo sends no commit-status webhook).
 	PollInterval time.Duration
@@ -80,6 +82,9 @@ func New(cfg Config) (*Engine, error) {
 	case cfg.Runner == nil:
 		return nil, errors.New("engine: no runner")
 	}
+	if err := (Settings{Defaults: cfg.Defaults}).CheckDefaults(); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
 	if cfg.MaxParallelRuns <= 0 {
 		cfg.MaxParallelRuns = 2
 	}
@@ -93,7 +98,7 @@ func New(cfg Config) (*Engine, error) {
 		cfg:      cfg,
 		forge:    cfg.Forge,
 		store:    cfg.Store,
-		settings: Settings{Overrides: storeOverrides{cfg.Store}},
+		settings: Settings{Overrides: StoreOverrides{cfg.Store}, Defaults: cfg.Defaults},
 		log:      cfg.Logger,
 		now:      cfg.Now,
 		slots:    make(chan struct{}, cfg.MaxParallelRuns),
@@ -200,15 +205,16 @@ func issueTarget(mb *state.Mailbox) forges.Target {
 	return forges.Target{Project: projectOf(mb), Kind: kind, Number: mb.IID}
 }
 
-// storeOverrides reads setting overrides from the state store.
-type storeOverrides struct{ st *state.Store }
+// StoreOverrides reads setting overrides from the state store.
+type StoreOverrides struct{ Store *state.Store }
 
-func (o storeOverrides) Override(s Scope, key string) (string, bool) {
+// Override implements Overrides.
+func (o StoreOverrides) Override(s Scope, key string) (string, bool) {
 	scope := state.ScopeProject
 	if s.Project == "" {
 		scope = state.ScopeOrganization
 	}
-	list, _ := o.st.Settings(scope, s.Forge, s.Owner, s.Project)
+	list, _ := o.Store.Settings(scope, s.Forge, s.Owner, s.Project)
 	for _, x := range list {
 		if x.Key == key {
 			return overrideText(x.Value), true

@@ -143,6 +143,32 @@ type Overrides interface {
 // Settings resolves the effective values of a project.
 type Settings struct {
 	Overrides Overrides
+	// Defaults replace the catalogue's defaults (the service configuration
+	// may set some, e.g. AGENT_CREDENTIAL_MOUNTS); checked by CheckDefaults.
+	Defaults map[string]string
+}
+
+// CheckDefaults validates replaced defaults at start-up.
+func (s Settings) CheckDefaults() error {
+	for k, v := range s.Defaults {
+		d, err := LookupSetting(k)
+		if err != nil {
+			return err
+		}
+		if _, err := d.Parse(v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s Settings) fallback(d SettingDef) string {
+	if v, ok := s.Defaults[d.Key]; ok && v != "" {
+		if canon, err := d.Parse(v); err == nil {
+			return canon
+		}
+	}
+	return d.Default
 }
 
 // Value resolves key for a project: the project's override, else the
@@ -154,7 +180,7 @@ func (s Settings) Value(project Scope, key string) (string, error) {
 		return "", err
 	}
 	if s.Overrides == nil {
-		return d.Default, nil
+		return s.fallback(d), nil
 	}
 	scopes := []Scope{{Forge: project.Forge, Owner: project.Owner}}
 	if project.Project != "" {
@@ -167,7 +193,7 @@ func (s Settings) Value(project Scope, key string) (string, error) {
 			}
 		}
 	}
-	return d.Default, nil
+	return s.fallback(d), nil
 }
 
 // Bool resolves a boolean setting; a lookup error yields the default.

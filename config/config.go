@@ -37,6 +37,13 @@ type Config struct {
 	MaxParallelRuns  int
 	PollInterval     time.Duration
 	CredentialMounts string
+	AgentUID         int
+	AgentGID         int
+	AgentEnv         []string
+
+	APIURL   string
+	APIKey   string
+	APIModel string
 }
 
 // Setting describes one configuration value: its flag, its ALFRED_* variable,
@@ -108,6 +115,21 @@ var Settings = []Setting{
 	{Flag: "poll-interval", Env: "ALFRED_POLL_INTERVAL", Default: "1m", Accepts: "a positive Go duration such as 1m",
 		Help: "how often CI state and mergeability of open merge requests are polled (forges that send no webhook for them)",
 		set:  func(c *Config, v string) error { return setDuration(&c.PollInterval, v) }, get: func(c *Config) string { return c.PollInterval.String() }},
+	{Flag: "agent-user", Env: "ALFRED_AGENT_USER", Default: "1000:1000", Accepts: "uid:gid, not 0",
+		Help: "user the agent runs as inside its container (the image's non-root user)",
+		set:  setUser, get: func(c *Config) string { return strconv.Itoa(c.AgentUID) + ":" + strconv.Itoa(c.AgentGID) }},
+	{Flag: "agent-env", Env: "ALFRED_AGENT_ENV", Default: "", Accepts: "comma-separated variable names",
+		Help: "variables of the bot's own environment offered to agent CLIs (e.g. ANTHROPIC_API_KEY); each adapter takes only those on its allowlist",
+		set:  func(c *Config, v string) error { c.AgentEnv = splitList(v); return nil }, get: func(c *Config) string { return strings.Join(c.AgentEnv, ",") }},
+	{Flag: "api-url", Env: "ALFRED_API_URL", Default: "", Accepts: "an OpenAI-compatible API root such as https://api.example.com/v1, or empty",
+		Help: "LLM API of the api adapter (text-only phases: analysis and answer); empty disables it",
+		set:  func(c *Config, v string) error { return setURL(&c.APIURL, v, true) }, get: func(c *Config) string { return c.APIURL }},
+	{Flag: "api-key", Env: "ALFRED_API_KEY", Default: "", Accepts: "the API's key", Secret: true,
+		Help: "key of the api adapter's LLM API",
+		set:  func(c *Config, v string) error { c.APIKey = v; return nil }, get: func(c *Config) string { return c.APIKey }},
+	{Flag: "api-model", Env: "ALFRED_API_MODEL", Default: "", Accepts: "a model name",
+		Help: "model of the api adapter when AGENT_MODEL names none",
+		set:  func(c *Config, v string) error { c.APIModel = v; return nil }, get: func(c *Config) string { return c.APIModel }},
 	{Flag: "credential-mounts", Env: "AGENT_CREDENTIAL_MOUNTS", Default: "", Accepts: "adapter=/host/path:/home/agent/path, comma-separated",
 		Help: "read-only credential mounts per adapter (default for the setting of the same name)",
 		set:  func(c *Config, v string) error { c.CredentialMounts = v; return nil }, get: func(c *Config) string { return c.CredentialMounts }},
@@ -126,6 +148,17 @@ const (
 // production. The first invalid value stops it with an error naming the
 // setting and what it accepts.
 func Load(name string, args []string, lookupEnv func(string) (string, bool), stderr io.Writer) (*Config, error) {
+	c, rest, err := LoadWith(name, args, lookupEnv, stderr, nil)
+	if err == nil && len(rest) > 0 {
+		err = fmt.Errorf("unexpected argument %q", rest[0])
+	}
+	return c, err
+}
+
+// LoadWith is Load for subcommands with flags of their own (added by extra)
+// and positional arguments, which it returns. Flags may come before, between
+// or after the positional arguments.
+func LoadWith(name string, args []string, lookupEnv func(string) (string, bool), stderr io.Writer, extra func(*flag.FlagSet)) (*Config, []string, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	file := fs.String(FileFlag, "", "optional configuration file of ALFRED_NAME=value lines (env "+FileEnv+")")
@@ -139,11 +172,19 @@ func Load(name string, args []string, lookupEnv func(string) (string, bool), std
 		}
 		fs.Func(s.Flag, help, func(x string) error { *v = x; return nil })
 	}
-	if err := fs.Parse(args); err != nil {
-		return nil, err
+	if extra != nil {
+		extra(fs)
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, nil, err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
 	}
 	values := make(map[string]string, len(Settings))
 	for _, s := range Settings {
@@ -156,7 +197,7 @@ func Load(name string, args []string, lookupEnv func(string) (string, bool), std
 	if path != "" {
 		fromFile, err := readFile(path)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for k, v := range fromFile {
 			values[k] = v
@@ -179,13 +220,13 @@ func Load(name string, args []string, lookupEnv func(string) (string, bool), std
 	c := &Config{}
 	for _, s := range Settings {
 		if err := s.set(c, strings.TrimSpace(values[s.Env])); err != nil {
-			return nil, fmt.Errorf("setting %s (flag -%s): %w; it accepts %s", s.Env, s.Flag, err, s.Accepts)
+			return nil, nil, fmt.Errorf("setting %s (flag -%s): %w; it accepts %s", s.Env, s.Flag, err, s.Accepts)
 		}
 	}
 	if err := c.check(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return c, nil
+	return c, positional, nil
 }
 
 func (c *Config) check() error {
@@ -362,6 +403,17 @@ func setInt(dst *int, v string, lo, hi int) error {
 		return fmt.Errorf("%q is out of range", v)
 	}
 	*dst = n
+	return nil
+}
+
+func setUser(c *Config, v string) error {
+	u, g, ok := strings.Cut(v, ":")
+	uid, err1 := strconv.Atoi(u)
+	gid, err2 := strconv.Atoi(g)
+	if !ok || err1 != nil || err2 != nil || uid <= 0 || gid <= 0 {
+		return fmt.Errorf("%q is not a non-root uid:gid", v)
+	}
+	c.AgentUID, c.AgentGID = uid, gid
 	return nil
 }
 

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/bot"
+	"github.com/alchemic-studio/alfred/config"
+	"github.com/alchemic-studio/alfred/forges"
+	"github.com/alchemic-studio/alfred/state"
+)
+
+// load reads the configuration of a subcommand with its own flags.
+func load(name string, args []string, stderr io.Writer, extra func(*flag.FlagSet)) (*config.Config, []string, error) {
+	return config.LoadWith(name, args, os.LookupEnv, stderr, extra)
+}
+
+// parseProject reads OWNER/NAME (OWNER may be a GitLab group path).
+func parseProject(forge, s string) (forges.Project, error) {
+	i := strings.LastIndex(s, "/")
+	if i <= 0 || i == len(s)-1 {
+		return forges.Project{}, errUsage(fmt.Sprintf("-project %q: want OWNER/NAME", s))
+	}
+	return forges.Project{Forge: forge, Owner: s[:i], Name: s[i+1:]}, nil
+}
+
+// labelsSync is `alfred labels sync -project OWNER/NAME`.
+func labelsSync(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var project string
+	c, rest, err := load("labels sync", args, stderr, func(fs *flag.FlagSet) {
+		fs.StringVar(&project, "project", "", "project OWNER/NAME whose labels to sync")
+	})
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 || project == "" {
+		return errUsage("labels sync takes -project OWNER/NAME")
+	}
+	f, _, err := newForge(c)
+	if err != nil {
+		return err
+	}
+	p, err := parseProject(c.ForgeName, project)
+	if err != nil {
+		return err
+	}
+	created, updated, err := forges.SyncLabels(ctx, f, p)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: %d labels created, %d updated, %d already right\n", p.FullName(),
+		len(created), len(updated), len(forges.Catalogue())-len(created)-len(updated))
+	for _, l := range created {
+		fmt.Fprintf(stdout, "  created %s\n", l)
+	}
+	for _, l := range updated {
+		fmt.Fprintf(stdout, "  updated %s\n", l)
+	}
+	return nil
+}
+
+// agentsDetect is `alfred agents detect`: it prints what it finds and
+// records nothing (the server records at its start).
+func agentsDetect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, rest, err := load("agents detect", args, stderr, nil)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return errUsage("agents detect takes no argument")
+	}
+	log := newLogger(c, stderr)
+	runner, err := newRunner(ctx, c, log)
+	if err != nil {
+		return err
+	}
+	clis, err := localCLIs()
+	if err != nil {
+		return err
+	}
+	return agents.DetectCommand(ctx, stdout, runner, baseSpec(c), clis, nil)
+}
+
+// openReadOnly opens the state repository for inspection, beside a running server.
+func openReadOnly(ctx context.Context, c *config.Config) (*state.Store, error) {
+	return state.Open(ctx, c.StateDir, state.Options{ReadOnly: true})
+}
+
+// stateLog is `alfred state log [-n N]`.
+func stateLog(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var n int
+	c, rest, err := load("state log", args, stderr, func(fs *flag.FlagSet) {
+		fs.IntVar(&n, "n", 20, "how many commits, newest first")
+	})
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return errUsage("state log takes no argument")
+	}
+	st, err := openReadOnly(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return st.Log(ctx, stdout, n)
+}
+
+// stateShow is `alfred state show PATH`.
+func stateShow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, rest, err := load("state show", args, stderr, nil)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 1 {
+		return errUsage("state show takes one record PATH (see alfred state log)")
+	}
+	st, err := openReadOnly(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return st.Show(ctx, stdout, rest[0])
+}
+
+// scopeFlags reads -org OWNER or -project OWNER/NAME.
+type scopeFlags struct{ org, project string }
+
+func (s *scopeFlags) add(fs *flag.FlagSet) {
+	fs.StringVar(&s.org, "org", "", "organization scope: OWNER")
+	fs.StringVar(&s.project, "project", "", "project scope: OWNER/NAME")
+}
+
+func (s *scopeFlags) scope(forge string) (bot.Scope, error) {
+	switch {
+	case (s.org == "") == (s.project == ""):
+		return bot.Scope{}, errUsage("give exactly one of -org OWNER and -project OWNER/NAME")
+	case s.org != "":
+		return bot.Scope{Forge: forge, Owner: s.org}, nil
+	}
+	p, err := parseProject(forge, s.project)
+	return bot.Scope{Forge: forge, Owner: p.Owner, Project: p.Name}, err
+}
+
+// settingsGet is `alfred settings get KEY -project OWNER/NAME` (or -org).
+func settingsGet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var sf scopeFlags
+	c, rest, err := load("settings get", args, stderr, sf.add)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 1 {
+		return errUsage("settings get takes one KEY")
+	}
+	sc, err := sf.scope(c.ForgeName)
+	if err != nil {
+		return err
+	}
+	st, err := openReadOnly(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	v, err := bot.Settings{Overrides: bot.StoreOverrides{Store: st}}.Value(sc, rest[0])
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, v)
+	return nil
+}
+
+// settingsSet is `alfred settings set KEY VALUE` and `alfred settings unset KEY`.
+func settingsSet(ctx context.Context, args []string, stdout, stderr io.Writer, set bool) error {
+	var sf scopeFlags
+	c, rest, err := load("settings", args, stderr, sf.add)
+	if err != nil {
+		return err
+	}
+	if set && len(rest) != 2 || !set && len(rest) != 1 {
+		return errUsage("settings set takes KEY VALUE; settings unset takes KEY")
+	}
+	if c.ForgeName == "" {
+		return errUsage("settings need the forge: set ALFRED_FORGE (and ALFRED_FORGE_NAME if you use one)")
+	}
+	sc, err := sf.scope(c.ForgeName)
+	if err != nil {
+		return err
+	}
+	d, err := bot.LookupSetting(rest[0])
+	if err != nil {
+		return err
+	}
+	scope := state.ScopeProject
+	if sc.Project == "" {
+		scope = state.ScopeOrganization
+	}
+	st, err := state.Open(ctx, c.StateDir, state.Options{})
+	if err != nil {
+		return fmt.Errorf("%w (settings are written while the server is stopped)", err)
+	}
+	defer st.Close()
+	if !set {
+		return st.Update(ctx, func(tx *state.Tx) error {
+			return tx.DeleteSetting(scope, sc.Forge, sc.Owner, sc.Project, d.Key)
+		})
+	}
+	canon, err := d.Parse(rest[1])
+	if err != nil {
+		return err
+	}
+	raw, _ := json.Marshal(canon)
+	err = st.Update(ctx, func(tx *state.Tx) error {
+		return tx.PutSetting(state.SettingOverride{Scope: scope, Forge: sc.Forge, Owner: sc.Owner, Project: sc.Project,
+			Key: d.Key, Value: raw, UpdatedAt: time.Now()})
+	})
+	if err == nil {
+		fmt.Fprintf(stdout, "%s = %s at %s scope\n", d.Key, canon, scope)
+	}
+	return err
+}
+
+// settingsList is `alfred settings list`.
+func settingsList(stdout io.Writer) error {
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY\tTYPE\tDEFAULT\tWHAT IT DOES")
+	for _, k := range bot.SettingKeys() {
+		d := bot.Catalogue[k]
+		fmt.Fprintf(tw, "%s\t%s\t%q\t%s\n", d.Key, d.Type, d.Default, d.Help)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/alchemic-studio/alfred/bot"
+	"github.com/alchemic-studio/alfred/config"
+	"github.com/alchemic-studio/alfred/forges"
+	"github.com/alchemic-studio/alfred/state"
+	"github.com/alchemic-studio/alfred/views"
+)
+
+// serve runs the HTTP server (and, when a forge is configured, the engine)
+// until SIGTERM or SIGINT; then requests in flight finish, runs are stopped
+// to be resumed at the next start, and the state store is flushed and closed.
+func serve(ctx context.Context, args []string, stderr io.Writer) error {
+	c, err := config.Load("serve", args, os.LookupEnv, stderr)
+	if err != nil {
+		return err
+	}
+	log := newLogger(c, stderr)
+	slog.SetDefault(log)
+
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	st, err := state.Open(ctx, c.StateDir, state.Options{Logger: log})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := st.Close(); err != nil {
+			log.Error("close state store", "err", err)
+		}
+	}()
+
+	r := mux.NewRouter()
+	views.Register(r, views.Deps{Version: version, Config: c, Ready: ready(c.StateDir), Logger: log})
+
+	var engine *bot.Engine
+	if c.ForgeKind != "" {
+		f, hooks, err := newForge(c)
+		if err != nil {
+			return err
+		}
+		e, runner, err := newEngine(ctx, c, st, f, log)
+		if err != nil {
+			return err
+		}
+		if err := e.Start(ctx); err != nil {
+			return err
+		}
+		engine = e
+		go detectAgents(ctx, c, st, runner, log)
+		r.Handle("/webhooks/"+c.ForgeName, forges.NewWebhookHandler(c.ForgeName, hooks, c.WebhookSecrets, e.Intake, log)).
+			Methods(http.MethodPost)
+	}
+
+	ln, err := net.Listen("tcp", c.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", c.Listen, err)
+	}
+	srv := &http.Server{
+		Handler:           r,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	log.Info("serving", "addr", ln.Addr().String(), "version", version, "missing", c.Missing())
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("http server: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down", "timeout", c.ShutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shut down http server: %w", err)
+	}
+	if engine != nil {
+		engine.Close()
+	}
+	log.Info("stopped")
+	return nil
+}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/agents/api"
+	"github.com/alchemic-studio/alfred/agents/claudecode"
+	"github.com/alchemic-studio/alfred/agents/codex"
+	"github.com/alchemic-studio/alfred/bot"
+	"github.com/alchemic-studio/alfred/config"
+	"github.com/alchemic-studio/alfred/forges"
+	"github.com/alchemic-studio/alfred/forges/forgejo"
+	"github.com/alchemic-studio/alfred/forges/github"
+	"github.com/alchemic-studio/alfred/forges/gitlab"
+	"github.com/alchemic-studio/alfred/sandbox"
+	"github.com/alchemic-studio/alfred/state"
+)
+
+// newForge builds the configured forge and its webhook parser.
+func newForge(c *config.Config) (forges.Forge, forges.Hooks, error) {
+	switch c.ForgeKind {
+	case "forgejo":
+		f, err := forgejo.New(forgejo.Options{BaseURL: c.ForgeURL, Token: c.ForgeToken})
+		return f, forgejo.Hooks{}, err
+	case "github":
+		f, err := github.New(github.Options{BaseURL: c.ForgeURL, Token: c.ForgeToken})
+		return f, github.Hooks{}, err
+	case "gitlab":
+		f, err := gitlab.New(gitlab.Options{BaseURL: c.ForgeURL, Token: c.ForgeToken})
+		return f, gitlab.Hooks{}, err
+	}
+	return nil, nil, errors.New("no forge configured: set ALFRED_FORGE and ALFRED_FORGE_URL")
+}
+
+// newRunner builds the configured sandbox runner.
+func newRunner(ctx context.Context, c *config.Config, log *slog.Logger) (sandbox.Runner, error) {
+	if c.Runner == "host" {
+		return sandbox.NewHostRunner(sandbox.HostOptions{}), nil
+	}
+	r, err := sandbox.NewImageRunner(ctx, sandbox.ImageOptions{Host: c.DockerHost, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("image runner: %w", err)
+	}
+	return r, nil
+}
+
+// localCLIs are the agent CLIs Alfred can drive, in the order the agents
+// screen lists them.
+func localCLIs() ([]agents.CLI, error) {
+	var clis []agents.CLI
+	for _, mk := range []func() (*agents.Local, error){claudecode.New, codex.New} {
+		l, err := mk()
+		if err != nil {
+			return nil, err
+		}
+		clis = append(clis, l.CLI())
+	}
+	return clis, nil
+}
+
+// newAdapters builds every adapter: the local CLIs, and the API adapter when
+// an API is configured.
+func newAdapters(c *config.Config) (map[string]agents.Adapter, error) {
+	out := map[string]agents.Adapter{}
+	for _, mk := range []func() (*agents.Local, error){claudecode.New, codex.New} {
+		l, err := mk()
+		if err != nil {
+			return nil, err
+		}
+		out[l.ID()] = l
+	}
+	if c.APIURL != "" {
+		a, err := api.New(api.Options{BaseURL: c.APIURL, APIKey: c.APIKey, Model: c.APIModel})
+		if err != nil {
+			return nil, err
+		}
+		out[a.ID()] = a
+	}
+	return out, nil
+}
+
+// baseSpec is what every agent sandbox starts from: the image, its user, and
+// the variables of the bot's environment offered to adapters.
+func baseSpec(c *config.Config) sandbox.Spec {
+	env := map[string]string{"HOME": agents.AgentHome, "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
+	for _, name := range c.AgentEnv {
+		if v, ok := os.LookupEnv(name); ok {
+			env[name] = v
+		}
+	}
+	return sandbox.Spec{Image: c.AgentImage, UID: c.AgentUID, GID: c.AgentGID, Env: env}
+}
+
+// newEngine assembles the engine from the configuration.
+func newEngine(ctx context.Context, c *config.Config, st *state.Store, f forges.Forge, log *slog.Logger) (*bot.Engine, sandbox.Runner, error) {
+	runner, err := newRunner(ctx, c, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	adapters, err := newAdapters(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	data, err := filepath.Abs(c.DataDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	e, err := bot.New(bot.Config{
+		ForgeName: c.ForgeName, Forge: f, Store: st, Adapters: adapters,
+		Runner: runner, Sandbox: baseSpec(c),
+		Repos:     &bot.Repos{Base: data, Name: "Alfred", Email: "alfred@localhost"},
+		Sessions:  bot.SessionStore{Base: data},
+		PublicURL: c.PublicURL, MaxParallelRuns: c.MaxParallelRuns, PollInterval: c.PollInterval,
+		Defaults: map[string]string{"AGENT_CREDENTIAL_MOUNTS": c.CredentialMounts},
+		Logger:   log,
+	})
+	return e, runner, err
+}
+
+// detectAgents runs each CLI's version command on the runner and records the
+// installations, so the session resolver and the agents screen know them.
+func detectAgents(ctx context.Context, c *config.Config, st *state.Store, runner sandbox.Runner, log *slog.Logger) {
+	clis, err := localCLIs()
+	if err != nil {
+		log.Error("agent detection", "err", err)
+		return
+	}
+	found := agents.Detect(ctx, runner, baseSpec(c), clis, nil)
+	err = st.Update(ctx, func(tx *state.Tx) error {
+		for _, in := range found {
+			if !in.Installed() {
+				continue
+			}
+			if err := tx.PutInstallation(state.AgentInstallation{AdapterID: in.AdapterID, Runner: in.Runner, Image: in.Image,
+				Version: in.Version, ResumableSessions: in.ResumableSessions, Reason: in.Reason}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		log.Error("record agent installations", "err", err)
+	}
+	for _, in := range found {
+		log.Info("agent detected", "adapter", in.AdapterID, "runner", in.Runner, "version", in.Version,
+			"resumable", in.ResumableSessions, "reason", in.Reason, "error", in.Error)
+	}
+}
+
+// ready reports whether the state store can take writes.
+func ready(dir string) func(context.Context) error {
+	return func(context.Context) error {
+		if err := unix.Access(dir, unix.W_OK); err != nil {
+			return fmt.Errorf("state store %s is not writable: %w", dir, err)
+		}
+		return nil
+	}
+}
