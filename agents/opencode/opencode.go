@@ -1,0 +1,211 @@
+// Package opencode owns the adapter for the OpenCode CLI (npm opencode-ai):
+// its argv per session mode, the output parser (JSON events of
+// `opencode run --format json`), the resume-failure classifier and where its
+// sessions live.
+//
+// Facts this package relies on, checked against opencode-ai 1.18.33:
+//
+//   - No session: `opencode run --format json --auto [-m provider/model] -- <prompt>`.
+//   - Fresh: the same plus `--title <name>`. OpenCode picks the id itself
+//     (ses_…); it cannot be chosen, so NewSessionID returns "".
+//   - Resume: the same plus `--session <ses_id>`. The history is loaded.
+//   - Every JSON event carries the top-level "sessionID".
+//   - Sessions live in one SQLite database. By default it sits beside the
+//     credentials (~/.local/share/opencode/{opencode.db,auth.json}), so the
+//     adapter moves it with OPENCODE_DB to ~/.local/state/opencode/opencode.db.
+//     OPENCODE_DB is relative to the data folder, hence "../../state/…"; the
+//     state folder is created by OpenCode at every start (so a run without a
+//     session mount works too) and holds no credentials. That folder is the
+//     SessionStatePath.
+//   - Sessions are bound to their directory: resuming from another cwd
+//     hangs. The worktree is always mounted at /workspace, so the cwd is
+//     stable.
+//   - A missing session: exit 1, empty stdout, stderr "Error: Session not
+//     found" (ANSI-coloured). 1.1–1.14 exit 0 with a NotFoundError stack,
+//     1.0.98 hangs: the verified range starts at 1.15.0.
+package opencode
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/Masterminds/semver/v3"
+
+	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/sandbox"
+)
+
+// ID is the adapter id.
+const ID = "opencode"
+
+// Executable is argv[0].
+const Executable = "opencode"
+
+// SessionStatePath is the folder holding the relocated session database.
+const SessionStatePath = agents.AgentHome + "/.local/state/opencode"
+
+// DBEnv is the OPENCODE_DB value the adapter always sets: relative to
+// OpenCode's data folder (~/.local/share/opencode), it names
+// SessionStatePath/opencode.db.
+const DBEnv = "../../state/opencode/opencode.db"
+
+// VerifiedRange is the range whose session behaviour was verified: from
+// 1.15.0 a missing session exits 1 with "Session not found"; 1.18.33 is the
+// pinned version the tests run.
+const VerifiedRange = ">=1.15.0, <=1.18.33"
+
+// CLI implements agents.CLI for OpenCode.
+type CLI struct{}
+
+var _ agents.CLI = CLI{}
+
+// New returns the OpenCode adapter.
+func New() (*agents.Local, error) { return agents.NewLocal(CLI{}) }
+
+// ID implements agents.CLI.
+func (CLI) ID() string { return ID }
+
+// Capabilities implements agents.CLI.
+func (CLI) Capabilities() agents.Capabilities {
+	return agents.Capabilities{Kind: agents.KindLocal, ResumableSessions: true, SessionStatePath: SessionStatePath}
+}
+
+// VerifiedRange implements agents.CLI.
+func (CLI) VerifiedRange() string { return VerifiedRange }
+
+// VersionArgv implements agents.CLI.
+func (CLI) VersionArgv() []string { return []string{Executable, "--version"} }
+
+// ParseVersion implements agents.CLI ("1.18.33").
+func (CLI) ParseVersion(stdout, _ []byte) (*semver.Version, error) { return agents.FindVersion(stdout) }
+
+// Argv implements agents.CLI. The model is "provider/model"; a bare model
+// gets the request's provider as prefix.
+func (CLI) Argv(inv agents.Invocation) []string {
+	argv := []string{Executable, "run", "--format", "json", "--auto"}
+	if m := model(inv.Provider, inv.Model); m != "" {
+		argv = append(argv, "--model", m)
+	}
+	switch inv.Mode {
+	case agents.ModeFresh:
+		argv = append(argv, "--title", inv.SessionName)
+	case agents.ModeResume:
+		argv = append(argv, "--session", inv.SessionID)
+	}
+	return append(argv, "--", inv.Prompt)
+}
+
+func model(provider, m string) string {
+	if m == "" || strings.Contains(m, "/") || provider == "" {
+		return m
+	}
+	return provider + "/" + m
+}
+
+// EnvAllowlist implements agents.CLI: OpenCode's own configuration and the
+// API keys of the providers it reads from the environment.
+func (CLI) EnvAllowlist() []string {
+	return []string{
+		"OPENCODE_CONFIG", "OPENCODE_CONFIG_CONTENT", "OPENCODE_CONFIG_DIR", "OPENCODE_DISABLE_MODELS_FETCH",
+		"OPENCODE_MODELS_PATH", "OPENCODE_MODELS_URL",
+		"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL",
+		"OPENROUTER_API_KEY", "GOOGLE_GENERATIVE_AI_API_KEY", "GEMINI_API_KEY", "XAI_API_KEY",
+		"GROQ_API_KEY", "MISTRAL_API_KEY", "DEEPSEEK_API_KEY",
+		"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION", "AWS_PROFILE",
+		"AZURE_API_KEY", "AZURE_RESOURCE_NAME",
+	}
+}
+
+// FixedEnv implements agents.CLI: the relocated database (every mode, so a
+// run is the same with or without the session feature) and no self-update.
+func (CLI) FixedEnv() map[string]string {
+	return map[string]string{"OPENCODE_DB": DBEnv, "OPENCODE_DISABLE_AUTOUPDATE": "1"}
+}
+
+// NewSessionID implements agents.CLI: OpenCode assigns its own ids.
+func (CLI) NewSessionID() string { return "" }
+
+// event is one line of `opencode run --format json`.
+type event struct {
+	Type      string `json:"type"`
+	SessionID string `json:"sessionID"`
+	Part      struct {
+		Type   string  `json:"type"`
+		Text   string  `json:"text"`
+		Cost   float64 `json:"cost"`
+		Tokens struct {
+			Input  int64 `json:"input"`
+			Output int64 `json:"output"`
+		} `json:"tokens"`
+	} `json:"part"`
+	Error *struct {
+		Name string `json:"name"`
+		Data struct {
+			Message string `json:"message"`
+		} `json:"data"`
+	} `json:"error"`
+}
+
+// Parse implements agents.CLI. A run succeeded when it exited 0, printed at
+// least one event with a session id and no error event. The text is the last
+// text part; tokens and cost add up over the steps.
+func (CLI) Parse(res *sandbox.Result) agents.Output {
+	var out agents.Output
+	var events int
+	var errText string
+	agents.JSONLines(res.Stdout, func(e event) bool {
+		if e.SessionID == "" {
+			return true
+		}
+		events++
+		out.NativeSessionID = e.SessionID
+		switch e.Type {
+		case "text":
+			out.Text = e.Part.Text
+		case "step_finish":
+			out.InputTokens += e.Part.Tokens.Input
+			out.OutputTokens += e.Part.Tokens.Output
+			out.CostUSD += e.Part.Cost
+		case "error":
+			errText = "opencode error"
+			if e.Error != nil {
+				errText = strings.TrimSpace(e.Error.Name + ": " + e.Error.Data.Message)
+			}
+		}
+		return true
+	})
+	switch {
+	case errText != "":
+		out.Text = errText
+	case res.ExitCode == 0 && events > 0:
+		out.Succeeded = true
+	default:
+		if s := strings.TrimSpace(string(agents.StripANSI(res.Stderr))); s != "" {
+			out.Text = s
+		}
+	}
+	return out
+}
+
+// Classify implements agents.CLI. Only "Session not found" (1.15+) or the
+// NotFoundError of older builds on stderr, with no event on stdout, is a
+// missing session; anything else (API errors arrive as events) is ambiguous.
+func (CLI) Classify(res *sandbox.Result) agents.FallbackReason {
+	if hasEvent(res.Stdout) {
+		return agents.FallbackNone
+	}
+	errText := string(agents.StripANSI(res.Stderr))
+	if strings.Contains(errText, "Session not found") || strings.Contains(errText, "NotFoundError") {
+		return agents.FallbackStateMissing
+	}
+	return agents.FallbackNone
+}
+
+func hasEvent(stdout []byte) bool {
+	found := false
+	agents.JSONLines(stdout, func(e json.RawMessage) bool {
+		found = true
+		return false
+	})
+	return found
+}
