@@ -138,3 +138,57 @@ func TestUnknownCommand(t *testing.T) {
 		t.Fatalf("stderr: %q", stderr.String())
 	}
 }
+
+// alfred runs a subcommand in-process with env as its whole environment.
+func alfred(t *testing.T, env map[string]string, args ...string) (int, string, string) {
+	t.Helper()
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+func TestSettingsAndStateCommands(t *testing.T) {
+	env := map[string]string{
+		"ALFRED_STATE_DIR": filepath.Join(t.TempDir(), "state.git"),
+		"ALFRED_FORGE":     "forgejo",
+		"ALFRED_FORGE_URL": "http://127.0.0.1:1",
+	}
+	if code, out, errOut := alfred(t, env, "settings", "set", "AGENT_SESSION_RESUME", "off", "-project", "alice/demo"); code != 1 || !strings.Contains(errOut, "true or false") {
+		t.Fatalf("a wrong type was accepted: %d %q %q", code, out, errOut)
+	}
+	if code, _, errOut := alfred(t, env, "settings", "set", "NO_SUCH_KEY", "1", "-org", "alice"); code != 1 || !strings.Contains(errOut, "unknown setting") {
+		t.Fatalf("an unknown key was accepted: %d %q", code, errOut)
+	}
+	if code, _, errOut := alfred(t, env, "settings", "set", "AGENT_SESSION_RESUME", "1"); code != 2 || !strings.Contains(errOut, "-org") {
+		t.Fatalf("a missing scope was accepted: %d %q", code, errOut)
+	}
+	if code, out, errOut := alfred(t, env, "settings", "set", "-project", "alice/demo", "AGENT_SESSION_RESUME", "FALSE"); code != 0 || !strings.Contains(out, "AGENT_SESSION_RESUME = false at project scope") {
+		t.Fatalf("set: %d %q %q", code, out, errOut)
+	}
+	for _, tt := range []struct{ scope, want string }{{"-project=alice/demo", "false"}, {"-project=alice/other", "true"}, {"-org=alice", "true"}} {
+		code, out, errOut := alfred(t, env, "settings", "get", "AGENT_SESSION_RESUME", tt.scope)
+		if code != 0 || strings.TrimSpace(out) != tt.want {
+			t.Errorf("get %s: %d %q %q, want %s", tt.scope, code, out, errOut, tt.want)
+		}
+	}
+	code, out, _ := alfred(t, env, "state", "log", "-n", "5")
+	if code != 0 || !strings.Contains(out, "settings/project/forgejo/alice/demo/AGENT_SESSION_RESUME.json") {
+		t.Errorf("state log: %d %q", code, out)
+	}
+	code, out, _ = alfred(t, env, "state", "show", "settings/project/forgejo/alice/demo/AGENT_SESSION_RESUME.json")
+	if code != 0 || !strings.Contains(out, `"value": "false"`) {
+		t.Errorf("state show: %d %q", code, out)
+	}
+	if code, _, _ := alfred(t, env, "settings", "unset", "AGENT_SESSION_RESUME", "-project", "alice/demo"); code != 0 {
+		t.Fatalf("unset: %d", code)
+	}
+	if _, out, _ := alfred(t, env, "settings", "get", "AGENT_SESSION_RESUME", "-project", "alice/demo"); strings.TrimSpace(out) != "true" {
+		t.Errorf("after unset: %q", out)
+	}
+	if code, out, _ := alfred(t, env, "settings", "list"); code != 0 || !strings.Contains(out, "REQUIRE_PLAN_VALIDATION") {
+		t.Errorf("settings list: %d %q", code, out)
+	}
+}
