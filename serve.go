@@ -46,7 +46,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}()
 
 	r := mux.NewRouter()
-	views.Register(r, views.Deps{Version: version, Config: c, Ready: ready(c.StateDir), Logger: log})
+	pages, err := pageDeps(c, st, log)
+	if err != nil {
+		return err
+	}
+	views.Register(r, pages)
 
 	var engine *bot.Engine
 	if c.ForgeKind != "" {

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"maps"
 	"path/filepath"
+	"slices"
 
 	"golang.org/x/sys/unix"
 
@@ -22,6 +24,7 @@ import (
 	"github.com/alchemic-studio/alfred/forges/gitlab"
 	"github.com/alchemic-studio/alfred/sandbox"
 	"github.com/alchemic-studio/alfred/state"
+	"github.com/alchemic-studio/alfred/views"
 )
 
 // newForge builds the configured forge and its webhook parser.
@@ -163,4 +166,30 @@ func ready(dir string) func(context.Context) error {
 		}
 		return nil
 	}
+}
+
+// pageDeps is what the pages need: the records, the adapters for the agents
+// screen, and every secret the service holds, to be hidden.
+func pageDeps(c *config.Config, st *state.Store, log *slog.Logger) (views.Deps, error) {
+	creds, err := sandbox.ParseCredentialMounts(c.CredentialMounts)
+	if err != nil {
+		return views.Deps{}, fmt.Errorf("AGENT_CREDENTIAL_MOUNTS: %w", err)
+	}
+	adapters, err := newAdapters(c)
+	if err != nil {
+		return views.Deps{}, err
+	}
+	var list []views.Agent
+	for _, id := range slices.Sorted(maps.Keys(adapters)) {
+		caps := adapters[id].Capabilities()
+		list = append(list, views.Agent{ID: id, Kind: string(caps.Kind), Resumable: caps.ResumableSessions, SessionStatePath: caps.SessionStatePath})
+	}
+	secrets := append([]string{c.ForgeToken, c.APIKey}, c.WebhookSecrets...)
+	for k, v := range baseSpec(c).Env {
+		if bot.SecretName(k) {
+			secrets = append(secrets, v)
+		}
+	}
+	return views.Deps{Version: version, Config: c, Ready: ready(c.StateDir), Logger: log,
+		Records: st, Agents: list, Runner: c.Runner, Credentials: creds, Secrets: secrets}, nil
 }

@@ -382,7 +382,7 @@ func (e *Engine) redact(text string) string {
 		secrets = append(secrets, pass)
 	}
 	for k, v := range e.cfg.Sandbox.Env {
-		if secretName(k) && len(v) >= 4 {
+		if SecretName(k) && len(v) >= 4 {
 			secrets = append(secrets, v)
 		}
 	}
@@ -392,7 +392,8 @@ func (e *Engine) redact(text string) string {
 	return text
 }
 
-func secretName(k string) bool {
+// SecretName tells whether a variable's name says its value is a secret.
+func SecretName(k string) bool {
 	k = strings.ToUpper(k)
 	for _, w := range []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL"} {
 		if strings.Contains(k, w) {

@@ -11,12 +11,13 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/alchemic-studio/alfred/config"
+	"github.com/alchemic-studio/alfred/sandbox"
 )
 
 //go:embed templates/*.html
 var templateFS embed.FS
 
-var templates = template.Must(template.New("").ParseFS(templateFS, "templates/*.html"))
+var templates = template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/*.html"))
 
 // Deps is what the pages need from the rest of the service.
 type Deps struct {
@@ -26,6 +27,16 @@ type Deps struct {
 	// open and writable); nil means always ready.
 	Ready  func(ctx context.Context) error
 	Logger *slog.Logger
+
+	// Records serves the run, mailbox and agents pages; nil serves none.
+	Records Records
+	// Agents are the adapters the engine has; Runner is "image" or "host";
+	// Credentials the default credential mounts (for the agents screen).
+	Agents      []Agent
+	Runner      string
+	Credentials sandbox.CredentialMounts
+	// Secrets are hidden from every page, again.
+	Secrets []string
 }
 
 // Register adds the health probes and the pages to r.
@@ -36,6 +47,16 @@ func Register(r *mux.Router, d Deps) {
 	r.HandleFunc("/healthz", healthz).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/readyz", d.readyz).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/", d.home).Methods(http.MethodGet, http.MethodHead)
+	if d.Records == nil {
+		return
+	}
+	get := []string{http.MethodGet, http.MethodHead}
+	r.HandleFunc("/runs/{id}", d.runPage).Methods(get...)
+	r.HandleFunc("/mailboxes/{id:.+}", d.mailboxPage).Methods(get...)
+	r.HandleFunc("/agents", d.agentsPage).Methods(get...)
+	r.HandleFunc("/api/runs/{id}", d.runJSON).Methods(get...)
+	r.HandleFunc("/api/mailboxes/{id:.+}", d.mailboxJSON).Methods(get...)
+	r.HandleFunc("/api/agents", d.agentsJSON).Methods(get...)
 }
 
 // healthz answers as long as the process serves HTTP.

@@ -1,0 +1,205 @@
+package views
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/alchemic-studio/alfred/state"
+)
+
+// Records is what the pages read from the state store.
+type Records interface {
+	Mailbox(k state.MailboxKey) (state.Mailbox, error)
+	Runs(mailboxID string) ([]state.Run, error)
+	RunWithSessions(runID string) (state.Run, []state.LLMSession, error)
+	Installations() ([]state.AgentInstallation, error)
+}
+
+// runView is everything the run page and its JSON show.
+type runView struct {
+	Run      state.Run          `json:"run"`
+	Sessions []state.LLMSession `json:"llm_sessions"`
+	Mailbox  state.Mailbox      `json:"mailbox"`
+	Prev     string             `json:"prev_run_id,omitempty"`
+	Next     string             `json:"next_run_id,omitempty"`
+	Live     bool               `json:"live"` // still queued or running: the page refreshes itself
+}
+
+// SessionLine says how a session started, as the page and the status comment
+// put it: "resumed", or "fresh (reason)".
+func SessionLine(s state.LLMSession) string {
+	switch {
+	case s.Resumed:
+		return "resumed"
+	case s.ResumeFallback != nil && *s.ResumeFallback != "":
+		return "fresh (" + strings.ReplaceAll(*s.ResumeFallback, "_", " ") + ")"
+	}
+	return "fresh"
+}
+
+func (d Deps) loadRun(id string) (*runView, error) {
+	run, sessions, err := d.Records.RunWithSessions(id)
+	if err != nil {
+		return nil, err
+	}
+	k, err := state.ParseMailboxID(run.MailboxID)
+	if err != nil {
+		return nil, err
+	}
+	mb, err := d.Records.Mailbox(k)
+	if err != nil {
+		return nil, err
+	}
+	v := &runView{Run: run, Sessions: sessions, Mailbox: mb, Live: run.Status == state.RunQueued || run.Status == state.RunRunning}
+	runs, _ := d.Records.Runs(mb.ID)
+	i := slices.IndexFunc(runs, func(r state.Run) bool { return r.ID == id })
+	if i > 0 {
+		v.Prev = runs[i-1].ID
+	}
+	if i >= 0 && i+1 < len(runs) {
+		v.Next = runs[i+1].ID
+	}
+	v.Run.Log = d.redact(v.Run.Log)
+	v.Run.Result = d.redact(v.Run.Result)
+	return v, nil
+}
+
+// redact hides the secrets the service knows, a second time (the engine
+// already redacts what it records).
+func (d Deps) redact(s string) string {
+	for _, secret := range d.Secrets {
+		if len(secret) >= 4 {
+			s = strings.ReplaceAll(s, secret, "[redacted]")
+		}
+	}
+	return s
+}
+
+func (d Deps) runPage(w http.ResponseWriter, r *http.Request) {
+	v, err := d.loadRun(mux.Vars(r)["id"])
+	if err != nil {
+		d.notFound(w, r, err)
+		return
+	}
+	render(w, d.Logger, "run.html", v)
+}
+
+func (d Deps) runJSON(w http.ResponseWriter, r *http.Request) {
+	v, err := d.loadRun(mux.Vars(r)["id"])
+	if err != nil {
+		d.notFound(w, r, err)
+		return
+	}
+	writeJSON(w, v)
+}
+
+type mailboxView struct {
+	Mailbox state.Mailbox `json:"mailbox"`
+	Runs    []runRow      `json:"runs"`
+}
+
+type runRow struct {
+	Run     state.Run         `json:"run"`
+	Session *state.LLMSession `json:"llm_session,omitempty"`
+}
+
+func (d Deps) loadMailbox(id string) (*mailboxView, error) {
+	k, err := state.ParseMailboxID(id)
+	if err != nil {
+		return nil, err
+	}
+	mb, err := d.Records.Mailbox(k)
+	if err != nil {
+		return nil, err
+	}
+	runs, err := d.Records.Runs(mb.ID)
+	if err != nil && len(runs) == 0 {
+		return nil, err
+	}
+	v := &mailboxView{Mailbox: mb}
+	for _, r := range runs {
+		row := runRow{Run: r}
+		row.Run.Log = ""
+		if _, ls, _ := d.Records.RunWithSessions(r.ID); len(ls) > 0 {
+			row.Session = &ls[len(ls)-1]
+		}
+		v.Runs = append(v.Runs, row)
+	}
+	return v, nil
+}
+
+func (d Deps) mailboxPage(w http.ResponseWriter, r *http.Request) {
+	v, err := d.loadMailbox(mux.Vars(r)["id"])
+	if err != nil {
+		d.notFound(w, r, err)
+		return
+	}
+	render(w, d.Logger, "mailbox.html", v)
+}
+
+func (d Deps) mailboxJSON(w http.ResponseWriter, r *http.Request) {
+	v, err := d.loadMailbox(mux.Vars(r)["id"])
+	if err != nil {
+		d.notFound(w, r, err)
+		return
+	}
+	writeJSON(w, v)
+}
+
+// notFound answers 404 for records that do not exist or cannot be read; the
+// reason goes to the log only.
+func (d Deps) notFound(w http.ResponseWriter, r *http.Request, err error) {
+	if !errors.Is(err, state.ErrNotFound) {
+		d.Logger.Warn("page record", "path", r.URL.Path, "err", err)
+	}
+	http.Error(w, "not found", http.StatusNotFound)
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}
+
+// template helpers
+var funcs = map[string]any{
+	"sessionLine": SessionLine,
+	"deref":       func(s *string) string { return derefString(s) },
+	"duration": func(a, b time.Time) string {
+		if a.IsZero() || b.IsZero() {
+			return "—"
+		}
+		return b.Sub(a).Round(time.Millisecond).String()
+	},
+	"when": func(t time.Time) string {
+		if t.IsZero() {
+			return "—"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05 UTC")
+	},
+	"cost":  func(c float64) string { return fmt.Sprintf("$%.4f", c) },
+	"short": func(id string) string { return shortID(id) },
+	"page":  func(title string, refresh bool) map[string]any { return map[string]any{"Title": title, "Refresh": refresh} },
+}
+
+func derefString(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
