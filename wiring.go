@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 

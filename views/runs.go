@@ -187,7 +187,9 @@ var funcs = map[string]any{
 	},
 	"cost":  func(c float64) string { return fmt.Sprintf("$%.4f", c) },
 	"short": func(id string) string { return shortID(id) },
-	"page":  func(title string, refresh bool) map[string]any { return map[string]any{"Title": title, "Refresh": refresh} },
+	"page": func(title string, refresh bool) map[string]any {
+		return map[string]any{"Title": title, "Refresh": refresh}
+	},
 }
 
 func derefString(s *string) string {
