@@ -1,0 +1,195 @@
+// Package copilot owns the adapter for the GitHub Copilot CLI (npm
+// @github/copilot): its argv per session mode, the output parser (JSONL
+// events of `--output-format json`), the resume-failure classifier and where
+// its sessions live.
+//
+// Facts this package relies on, checked against @github/copilot 1.0.102:
+//
+//   - No session: `copilot --prompt=<prompt> --allow-all-tools --output-format json [--model m]`.
+//   - Fresh: the same plus `--session-id=<uuid> --name=<name>`; the id is a
+//     random UUID chosen by the adapter. --session-id is "create or
+//     resume", so it is used only for fresh starts with a new UUID.
+//   - Resume: the same plus `--resume=<uuid>`, which fails on an unknown id
+//     from 1.0.49 on (up to 1.0.48 it silently created a session with that
+//     id, which the echo check cannot catch). --session-id exists from
+//     1.0.51: the verified range starts there.
+//   - The last JSONL line is {"type":"result","sessionId":…,"exitCode":…}.
+//   - Sessions live in ~/.copilot/session-state/<uuid>/ (no credentials:
+//     those are in the keychain, ~/.copilot/config.json or the
+//     environment). That folder is the SessionStatePath; a session resumes
+//     from it alone (checked with the rest of ~/.copilot deleted).
+//   - A missing session: exit 1, empty stdout, stderr "Error: No session,
+//     task, or name matched '<id>'.", before any authentication.
+package copilot
+
+import (
+	"strings"
+
+	"github.com/Masterminds/semver/v3"
+	"github.com/google/uuid"
+
+	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/sandbox"
+)
+
+// ID is the adapter id.
+const ID = "copilot"
+
+// Executable is argv[0].
+const Executable = "copilot"
+
+// SessionStatePath is the folder holding Copilot's sessions.
+const SessionStatePath = agents.AgentHome + "/.copilot/session-state"
+
+// VerifiedRange is the range whose session behaviour was verified:
+// --session-id from 1.0.51 (a strict --resume from 1.0.49); 1.0.102 is the
+// pinned version the tests run.
+const VerifiedRange = ">=1.0.51, <=1.0.102"
+
+// CLI implements agents.CLI for the Copilot CLI.
+type CLI struct{}
+
+var _ agents.CLI = CLI{}
+
+// New returns the Copilot adapter.
+func New() (*agents.Local, error) { return agents.NewLocal(CLI{}) }
+
+// ID implements agents.CLI.
+func (CLI) ID() string { return ID }
+
+// Capabilities implements agents.CLI.
+func (CLI) Capabilities() agents.Capabilities {
+	return agents.Capabilities{Kind: agents.KindLocal, ResumableSessions: true, SessionStatePath: SessionStatePath}
+}
+
+// VerifiedRange implements agents.CLI.
+func (CLI) VerifiedRange() string { return VerifiedRange }
+
+// VersionArgv implements agents.CLI.
+func (CLI) VersionArgv() []string { return []string{Executable, "--version"} }
+
+// ParseVersion implements agents.CLI ("GitHub Copilot CLI 1.0.102.").
+func (CLI) ParseVersion(stdout, _ []byte) (*semver.Version, error) { return agents.FindVersion(stdout) }
+
+// Argv implements agents.CLI. Values are joined with "=" so that a prompt or
+// a name starting with a dash stays a value.
+func (CLI) Argv(inv agents.Invocation) []string {
+	argv := []string{Executable, "--prompt=" + inv.Prompt, "--allow-all-tools", "--output-format", "json"}
+	if inv.Model != "" {
+		argv = append(argv, "--model="+inv.Model)
+	}
+	switch inv.Mode {
+	case agents.ModeFresh:
+		argv = append(argv, "--session-id="+inv.SessionID, "--name="+inv.SessionName)
+	case agents.ModeResume:
+		argv = append(argv, "--resume="+inv.SessionID)
+	}
+	return argv
+}
+
+// EnvAllowlist implements agents.CLI: GitHub authentication and BYOK
+// provider settings.
+func (CLI) EnvAllowlist() []string {
+	return []string{
+		"COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN", "GH_HOST", "COPILOT_GH_HOST",
+		"COPILOT_MODEL", "COPILOT_OFFLINE",
+		"COPILOT_PROVIDER_BASE_URL", "COPILOT_PROVIDER_TYPE", "COPILOT_PROVIDER_API_KEY",
+		"COPILOT_PROVIDER_BEARER_TOKEN", "COPILOT_PROVIDER_WIRE_API", "COPILOT_PROVIDER_AZURE_API_VERSION",
+		"COPILOT_PROVIDER_MODEL_ID", "COPILOT_PROVIDER_WIRE_MODEL", "COPILOT_PROVIDER_HEADERS",
+		"COPILOT_PROVIDER_MAX_PROMPT_TOKENS", "COPILOT_PROVIDER_MAX_OUTPUT_TOKENS",
+	}
+}
+
+// FixedEnv implements agents.CLI: never download and run another version.
+func (CLI) FixedEnv() map[string]string {
+	return map[string]string{"COPILOT_AUTO_UPDATE": "false", "NO_COLOR": "1"}
+}
+
+// NewSessionID implements agents.CLI: a random UUID for --session-id.
+func (CLI) NewSessionID() string { return uuid.NewString() }
+
+type event struct {
+	Type      string `json:"type"`
+	SessionID string `json:"sessionId"`
+	ExitCode  *int   `json:"exitCode"`
+	Data      struct {
+		Content      string `json:"content"`
+		Message      string `json:"message"`
+		OutputTokens int64  `json:"outputTokens"`
+	} `json:"data"`
+}
+
+// Parse implements agents.CLI. A run succeeded when it exited 0 and its
+// final result event says exitCode 0. The text is the last assistant
+// message, or the last session error.
+func (CLI) Parse(res *sandbox.Result) agents.Output {
+	var out agents.Output
+	var errText string
+	resultOK := false
+	agents.JSONLines(res.Stdout, func(e event) bool {
+		switch e.Type {
+		case "assistant.message":
+			if e.Data.Content != "" {
+				out.Text = e.Data.Content
+			}
+			out.OutputTokens += e.Data.OutputTokens
+		case "session.error":
+			errText = e.Data.Message
+		case "result":
+			out.NativeSessionID = e.SessionID
+			resultOK = e.ExitCode != nil && *e.ExitCode == 0
+		}
+		return true
+	})
+	switch {
+	case res.ExitCode == 0 && resultOK && errText == "":
+		out.Succeeded = true
+	case errText != "":
+		out.Text = errText
+	default:
+		if s := firstLine(res.Stderr); s != "" {
+			out.Text = s
+		}
+	}
+	return out
+}
+
+// Classify implements agents.CLI. Only a failure with no result event (the
+// session lookup fails before any model call) and a known first stderr line
+// is recognised.
+func (CLI) Classify(res *sandbox.Result) agents.FallbackReason {
+	if hasResult(res.Stdout) {
+		return agents.FallbackNone
+	}
+	switch line := firstLine(res.Stderr); {
+	case strings.HasPrefix(line, "Error: No session, task, or name matched"):
+		return agents.FallbackStateMissing
+	case strings.HasPrefix(line, "Error: Multiple sessions match the name"),
+		strings.HasPrefix(line, "Error: No session or task matched"): // a non-UUID id
+		return agents.FallbackRefused
+	case strings.Contains(line, "unknown option '--resume"), strings.Contains(line, "unknown option '--session-id"):
+		return agents.FallbackUnsupportedVersion
+	}
+	return agents.FallbackNone
+}
+
+func hasResult(stdout []byte) bool {
+	found := false
+	agents.JSONLines(stdout, func(e struct {
+		Type string `json:"type"`
+	}) bool {
+		found = e.Type == "result"
+		return !found
+	})
+	return found
+}
+
+// firstLine is the first non-empty line of b, without ANSI codes.
+func firstLine(b []byte) string {
+	for _, l := range strings.Split(string(agents.StripANSI(b)), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			return l
+		}
+	}
+	return ""
+}

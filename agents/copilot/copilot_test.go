@@ -1,0 +1,156 @@
+package copilot
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/sandbox"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden argv files")
+
+func TestArgvGolden(t *testing.T) {
+	base := agents.Invocation{
+		Prompt: "Fix issue #7.\n--- context ---\n-rf", Phase: agents.PhaseDevelopment,
+		Provider: "anthropic", Model: "claude-sonnet-4-5", Workdir: "/workspace",
+	}
+	cases := map[agents.Mode]agents.Invocation{}
+	none := base
+	none.Mode = agents.ModeNone
+	cases[agents.ModeNone] = none
+	fresh := base
+	fresh.Mode, fresh.SessionName, fresh.SessionID = agents.ModeFresh, "agent/issue-7-fix-login", "0cb916db-26aa-40f2-86b5-1ba81b225fd2"
+	cases[agents.ModeFresh] = fresh
+	resume := base
+	resume.Mode, resume.SessionName, resume.SessionID = agents.ModeResume, "agent/issue-7-fix-login", "ses_dd51e5029ffe6f5YB4sQK1KroY"
+	cases[agents.ModeResume] = resume
+
+	for mode, inv := range cases {
+		t.Run(string(mode), func(t *testing.T) {
+			got := CLI{}.Argv(inv)
+			if got[1] != "--prompt="+inv.Prompt {
+				t.Fatalf("prompt is not passed whole: %q", got)
+			}
+			golden(t, filepath.Join("testdata", "golden", string(mode)+".json"), got)
+		})
+	}
+	// The headless flags are shared: fresh and resume only add session flags.
+	n, f, r := CLI{}.Argv(none), CLI{}.Argv(fresh), CLI{}.Argv(resume)
+	if !slices.Equal(f[:len(n)], n) || !slices.Equal(r[:len(n)], n) {
+		t.Fatalf("modes differ beyond session flags:\n%q\n%q\n%q", n, f, r)
+	}
+}
+
+func TestNewSessionID(t *testing.T) {
+	a, b := CLI{}.NewSessionID(), CLI{}.NewSessionID()
+	if _, err := uuid.Parse(a); err != nil || a == b {
+		t.Fatalf("NewSessionID = %q, %q: want two random UUIDs", a, b)
+	}
+}
+
+func golden(t *testing.T, path string, argv []string) {
+	t.Helper()
+	got, err := json.MarshalIndent(argv, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, '\n')
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden file (run go test -update to create it): %v", err)
+	}
+	if string(got) != string(want) {
+		t.Fatalf("argv differs from %s:\ngot  %s\nwant %s", path, got, want)
+	}
+}
+
+func readTestdata(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestParseRecorded(t *testing.T) {
+	for _, tc := range []struct {
+		file      string
+		exit      int
+		succeeded bool
+		id, text  string
+	}{
+		{"fresh.stdout.jsonl", 0, true, "be59c7c6-171e-49cc-b29d-d6d812c01514", "ok"},
+		{"resume.stdout.jsonl", 0, true, "be59c7c6-171e-49cc-b29d-d6d812c01514", "ok"},
+		{"api-401.stdout.jsonl", 1, false, "afcbbf81-184c-483f-bfb1-352b36ac1849",
+			"Authentication failed with provider at http://127.0.0.1:43693/v1 (HTTP 401).\n  Check your COPILOT_PROVIDER_API_KEY, COPILOT_PROVIDER_API_KEY_COMMAND, or COPILOT_PROVIDER_BEARER_TOKEN."},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			got := CLI{}.Parse(&sandbox.Result{Outcome: sandbox.OutcomeExited, ExitCode: tc.exit, Stdout: readTestdata(t, tc.file)})
+			if got.Succeeded != tc.succeeded || got.NativeSessionID != tc.id || got.Text != tc.text {
+				t.Fatalf("Parse = %+v", got)
+			}
+		})
+	}
+	miss := CLI{}.Parse(&sandbox.Result{Outcome: sandbox.OutcomeExited, ExitCode: 1, Stderr: readTestdata(t, "missing-session.stderr")})
+	if miss.Succeeded || miss.NativeSessionID != "" || miss.Text != "Error: No session, task, or name matched 'e35b8461-156a-408c-81ac-3204d1ae7282'." {
+		t.Fatalf("Parse(missing session) = %+v", miss)
+	}
+	// exit 0 but the result says 1: not a success.
+	bad := []byte(`{"type":"result","timestamp":"t","sessionId":"x","exitCode":1,"usage":{}}` + "\n")
+	if got := (CLI{}).Parse(&sandbox.Result{Outcome: sandbox.OutcomeExited, Stdout: bad}); got.Succeeded {
+		t.Fatalf("Parse(result exitCode 1) = %+v", got)
+	}
+}
+
+func TestClassify(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		exit           int
+		stdout, stderr string
+		want           agents.FallbackReason
+	}{
+		{"1.0.102 unknown id (recorded)", 1, "", string(readTestdata(t, "missing-session.stderr")), agents.FallbackStateMissing},
+		{"1.0.50 unknown id", 1, "", "Error: No session, task, or name matched 'my-task-1'.\n", agents.FallbackStateMissing},
+		{"ambiguous name", 1, "", "Error: Multiple sessions match the name 'my-task-CP'.\nMatching sessions:\n  a\n  b\nSpecify the session ID directly: copilot --resume=<id>\n", agents.FallbackRefused},
+		{"non-UUID id", 1, "", "Error: No session or task matched 'my-task-1'.\nThe value is not a valid UUID, so a new session cannot be created.\n", agents.FallbackRefused},
+		{"1.0.50 has no --session-id", 1, "", "error: unknown option '--session-id=0cb916db-26aa-40f2-86b5-1ba81b225fd2'\n", agents.FallbackUnsupportedVersion},
+		{"not authenticated", 1, "", "Error: No authentication information found.\nCopilot can be authenticated with GitHub using an OAuth Token or a Fine-Grained Personal Access Token.\n", agents.FallbackNone},
+		{"classic PAT", 1, "", "Error: Classic Personal Access Tokens (ghp_) are not supported by Copilot.\n", agents.FallbackNone},
+		{"no network", 1, "", "Error: Authentication token found but could not be validated.\n  Failed to fetch PAT user login: network fetch failed: x\nYour token may still be valid. Check your network connection and try again.\n", agents.FallbackNone},
+		{"provider 401 (recorded)", 1, string(readTestdata(t, "api-401.stdout.jsonl")), "", agents.FallbackNone},
+		{"crash", 134, "", "Segmentation fault\n", agents.FallbackNone},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := CLI{}.Classify(&sandbox.Result{Outcome: sandbox.OutcomeExited, ExitCode: tc.exit, Stdout: []byte(tc.stdout), Stderr: []byte(tc.stderr)})
+			if got != tc.want {
+				t.Fatalf("Classify = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestNew(t *testing.T) {
+	a, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := a.Capabilities(); !c.ResumableSessions || c.SessionStatePath != SessionStatePath || a.ID() != ID {
+		t.Fatalf("adapter = %s %+v", a.ID(), c)
+	}
+	if v, err := (CLI{}).ParseVersion([]byte("GitHub Copilot CLI 1.0.102.\nRun 'copilot update' to check for updates.\n"), nil); err != nil || v.String() != "1.0.102" {
+		t.Fatalf("ParseVersion = %v, %v", v, err)
+	}
+}
