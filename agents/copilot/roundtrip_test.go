@@ -58,8 +58,8 @@ func TestRealMissingSession(t *testing.T) {
 	ws := t.TempDir()
 	spec := sandbox.Spec{
 		Workdir: sandbox.WorkspacePath, Worktree: &sandbox.Mount{Host: ws, Container: sandbox.WorkspacePath},
-		Argv: CLI{}.Argv(agents.Invocation{Mode: agents.ModeResume, Prompt: "hello", SessionName: "agent/issue-1-x", SessionID: CLI{}.NewSessionID()}),
-		Env: map[string]string{"HOME": t.TempDir(), "PATH": hostPath(t, bin), "COPILOT_AUTO_UPDATE": "false"},
+		Argv:    CLI{}.Argv(agents.Invocation{Mode: agents.ModeResume, Prompt: "hello", SessionName: "agent/issue-1-x", SessionID: CLI{}.NewSessionID()}),
+		Env:     map[string]string{"HOME": t.TempDir(), "PATH": hostPath(t, bin), "COPILOT_AUTO_UPDATE": "false"},
 		Timeout: 2 * time.Minute,
 	}
 	res, err := sandbox.NewHostRunner(sandbox.HostOptions{}).Run(context.Background(), spec)
@@ -104,7 +104,7 @@ func TestRealRoundTrip(t *testing.T) {
 					"HOME": agents.AgentHome, "PATH": hostPath(t, bin), "LANG": "C.UTF-8", "TERM": "dumb",
 					"COPILOT_OFFLINE": "true", "COPILOT_PROVIDER_BASE_URL": mock.URL + "/v1",
 					"COPILOT_PROVIDER_API_KEY": "mock-provider-key",
-					"ALFRED_SECRET": "never passed",
+					"ALFRED_SECRET":            "never passed",
 				},
 			},
 		}
