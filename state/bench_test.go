@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -156,6 +157,19 @@ func sqliteUpsert(db *sql.DB, path string, v any) error {
 	return err
 }
 
+// cpuTime returns the CPU time (user and system) this process used so far.
+// Benchmarks report it per operation next to ns/op: the machines running
+// them are shared, and wall time there is mostly waiting for a CPU.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func reportCPU(b *testing.B, start time.Duration) {
+	b.ReportMetric(float64(cpuTime()-start)/float64(time.Microsecond)/float64(b.N), "cpu-µs/op")
+}
+
 var sizes = []struct {
 	name string
 	n    int
@@ -172,6 +186,7 @@ func BenchmarkWrite(b *testing.B) {
 			defer s.Close()
 			mailboxes := size.n / 5
 			b.ResetTimer()
+			cpu := cpuTime()
 			for i := 0; b.Loop(); i++ {
 				m := benchMailbox(i % mailboxes)
 				m.LLMRetries = i
@@ -179,12 +194,14 @@ func BenchmarkWrite(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			reportCPU(b, cpu)
 		})
 		b.Run("records="+size.name+"/store=sqlite", func(b *testing.B) {
 			db := openSQLite(b, fixtureDir(b, "sqlite", size.n))
 			defer db.Close()
 			mailboxes := size.n / 5
 			b.ResetTimer()
+			cpu := cpuTime()
 			for i := 0; b.Loop(); i++ {
 				m := benchMailbox(i % mailboxes)
 				m.LLMRetries = i
@@ -193,6 +210,7 @@ func BenchmarkWrite(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			reportCPU(b, cpu)
 		})
 	}
 }
@@ -210,6 +228,8 @@ func BenchmarkConcurrentWrite(b *testing.B) {
 		var next atomic.Int64
 		b.SetParallelism(max(1, 8/runtimeProcs()))
 		b.ResetTimer()
+		cpu := cpuTime()
+		defer func() { reportCPU(b, cpu) }()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				i := int(next.Add(1))
@@ -228,6 +248,8 @@ func BenchmarkConcurrentWrite(b *testing.B) {
 		var next atomic.Int64
 		b.SetParallelism(max(1, 8/runtimeProcs()))
 		b.ResetTimer()
+		cpu := cpuTime()
+		defer func() { reportCPU(b, cpu) }()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				i := int(next.Add(1))
@@ -249,6 +271,8 @@ func BenchmarkOpen(b *testing.B) {
 	dir := fixtureDir(b, "git", 100_000)
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := cpuTime()
+	defer func() { reportCPU(b, cpu) }()
 	for b.Loop() {
 		s, err := Open(context.Background(), dir, Options{})
 		if err != nil {

@@ -165,8 +165,8 @@ func TestPackCountBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d commits: at most %d packs at once, %d files in objects/pack at the end", commits, maxPacks, len(ents))
-	// Merges run in the background, so packs pile up while one runs; the
-	// bound is about the merge threshold (16), not the commit count.
+	// Merges run in the background and commits wait for one when 2x the
+	// merge threshold (16) packs piled up: the bound is not the commit count.
 	if maxPacks > 2*16 || len(ents) > 2*2*16 {
 		t.Errorf("pack count not bounded: max %d packs, %d files", maxPacks, len(ents))
 	}

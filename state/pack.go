@@ -3,12 +3,12 @@ package state
 import (
 	"bufio"
 	"bytes"
-	"compress/zlib"
 	"crypto/sha1"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash"
+	"hash/adler32"
 	"hash/crc32"
 	"io"
 	"os"
@@ -34,20 +34,14 @@ type packWriter struct {
 	w      *bufio.Writer
 	sum    hash.Hash
 	offset int64
-	zw     *zlib.Writer
-	zbuf   bytes.Buffer
+	zbuf   []byte
 	idx    idxfile.Writer
 	seen   map[plumbing.Hash]bool
 }
 
-func newPackWriter(w io.Writer, count, level int) (*packWriter, error) {
+func newPackWriter(w io.Writer, count int) (*packWriter, error) {
 	pw := &packWriter{sum: sha1.New(), seen: make(map[plumbing.Hash]bool, count)}
 	pw.w = bufio.NewWriterSize(io.MultiWriter(w, pw.sum), 64<<10)
-	zw, err := zlib.NewWriterLevel(&pw.zbuf, level)
-	if err != nil {
-		return nil, err
-	}
-	pw.zw = zw
 	var hdr [12]byte
 	copy(hdr[:], "PACK")
 	binary.BigEndian.PutUint32(hdr[4:], 2)
@@ -55,7 +49,7 @@ func newPackWriter(w io.Writer, count, level int) (*packWriter, error) {
 	if err := pw.idx.OnHeader(uint32(count)); err != nil {
 		return nil, err
 	}
-	_, err = pw.w.Write(hdr[:])
+	_, err := pw.w.Write(hdr[:])
 	pw.offset = 12
 	return pw, err
 }
@@ -75,26 +69,37 @@ func (pw *packWriter) add(typ plumbing.ObjectType, h plumbing.Hash, data []byte)
 	}
 	hdr[n] = b
 	n++
-	pw.zbuf.Reset()
-	pw.zw.Reset(&pw.zbuf)
-	if _, err := pw.zw.Write(data); err != nil {
-		return err
-	}
-	if err := pw.zw.Close(); err != nil {
-		return err
-	}
-	crc := crc32.NewIEEE()
-	crc.Write(hdr[:n])
-	crc.Write(pw.zbuf.Bytes())
-	pw.idx.Add(h, uint64(pw.offset), crc.Sum32())
+	pw.zbuf = appendStoredZlib(pw.zbuf[:0], data)
+	crc := crc32.Update(crc32.ChecksumIEEE(hdr[:n]), crc32.IEEETable, pw.zbuf)
+	pw.idx.Add(h, uint64(pw.offset), crc)
 	if _, err := pw.w.Write(hdr[:n]); err != nil {
 		return err
 	}
-	if _, err := pw.w.Write(pw.zbuf.Bytes()); err != nil {
+	if _, err := pw.w.Write(pw.zbuf); err != nil {
 		return err
 	}
-	pw.offset += int64(n + pw.zbuf.Len())
+	pw.offset += int64(n + len(pw.zbuf))
 	return nil
+}
+
+// appendStoredZlib appends data as a zlib stream of stored (uncompressed)
+// deflate blocks. Records are small JSON files: compressing them saves
+// little disk for the CPU it costs on every commit and every Open, where
+// inflating stored blocks is a copy. `git gc` may recompress the branch.
+func appendStoredZlib(dst, data []byte) []byte {
+	sum := adler32.Checksum(data)
+	dst = append(dst, 0x78, 0x01) // deflate, 32 KiB window, fastest level
+	for first := true; first || len(data) > 0; first = false {
+		n := min(len(data), 0xffff)
+		final := byte(0)
+		if n == len(data) {
+			final = 1
+		}
+		dst = append(dst, final, byte(n), byte(n>>8), ^byte(n), ^byte(n>>8))
+		dst = append(dst, data[:n]...)
+		data = data[n:]
+	}
+	return binary.BigEndian.AppendUint32(dst, sum)
 }
 
 // addRaw copies an entry (header and compressed data) from another pack.
@@ -134,7 +139,7 @@ func packDir(repo string) string { return filepath.Join(repo, "objects", "pack")
 // writePack writes objs as one pack and its index into objects/pack and
 // syncs both files and the folder before returning. produce is called with
 // a packWriter expecting count objects.
-func writePack(repo string, count, level int, produce func(*packWriter) error) (packInfo, error) {
+func writePack(repo string, count int, produce func(*packWriter) error) (packInfo, error) {
 	dir := packDir(repo)
 	pf, err := os.CreateTemp(dir, "tmp_pack_")
 	if err != nil {
@@ -147,7 +152,7 @@ func writePack(repo string, count, level int, produce func(*packWriter) error) (
 		}
 	}()
 	defer pf.Close()
-	pw, err := newPackWriter(pf, count, level)
+	pw, err := newPackWriter(pf, count)
 	if err != nil {
 		return packInfo{}, fmt.Errorf("write pack: %w", err)
 	}
@@ -396,7 +401,7 @@ func mergePacks(repo string, packs []packInfo) (packInfo, error) {
 		count += len(kept)
 		all = append(all, kept)
 	}
-	merged, err := writePack(repo, count, zlib.BestSpeed, func(pw *packWriter) error {
+	merged, err := writePack(repo, count, func(pw *packWriter) error {
 		for i, entries := range all {
 			for _, e := range entries {
 				if err := pw.addRaw(e.hash, mapped[i].data[e.off:e.off+e.size], e.crc); err != nil {

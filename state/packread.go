@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"compress/zlib"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
@@ -103,8 +105,8 @@ func (r *objectReader) read(h plumbing.Hash, typ plumbing.ObjectType) ([]byte, e
 
 func (r *objectReader) readPacked(h plumbing.Hash, typ plumbing.ObjectType) ([]byte, error) {
 	for _, p := range r.packs {
-		off, err := p.idx.FindOffset(h)
-		if err != nil {
+		off, ok := findOffset(p.idx, h)
+		if !ok {
 			continue
 		}
 		if off < 12 || off >= int64(len(p.data)) {
@@ -131,6 +133,7 @@ func (r *objectReader) readPacked(h plumbing.Hash, typ plumbing.ObjectType) ([]b
 		}
 		r.br.Reset(b[n:])
 		if r.zr == nil {
+			var err error
 			if r.zr, err = zlib.NewReader(&r.br); err != nil {
 				return nil, fmt.Errorf("object %s: %w", h, err)
 			}
@@ -149,12 +152,37 @@ func (r *objectReader) readPacked(h plumbing.Hash, typ plumbing.ObjectType) ([]b
 // packed reports whether h is an undeltified object in a pack.
 func (r *objectReader) packed(h plumbing.Hash) bool {
 	for _, p := range r.packs {
-		if off, err := p.idx.FindOffset(h); err == nil && off >= 12 && off < int64(len(p.data)) {
+		if off, ok := findOffset(p.idx, h); ok && off >= 12 && off < int64(len(p.data)) {
 			t := plumbing.ObjectType((p.data[off] >> 4) & 7)
 			return t >= plumbing.CommitObject && t <= plumbing.TagObject
 		}
 	}
 	return false
+}
+
+// findOffset looks h up in a decoded version 2 index. It reads the index's
+// tables directly: MemoryIndex.FindOffset also records every answer in a
+// reverse map under a mutex, which costs more than the search at Open.
+func findOffset(idx *idxfile.MemoryIndex, h plumbing.Hash) (int64, bool) {
+	k := idx.FanoutMapping[h[0]]
+	if k < 0 || k >= len(idx.Names) {
+		return 0, false
+	}
+	names := idx.Names[k]
+	n := len(names) / 20
+	i := sort.Search(n, func(i int) bool { return bytes.Compare(names[i*20:i*20+20], h[:]) >= 0 })
+	if i >= n || !bytes.Equal(names[i*20:i*20+20], h[:]) {
+		return 0, false
+	}
+	off := binary.BigEndian.Uint32(idx.Offset32[k][i*4:])
+	if off&0x80000000 == 0 {
+		return int64(off), true
+	}
+	pos := int(off&0x7fffffff) * 8
+	if pos+8 > len(idx.Offset64) {
+		return 0, false
+	}
+	return int64(binary.BigEndian.Uint64(idx.Offset64[pos:])), true
 }
 
 // parseTree decodes a raw git tree.

@@ -2,7 +2,6 @@ package state
 
 import (
 	"bytes"
-	"compress/zlib"
 	"context"
 	"errors"
 	"fmt"
@@ -61,10 +60,11 @@ type Store struct {
 	done      chan struct{}
 	closeOnce sync.Once
 
-	packMu  sync.Mutex // guards packs and merging
-	packs   []packInfo
-	merging bool
-	mergeWG sync.WaitGroup
+	packMu   sync.Mutex // guards packs and merging
+	packCond *sync.Cond // signalled when a merge ends
+	packs    []packInfo
+	merging  bool
+	mergeWG  sync.WaitGroup
 }
 
 type request struct {
@@ -89,6 +89,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		opts.MergeAt = 16
 	}
 	s := &Store{dir: dir, opts: opts, log: opts.Logger.With("state", dir)}
+	s.packCond = sync.NewCond(&s.packMu)
 	if opts.ReadOnly {
 		if _, err := os.Stat(filepath.Join(dir, "HEAD")); err != nil {
 			return nil, fmt.Errorf("open state %s read-only: %w", dir, err)
@@ -324,7 +325,7 @@ func (s *Store) tryCommit(batch []*request, results []error) (lost bool, err err
 	commit := newObject(plumbing.CommitObject, encodeCommit(newTrees[""].hash, snap.tip, changes))
 	objs = append(objs, commit)
 	objs = dedupe(objs)
-	pack, err := writePack(s.dir, len(objs), zlib.BestSpeed, func(pw *packWriter) error {
+	pack, err := writePack(s.dir, len(objs), func(pw *packWriter) error {
 		for _, o := range objs {
 			if err := pw.add(o.typ, o.hash, o.data); err != nil {
 				return err
@@ -532,11 +533,16 @@ func (s *Store) writeRef(h plumbing.Hash) error {
 }
 
 // addPack records a new pack and starts a background merge when the pack
-// count reaches Options.MergeAt and the packs are not geometric.
+// count reaches Options.MergeAt and the packs are not geometric. When
+// commits outrun a running merge up to twice MergeAt packs, it waits for the
+// merge, so the pack count stays bounded whatever the write rate.
 func (s *Store) addPack(p packInfo) {
 	s.packMu.Lock()
 	defer s.packMu.Unlock()
 	s.packs = append(s.packs, p)
+	for s.merging && len(s.packs) >= 2*s.opts.MergeAt {
+		s.packCond.Wait()
+	}
 	if s.merging || len(s.packs) < s.opts.MergeAt {
 		return
 	}
@@ -551,6 +557,7 @@ func (s *Store) addPack(p packInfo) {
 		merged, err := mergePacks(s.dir, rollup)
 		s.packMu.Lock()
 		defer s.packMu.Unlock()
+		defer s.packCond.Broadcast()
 		s.merging = false
 		if errors.Is(err, errDeltaPack) {
 			// Leave packs written by git alone from now on.
