@@ -40,7 +40,7 @@ func newFixture(t *testing.T) fixture {
 			return err
 		}
 		runs := []state.Run{
-			{ID: f.fresh, Phase: "analysis", AdapterID: "claude-code", Runner: "image", Status: state.RunSucceeded, CreatedAt: t0, StartedAt: t0, FinishedAt: t0.Add(90 * time.Second),
+			{ID: f.fresh, Phase: "analysis", Trigger: "b6f1c2de-delivery", AdapterID: "claude-code", Runner: "image", Status: state.RunSucceeded, CreatedAt: t0, StartedAt: t0, FinishedAt: t0.Add(90 * time.Second),
 				Log: "thinking with key sk-live-0123456789\n", Result: "## Implementation plan\n1. do it"},
 			{ID: f.resumed, Phase: "development", AdapterID: "claude-code", Runner: "image", Status: state.RunRunning, CreatedAt: t0.Add(time.Hour), StartedAt: t0.Add(time.Hour)},
 			{ID: f.apiRun, Phase: "answer", AdapterID: "api", Runner: "image", Status: state.RunSucceeded, CreatedAt: t0.Add(2 * time.Hour)},
