@@ -1,0 +1,197 @@
+// Package gemini owns the adapter for the Gemini CLI (npm @google/gemini-cli):
+// its argv per session mode, the output parser (`--output-format json`), the
+// resume-failure classifier and where its sessions live.
+//
+// Facts this package relies on, checked against @google/gemini-cli 0.61.0:
+//
+//   - No session: `gemini --prompt=<prompt> --output-format json --approval-mode yolo [--model=m]`,
+//     with GEMINI_CLI_TRUST_WORKSPACE=true (headless runs need a trusted
+//     folder; the variable is ignored by versions without the check).
+//   - Fresh: the same plus `--session-id=<uuid>`, a random UUID chosen by
+//     the adapter. Gemini has no session label (a session's title is its
+//     first prompt).
+//   - Resume: the same plus `--resume=<uuid>`. The history is loaded.
+//   - stdout is one JSON object {"session_id","response","stats"}; on an
+//     error the object {"session_id","error":{…}} goes to stderr.
+//   - Sessions live in ~/.gemini/tmp/<project>/chats/, one folder per
+//     project (cwd); the project's short name is found again from the
+//     .project_root marker inside ~/.gemini/tmp, so ~/.gemini/tmp alone is
+//     enough to resume (checked with projects.json and history/ deleted).
+//     Credentials sit beside it in ~/.gemini (oauth_creds.json,
+//     settings.json), never inside tmp/, which is the SessionStatePath.
+//     Sessions are bound to the cwd: the worktree is always /workspace.
+//   - A missing session: exit 42, stdout empty, stderr "Error resuming
+//     session: No previous sessions found for this project." or "…Invalid
+//     session identifier "<id>".", before any authentication. Up to 0.42 a
+//     missing session silently started a fresh one: the range starts at
+//     0.43.0.
+package gemini
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+
+	"github.com/Masterminds/semver/v3"
+	"github.com/google/uuid"
+
+	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/sandbox"
+)
+
+// ID is the adapter id.
+const ID = "gemini"
+
+// Executable is argv[0].
+const Executable = "gemini"
+
+// SessionStatePath is the folder holding Gemini's per-project sessions.
+const SessionStatePath = agents.AgentHome + "/.gemini/tmp"
+
+// VerifiedRange is the range whose session behaviour was verified: a
+// missing session fails (exit 42) from 0.43.0; 0.61.0 is the pinned version
+// the tests run.
+const VerifiedRange = ">=0.43.0, <=0.61.0"
+
+// CLI implements agents.CLI for the Gemini CLI.
+type CLI struct{}
+
+var _ agents.CLI = CLI{}
+
+// New returns the Gemini adapter.
+func New() (*agents.Local, error) { return agents.NewLocal(CLI{}) }
+
+// ID implements agents.CLI.
+func (CLI) ID() string { return ID }
+
+// Capabilities implements agents.CLI.
+func (CLI) Capabilities() agents.Capabilities {
+	return agents.Capabilities{Kind: agents.KindLocal, ResumableSessions: true, SessionStatePath: SessionStatePath}
+}
+
+// VerifiedRange implements agents.CLI.
+func (CLI) VerifiedRange() string { return VerifiedRange }
+
+// VersionArgv implements agents.CLI.
+func (CLI) VersionArgv() []string { return []string{Executable, "--version"} }
+
+// ParseVersion implements agents.CLI ("0.61.0").
+func (CLI) ParseVersion(stdout, _ []byte) (*semver.Version, error) { return agents.FindVersion(stdout) }
+
+// Argv implements agents.CLI. Values are joined with "=" so that a prompt
+// starting with a dash stays a value.
+func (CLI) Argv(inv agents.Invocation) []string {
+	argv := []string{Executable, "--prompt=" + inv.Prompt, "--output-format", "json", "--approval-mode", "yolo"}
+	if inv.Model != "" {
+		argv = append(argv, "--model="+inv.Model)
+	}
+	switch inv.Mode {
+	case agents.ModeFresh:
+		argv = append(argv, "--session-id="+inv.SessionID)
+	case agents.ModeResume:
+		argv = append(argv, "--resume="+inv.SessionID)
+	}
+	return argv
+}
+
+// EnvAllowlist implements agents.CLI: Gemini API, Vertex AI and gateway
+// settings.
+func (CLI) EnvAllowlist() []string {
+	return []string{
+		"GEMINI_API_KEY", "GOOGLE_API_KEY", "GEMINI_MODEL", "GOOGLE_GEMINI_BASE_URL",
+		"GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_GCA", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION",
+		"GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_VERTEX_BASE_URL",
+	}
+}
+
+// FixedEnv implements agents.CLI: trust the worktree (headless runs refuse
+// an untrusted folder) and no colour.
+func (CLI) FixedEnv() map[string]string {
+	return map[string]string{"GEMINI_CLI_TRUST_WORKSPACE": "true", "NO_COLOR": "1"}
+}
+
+// NewSessionID implements agents.CLI: a random UUID for --session-id (never
+// a number: --resume 5 means the fifth session).
+func (CLI) NewSessionID() string { return uuid.NewString() }
+
+type output struct {
+	SessionID string  `json:"session_id"`
+	Response  *string `json:"response"`
+	Stats     struct {
+		Models map[string]struct {
+			Tokens struct {
+				Prompt     int64 `json:"prompt"`
+				Candidates int64 `json:"candidates"`
+			} `json:"tokens"`
+		} `json:"models"`
+	} `json:"stats"`
+	Error *struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+		Code    int    `json:"code"`
+	} `json:"error"`
+}
+
+// Parse implements agents.CLI. A run succeeded when it exited 0 with a
+// response and no error object (on stdout, or on stderr after a stack trace).
+func (CLI) Parse(res *sandbox.Result) agents.Output {
+	var out agents.Output
+	o, ok := lastObject(res.Stdout)
+	if !ok {
+		o, ok = lastObject(res.Stderr)
+	}
+	if !ok {
+		out.Text = strings.TrimSpace(string(agents.StripANSI(res.Stderr)))
+		return out
+	}
+	out.NativeSessionID = o.SessionID
+	for _, m := range o.Stats.Models {
+		out.InputTokens += m.Tokens.Prompt
+		out.OutputTokens += m.Tokens.Candidates
+	}
+	switch {
+	case o.Error != nil:
+		out.Text = o.Error.Message
+	case o.Response != nil:
+		out.Text = *o.Response
+		out.Succeeded = res.ExitCode == 0
+	}
+	return out
+}
+
+// lastObject decodes the last top-level JSON object of b: the whole of b, or
+// the text from the last line that starts with "{".
+func lastObject(b []byte) (output, bool) {
+	var o output
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return o, false
+	}
+	if json.Unmarshal(b, &o) == nil {
+		return o, true
+	}
+	if i := bytes.LastIndex(b, []byte("\n{")); i >= 0 && json.Unmarshal(b[i+1:], &o) == nil {
+		return o, true
+	}
+	return o, false
+}
+
+// Classify implements agents.CLI from the first stderr line of a run that
+// printed no JSON output.
+func (CLI) Classify(res *sandbox.Result) agents.FallbackReason {
+	if _, ok := lastObject(res.Stdout); ok {
+		return agents.FallbackNone
+	}
+	errText := string(agents.StripANSI(res.Stderr))
+	switch {
+	case strings.Contains(errText, "Error resuming session: No previous sessions found for this project."),
+		strings.Contains(errText, "Error resuming session: Invalid session identifier"):
+		return agents.FallbackStateMissing
+	case strings.Contains(errText, "Only alphanumeric characters, dashes, and underscores are allowed"),
+		strings.Contains(errText, "are mutually exclusive"):
+		return agents.FallbackRefused
+	case strings.Contains(errText, "Unknown argument"), strings.Contains(errText, "Unknown arguments"):
+		return agents.FallbackUnsupportedVersion
+	}
+	return agents.FallbackNone
+}

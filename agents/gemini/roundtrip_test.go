@@ -1,0 +1,178 @@
+package gemini
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Masterminds/semver/v3"
+
+	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/agents/mockllm"
+	"github.com/alchemic-studio/alfred/sandbox"
+)
+
+func inRange(t *testing.T, v string) bool {
+	t.Helper()
+	c, err := semver.NewConstraint(VerifiedRange)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.Check(semver.MustParse(v))
+}
+
+// apiKeyAuth writes the user settings that select Gemini API key auth:
+// GOOGLE_GEMINI_BASE_URL alone selects the "gateway" auth type, which
+// headless runs reject ("Invalid auth method selected.", exit 41).
+func apiKeyAuth(t *testing.T) func(home string) {
+	return func(home string) {
+		dir := filepath.Join(home, ".gemini")
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		settings := `{"security":{"auth":{"selectedType":"gemini-api-key"}}}`
+		if err := os.WriteFile(filepath.Join(dir, "settings.json"), []byte(settings), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// sessionIDArg returns the --session-id value of the n-th run (0-based).
+func sessionIDArg(t *testing.T, r *homeRunner, n int) string {
+	t.Helper()
+	if n >= len(r.argvs) {
+		t.Fatalf("only %d runs", len(r.argvs))
+	}
+	for _, a := range r.argvs[n] {
+		if id, ok := strings.CutPrefix(a, "--session-id="); ok {
+			return id
+		}
+	}
+	t.Fatalf("run %d has no --session-id: %q", n, r.argvs[n])
+	return ""
+}
+
+// TestRealMissingSession resumes an id that does not exist: the real binary's
+// output must classify as state_missing (no credentials needed: the lookup comes
+// before authentication). A fresh HOME has no sessions for the project..
+func TestRealMissingSession(t *testing.T) {
+	bin := cliBin(t, Executable)
+	ws := t.TempDir()
+	spec := sandbox.Spec{
+		Workdir: sandbox.WorkspacePath, Worktree: &sandbox.Mount{Host: ws, Container: sandbox.WorkspacePath},
+		Argv:    CLI{}.Argv(agents.Invocation{Mode: agents.ModeResume, Prompt: "hello", SessionName: "agent/issue-1-x", SessionID: CLI{}.NewSessionID()}),
+		Env:     map[string]string{"HOME": t.TempDir(), "PATH": hostPath(t, bin), "GEMINI_CLI_TRUST_WORKSPACE": "true"},
+		Timeout: 2 * time.Minute,
+	}
+	res, err := sandbox.NewHostRunner(sandbox.HostOptions{}).Run(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Outcome != sandbox.OutcomeExited {
+		t.Fatalf("outcome %s; stderr %q", res.Outcome, res.Stderr)
+	}
+	if out := (CLI{}).Parse(res); out.Succeeded {
+		t.Fatalf("resume of a missing session parsed as a success: %+v", out)
+	}
+	if got := (CLI{}).Classify(res); got != agents.FallbackStateMissing {
+		t.Fatalf("Classify = %q, want state_missing; exit %d stdout %q stderr %q", got, res.ExitCode, res.Stdout, res.Stderr)
+	}
+}
+
+// TestRealRoundTrip runs Gemini (API key auth, GOOGLE_GEMINI_BASE_URL) against the mock model server through the
+// shared flow: without a session, fresh, resumed (the mock sees the earlier
+// messages), and after the state folder was emptied (silent fresh fallback).
+func TestRealRoundTrip(t *testing.T) {
+	bin := cliBin(t, Executable)
+	mock := mockllm.Start(mockllm.Options{Reply: "ok"})
+	defer mock.Close()
+	a, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := t.TempDir()
+	state := filepath.Join(t.TempDir(), "state")
+	if err := os.Mkdir(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	runner := &homeRunner{t: t, inner: sandbox.NewHostRunner(sandbox.HostOptions{}), seed: apiKeyAuth(t)}
+	req := func(s *agents.SessionRef) agents.Request {
+		return agents.Request{
+			Prompt: "Say ok.", Phase: agents.PhaseDevelopment, Provider: "google", Model: "gemini-2.5-flash", Timeout: 4 * time.Minute,
+			Runner: runner, Session: s,
+			Sandbox: sandbox.Spec{
+				Workdir: sandbox.WorkspacePath, Worktree: &sandbox.Mount{Host: ws, Container: sandbox.WorkspacePath},
+				Env: map[string]string{
+					"HOME": agents.AgentHome, "PATH": hostPath(t, bin), "LANG": "C.UTF-8", "TERM": "dumb",
+					"GOOGLE_GEMINI_BASE_URL": mock.URL, "GEMINI_API_KEY": "mock-provider-key",
+					"ALFRED_SECRET": "never passed",
+				},
+			},
+		}
+	}
+	ctx := context.Background()
+	run := func(name string, s *agents.SessionRef) *agents.Result {
+		t.Helper()
+		res, err := a.Run(ctx, req(s))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if res.Outcome != agents.OutcomeSucceeded || res.Text != "ok" {
+			t.Fatalf("%s: outcome %s text %q\nstdout %s\nstderr %s\nunhandled %v", name, res.Outcome, res.Text, res.Stdout, res.Stderr, mock.Unhandled())
+		}
+		return res
+	}
+	lastMessages := func() int {
+		reqs := mock.Requests()
+		if len(reqs) == 0 {
+			t.Fatal("the mock got no request")
+		}
+		return reqs[len(reqs)-1].Messages
+	}
+
+	none := run("no session", nil)
+	if none.NativeSessionID != "" || none.Resumed || none.ResumeFallback != "" {
+		t.Fatalf("no session: session fields set: %+v", none)
+	}
+
+	name := "agent/issue-7-fix-login"
+	fresh := run("fresh", &agents.SessionRef{Name: name, HostStateDir: state, FreshReason: agents.FallbackNoPriorSession})
+	if fresh.Resumed || fresh.ResumeFallback != agents.FallbackNoPriorSession {
+		t.Fatalf("fresh: %+v", fresh)
+	}
+	if want := sessionIDArg(t, runner, 1); fresh.NativeSessionID != want {
+		t.Fatalf("fresh: native id %q, want the --session-id the adapter chose, %q", fresh.NativeSessionID, want)
+	}
+	chats, err := filepath.Glob(filepath.Join(state, "*", "chats", "session-*-"+fresh.NativeSessionID[:8]+".jsonl"))
+	if err != nil || len(chats) != 1 {
+		t.Fatalf("fresh run left %v in the state folder (%v), want one chat file", chats, err)
+	}
+	freshMessages := lastMessages()
+
+	resumed := run("resume", &agents.SessionRef{Name: name, HostStateDir: state, ResumeID: fresh.NativeSessionID})
+	if !resumed.Resumed || resumed.NativeSessionID != fresh.NativeSessionID || resumed.ResumeFallback != "" {
+		t.Fatalf("resume: %+v", resumed)
+	}
+	if got := lastMessages(); got <= freshMessages {
+		t.Fatalf("resumed request carries %d messages, the fresh one %d: history not loaded", got, freshMessages)
+	}
+
+	if err := os.RemoveAll(state); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	fallback := run("resume after the state was deleted", &agents.SessionRef{Name: name, HostStateDir: state, ResumeID: fresh.NativeSessionID})
+	if fallback.Resumed || fallback.ResumeFallback != agents.FallbackStateMissing || len(fallback.Attempts) != 2 ||
+		fallback.Attempts[0].Fallback != agents.FallbackStateMissing || fallback.NativeSessionID == "" ||
+		fallback.NativeSessionID == fresh.NativeSessionID {
+		t.Fatalf("fallback: %+v", fallback)
+	}
+	if got := lastMessages(); got != freshMessages {
+		t.Fatalf("fallback request carries %d messages, want a fresh conversation's %d", got, freshMessages)
+	}
+}
