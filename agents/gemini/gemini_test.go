@@ -20,7 +20,7 @@ var update = flag.Bool("update", false, "rewrite the golden argv files")
 func TestArgvGolden(t *testing.T) {
 	base := agents.Invocation{
 		Prompt: "Fix issue #7.\n--- context ---\n-rf", Phase: agents.PhaseDevelopment,
-		Provider: "anthropic", Model: "claude-sonnet-4-5", Workdir: "/workspace",
+		Provider: "google", Model: "gemini-2.5-pro", Workdir: "/workspace",
 	}
 	cases := map[agents.Mode]agents.Invocation{}
 	none := base
@@ -30,7 +30,7 @@ func TestArgvGolden(t *testing.T) {
 	fresh.Mode, fresh.SessionName, fresh.SessionID = agents.ModeFresh, "agent/issue-7-fix-login", "0cb916db-26aa-40f2-86b5-1ba81b225fd2"
 	cases[agents.ModeFresh] = fresh
 	resume := base
-	resume.Mode, resume.SessionName, resume.SessionID = agents.ModeResume, "agent/issue-7-fix-login", "ses_dd51e5029ffe6f5YB4sQK1KroY"
+	resume.Mode, resume.SessionName, resume.SessionID = agents.ModeResume, "agent/issue-7-fix-login", "daa12b36-4a23-4be5-8460-14505f5bdfaf"
 	cases[agents.ModeResume] = resume
 
 	for mode, inv := range cases {
