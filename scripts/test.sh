@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, as `make test` and CI run it. On a fresh Debian machine,
-# as root, it installs what the tests need, starts a private Docker daemon,
+# as root, it installs what the tests need (git, Chromium, Node.js and npm; the
+# Docker packages come with scripts/dockerd.sh), starts a private Docker daemon,
 # installs the agent CLIs from the npm registry, runs every test and stops the
 # daemon it started. Nothing here skips: a missing part fails the run.
 set -euo pipefail
@@ -8,14 +9,18 @@ cd "$(dirname "$0")/.."
 
 log() { printf '== %s\n' "$*" >&2; }
 
-need_pkgs=()
-command -v git >/dev/null || need_pkgs+=(git)
-if [ ${#need_pkgs[@]} -gt 0 ]; then
-	log "installing ${need_pkgs[*]}"
+need=()
+command -v git >/dev/null || need+=(git)
+[ -x /usr/lib/git-core/git-http-backend ] || need+=(git)
+command -v chromium >/dev/null || need+=(chromium fonts-dejavu-core)
+command -v node >/dev/null || need+=(nodejs)
+command -v npm >/dev/null || need+=(npm)
+if [ ${#need[@]} -gt 0 ]; then
+	log "installing ${need[*]}"
 	apt-get update -q
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need_pkgs[@]}"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}"
 fi
-# go-git and the tests commit as someone.
+# The tests commit as someone.
 git config --global user.name >/dev/null || git config --global user.name "Alfred tests"
 git config --global user.email >/dev/null || git config --global user.email "tests@alfred.invalid"
 
@@ -26,10 +31,8 @@ log "starting a private Docker daemon"
 eval "$(bash scripts/dockerd.sh start)"
 trap 'bash scripts/dockerd.sh stop || true' EXIT
 
-if [ -f scripts/agent-clis.sh ]; then
-	log "installing the agent CLIs"
-	eval "$(bash scripts/agent-clis.sh)"
-fi
+log "installing the agent CLIs"
+eval "$(bash scripts/agent-clis.sh)"
 
 log "go test"
-go test -count=1 -timeout 40m ./...
+go test -count=1 -timeout 45m ./...
