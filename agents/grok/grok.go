@@ -1,0 +1,118 @@
+// Package grok owns the adapter for the community Grok CLI (npm
+// @vibe-kit/grok-cli, the only `grok` installable from the npm registry):
+// its argv and its output parser. It declares no resumable sessions.
+//
+// Why not resumable: @vibe-kit/grok-cli 0.0.34 (its `grok --version` prints
+// 1.0.1) has no sessions at all. Its headless path (processPromptHeadless in
+// dist/index.js) builds a new GrokAgent per run, sends the one prompt and
+// prints the resulting messages; it has no session id, no resume or continue
+// flag, and persists nothing but ~/.grok/user-settings.json. xAI's official
+// "Grok Build" CLI has -s/--session-id and -r/--resume, but it is installed
+// by a curl|bash installer outside the npm registry, so none of its session
+// behaviour can be verified here; it stays non-resumable until it can be.
+//
+// Facts this package relies on, checked against @vibe-kit/grok-cli 0.0.34:
+//
+//   - Headless: `grok --prompt=<prompt> [--model=m]` in the worktree, with
+//     GROK_API_KEY and GROK_BASE_URL from the environment.
+//   - stdout is one OpenAI-style message per line: {"role":"user",…}, then
+//     assistant and tool messages; the last assistant content is the answer.
+//   - An API error still exits 0, with the assistant content "Sorry, I
+//     encountered an error: …"; a thrown error exits 1 with "Error: …"; a
+//     missing key exits 1 with "❌ Error: API key required…" on stderr.
+package grok
+
+import (
+	"strings"
+
+	"github.com/Masterminds/semver/v3"
+
+	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/sandbox"
+)
+
+// ID is the adapter id.
+const ID = "grok"
+
+// Executable is argv[0].
+const Executable = "grok"
+
+// VerifiedRange is the version `grok --version` prints for the verified
+// package, @vibe-kit/grok-cli 0.0.34. Sessions are not resumable whatever
+// the version.
+const VerifiedRange = "1.0.1"
+
+// CLI implements agents.CLI for the community Grok CLI.
+type CLI struct{}
+
+var _ agents.CLI = CLI{}
+
+// New returns the Grok adapter.
+func New() (*agents.Local, error) { return agents.NewLocal(CLI{}) }
+
+// ID implements agents.CLI.
+func (CLI) ID() string { return ID }
+
+// Capabilities implements agents.CLI: local, never resumable.
+func (CLI) Capabilities() agents.Capabilities { return agents.Capabilities{Kind: agents.KindLocal} }
+
+// VerifiedRange implements agents.CLI.
+func (CLI) VerifiedRange() string { return VerifiedRange }
+
+// VersionArgv implements agents.CLI.
+func (CLI) VersionArgv() []string { return []string{Executable, "--version"} }
+
+// ParseVersion implements agents.CLI ("1.0.1").
+func (CLI) ParseVersion(stdout, _ []byte) (*semver.Version, error) { return agents.FindVersion(stdout) }
+
+// Argv implements agents.CLI. Only ModeNone ever runs (the adapter takes no
+// session reference), so the mode adds nothing.
+func (CLI) Argv(inv agents.Invocation) []string {
+	argv := []string{Executable, "--prompt=" + inv.Prompt}
+	if inv.Model != "" {
+		argv = append(argv, "--model="+inv.Model)
+	}
+	return argv
+}
+
+// EnvAllowlist implements agents.CLI.
+func (CLI) EnvAllowlist() []string {
+	return []string{"GROK_API_KEY", "GROK_BASE_URL", "GROK_MODEL", "MORPH_API_KEY"}
+}
+
+// FixedEnv implements agents.CLI.
+func (CLI) FixedEnv() map[string]string { return nil }
+
+// NewSessionID implements agents.CLI: no sessions.
+func (CLI) NewSessionID() string { return "" }
+
+type message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// apiErrorPrefix starts the assistant content of a failed API call, which
+// exits 0.
+const apiErrorPrefix = "Sorry, I encountered an error:"
+
+// Parse implements agents.CLI.
+func (CLI) Parse(res *sandbox.Result) agents.Output {
+	var out agents.Output
+	answered := false
+	agents.JSONLines(res.Stdout, func(m message) bool {
+		if m.Role == "assistant" && m.Content != "" {
+			out.Text, answered = m.Content, true
+		}
+		return true
+	})
+	switch {
+	case !answered:
+		out.Text = strings.TrimSpace(string(agents.StripANSI(res.Stderr)))
+	case res.ExitCode == 0 && !strings.HasPrefix(out.Text, apiErrorPrefix):
+		out.Succeeded = true
+	}
+	return out
+}
+
+// Classify implements agents.CLI. Never called: the adapter never resumes.
+func (CLI) Classify(*sandbox.Result) agents.FallbackReason { return agents.FallbackNone }
