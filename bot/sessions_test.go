@@ -12,7 +12,7 @@ import (
 	"github.com/alchemic-studio/alfred/state"
 )
 
-func openStore(t *testing.T) *state.Store {
+func openStore(t testing.TB) *state.Store {
 	t.Helper()
 	st, err := state.Open(context.Background(), filepath.Join(t.TempDir(), "state.git"), state.Options{})
 	if err != nil {

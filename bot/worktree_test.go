@@ -23,7 +23,7 @@ type gitForge struct {
 	refusals atomic.Int32
 }
 
-func newGitForge(t *testing.T, user, token string) *gitForge {
+func newGitForge(t testing.TB, user, token string) *gitForge {
 	t.Helper()
 	backend := "/usr/lib/git-core/git-http-backend"
 	if _, err := os.Stat(backend); err != nil {
@@ -45,7 +45,7 @@ func newGitForge(t *testing.T, user, token string) *gitForge {
 	return g
 }
 
-func run(t *testing.T, dir string, args ...string) string {
+func run(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Dir = dir
@@ -67,7 +67,7 @@ func (g *gitForge) head(owner, name, branch string) string {
 }
 
 // seed makes owner/name.git with one commit on main.
-func (g *gitForge) seed(t *testing.T, owner, name string) string {
+func (g *gitForge) seed(t testing.TB, owner, name string) string {
 	t.Helper()
 	bare := filepath.Join(g.root, owner, name+".git")
 	run(t, "", "git", "init", "--quiet", "--bare", "--initial-branch=main", bare)

@@ -1,0 +1,209 @@
+package bot
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/agents/fake"
+	"github.com/alchemic-studio/alfred/forges"
+	"github.com/alchemic-studio/alfred/forges/forgejo"
+	"github.com/alchemic-studio/alfred/sandbox"
+)
+
+// startProbe is a Runner that notes when the sandbox is asked to start the
+// agent, and when the agent (`true`) has run to its end: the agent started
+// between the two.
+type startProbe struct {
+	sandbox.Runner
+	asked, ended chan time.Time
+}
+
+func (p *startProbe) Run(ctx context.Context, spec sandbox.Spec) (*sandbox.Result, error) {
+	p.asked <- time.Now()
+	defer func() { p.ended <- time.Now() }()
+	return p.Runner.Run(ctx, spec)
+}
+
+// BenchmarkWebhookToAgentStart measures, per issue, the time from the
+// webhook event taken by Intake to the agent's process being started: the
+// event recorded, classified, acknowledged and labelled, the run recorded,
+// the working copy fetched and checked out, the session resolved. The agent
+// is the fake adapter running `true` on the host runner, and on the Docker
+// runner with the test image.
+func BenchmarkWebhookToAgentStart(b *testing.B) {
+	b.Run("runner=host", func(b *testing.B) {
+		benchAgentStart(b, sandbox.NewHostRunner(sandbox.HostOptions{}), "", os.Getuid(), os.Getgid())
+	})
+	b.Run("runner=image", func(b *testing.B) {
+		host, image := os.Getenv("ALFRED_TEST_DOCKER_HOST"), os.Getenv("ALFRED_TEST_IMAGE")
+		if host == "" || image == "" {
+			b.Fatal("ALFRED_TEST_DOCKER_HOST and ALFRED_TEST_IMAGE are not set: start the test daemon with eval \"$(scripts/dockerd.sh start)\"")
+		}
+		r, err := sandbox.NewImageRunner(context.Background(), sandbox.ImageOptions{Host: host})
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchAgentStart(b, r, image, 1000, 1000)
+	})
+}
+
+func benchAgentStart(b *testing.B, runner sandbox.Runner, image string, uid, gid int) {
+	probe := &startProbe{Runner: runner, asked: make(chan time.Time, 1), ended: make(chan time.Time, 1)}
+	g := newGitForge(b, "alfred", "tok-s3cret")
+	g.seed(b, "alice", "demo")
+	fa, err := fake.New(fake.Options{ResumableSessions: true, Reply: analysisReply, Exec: []string{"true"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	forge := newMemForge(g)
+	st := openStore(b)
+	base := b.TempDir()
+	e, err := New(Config{
+		ForgeName: "forgejo", Forge: forge, Store: st,
+		Adapters: map[string]agents.Adapter{fake.ID: fa}, Runner: probe,
+		Sandbox:  sandbox.Spec{Image: image, UID: uid, GID: gid, Env: map[string]string{"PATH": "/usr/bin:/bin"}},
+		Repos:    &Repos{Base: base, Name: "Alfred", Email: "alfred@example.invalid"},
+		Sessions: SessionStore{Base: base}, MaxParallelRuns: 1, Logger: slog.New(slog.DiscardHandler),
+		Defaults: map[string]string{"AGENT_ADAPTER": fake.ID, "AGENT_NETWORK": "none"},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := e.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(e.Close)
+	p := forges.Project{Forge: "forgejo", Owner: "alice", Name: "demo"}
+	var asked, ended []time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		iid := int64(i + 1)
+		forge.mu.Lock()
+		forge.issues[iid] = &forges.Issue{Number: iid, Title: "Bench", Body: "x", State: "open", Author: "alice", Assignees: []string{"alfred"}}
+		forge.mu.Unlock()
+		ev := &forges.Event{Type: forges.EventIssueAssigned, DeliveryID: fmt.Sprintf("bench-%d", i), Actor: "alice", Assignee: "alfred",
+			Target: forges.Target{Project: p, Kind: forges.TargetIssue, Number: iid}}
+		t0 := time.Now()
+		if err := e.Intake(context.Background(), ev); err != nil {
+			b.Fatal(err)
+		}
+		for _, w := range []struct {
+			c   chan time.Time
+			out *[]time.Duration
+		}{{probe.asked, &asked}, {probe.ended, &ended}} {
+			select {
+			case at := <-w.c:
+				*w.out = append(*w.out, at.Sub(t0))
+			case <-time.After(time.Minute):
+				b.Fatal("the agent did not start within a minute")
+			}
+		}
+		// Let the run finish before the next, so runs do not overlap.
+		waitIdle(b, e, iid)
+	}
+	b.StopTimer()
+	b.ReportMetric(median(asked), "ms-to-sandbox")
+	b.ReportMetric(median(ended), "ms-to-agent-done")
+	b.ReportMetric(0, "ns/op") // an iteration also waits for the run's end
+}
+
+func waitIdle(b *testing.B, e *Engine, iid int64) {
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		mb, err := e.mailbox(fmt.Sprintf("forgejo/alice/demo/issue/%d", iid))
+		if err == nil && mb != nil && mb.ActiveRunID == "" {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	b.Fatal("run did not finish")
+}
+
+// BenchmarkWebhookIntake measures the webhook endpoint on loopback: a signed
+// Forgejo delivery verified, parsed, recorded durably and answered, with
+// 8 clients at once, while the engine handles what it took. It reports the
+// answered requests per second and the latency percentiles.
+func BenchmarkWebhookIntake(b *testing.B) {
+	body, err := os.ReadFile("../forges/forgejo/testdata/hooks/hook-issue_comment-created.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	g := newGitForge(b, "alfred", "tok-s3cret")
+	e, err := New(Config{ForgeName: "forgejo", Forge: newMemForge(g), Store: openStore(b), Runner: namedRunner("host"),
+		Repos: &Repos{Base: b.TempDir()}, Sessions: SessionStore{Base: b.TempDir()}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := e.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(e.Close)
+	srv := httptest.NewServer(forges.NewWebhookHandler("forgejo", forgejo.Hooks{}, []string{"s3cret"}, e.Intake, slog.New(slog.DiscardHandler)))
+	b.Cleanup(srv.Close)
+	sig := forges.SignHMACSHA256("s3cret", body)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+
+	var mu sync.Mutex
+	var lat []time.Duration
+	var n int64
+	b.SetParallelism(4) // 8 clients on 2 cores
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		var mine []time.Duration
+		for pb.Next() {
+			mu.Lock()
+			n++
+			id := fmt.Sprintf("bench-%d", n)
+			mu.Unlock()
+			req, _ := http.NewRequest(http.MethodPost, srv.URL, bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("X-Forgejo-Event", "issue_comment")
+			req.Header.Set("X-Forgejo-Event-Type", "issue_comment")
+			req.Header.Set("X-Forgejo-Delivery", id)
+			req.Header.Set("X-Forgejo-Signature", sig)
+			t0 := time.Now()
+			resp, err := client.Do(req)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusAccepted && resp.StatusCode != http.StatusOK {
+				b.Errorf("status %d", resp.StatusCode)
+				return
+			}
+			mine = append(mine, time.Since(t0))
+		}
+		mu.Lock()
+		lat = append(lat, mine...)
+		mu.Unlock()
+	})
+	elapsed := time.Since(start)
+	b.StopTimer()
+	slices.Sort(lat)
+	if len(lat) == 0 {
+		return
+	}
+	b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "req/s")
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "ms-p50")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "ms-p99")
+}
+
+// median in milliseconds.
+func median(d []time.Duration) float64 {
+	slices.Sort(d)
+	return float64(d[len(d)/2].Microseconds()) / 1000
+}
