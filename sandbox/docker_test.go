@@ -11,6 +11,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
 )
 
@@ -223,9 +224,35 @@ true`)
 
 func TestImageRunnerNetworkNone(t *testing.T) {
 	r := newTestImageRunner(t)
-	res := r.run(t, r.spec(`ls /sys/class/net; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '`))
-	if got, want := string(res.Stdout), "lo\nlo\n"; got != want {
-		t.Fatalf("interfaces = %q, want only lo: %q; stderr %s", got, want, res.Stderr)
+	res := r.run(t, r.spec(`ls /sys/class/net; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '; readlink /proc/self/ns/net`))
+	lines := strings.Split(strings.TrimSpace(string(res.Stdout)), "\n")
+	if len(lines) != 3 || lines[0] != "lo" || lines[1] != "lo" {
+		t.Fatalf("interfaces = %q, want only lo; stderr %s", res.Stdout, res.Stderr)
+	}
+	// The daemon runs on this machine: the container's namespace is not ours.
+	host, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines[2] == host {
+		t.Fatalf("the container shares the host's network namespace %s", host)
+	}
+}
+
+func TestImageRunnerNamedNetwork(t *testing.T) {
+	r := newTestImageRunner(t)
+	ctx := context.Background()
+	name := "alfred-test-" + randomHex(4)
+	// Internal: no route out, and no iptables needed on the test daemon.
+	if _, err := r.api.NetworkCreate(ctx, name, network.CreateOptions{Internal: true}); err != nil {
+		t.Fatalf("create network %s: %v", name, err)
+	}
+	t.Cleanup(func() { _ = r.api.NetworkRemove(ctx, name) })
+	spec := r.spec(`ls /sys/class/net`)
+	spec.Network = name
+	res := r.run(t, spec)
+	if got, want := string(res.Stdout), "eth0\nlo\n"; got != want {
+		t.Fatalf("interfaces on network %s = %q, want %q; stderr %s", name, got, want, res.Stderr)
 	}
 }
 

@@ -68,8 +68,8 @@ type ImageOptions struct {
 // The container runs Argv directly (as entrypoint and arguments, never through a
 // shell) under a tiny init (docker-init) that forwards signals, as the non-root
 // UID:GID, with all capabilities dropped, no-new-privileges, the Spec's limits
-// (defaults: one CPU, 2 GiB without swap, 512 pids) and network "none" unless
-// the Spec names one. Its environment is Spec.Env plus HOME=/home/agent (and
+// (defaults: one CPU, 2 GiB without swap, 512 pids) and network "none" (a
+// network namespace of its own with only lo) unless the Spec names one. Its environment is Spec.Env plus HOME=/home/agent (and
 // what the image itself declares, such as PATH); nothing of the bot's own.
 //
 // Mounts: HOME (/home/agent) is a tmpfs owned by UID:GID with mode 0700; the
@@ -366,6 +366,10 @@ func (r *ImageRunner) containerConfig(spec *Spec) (*container.Config, *container
 		Labels:     labels,
 		OpenStdin:  spec.Stdin != nil,
 		StdinOnce:  spec.Stdin != nil,
+		// With no network, skip Docker's network sandbox: runc then makes a
+		// fresh namespace with only lo itself, which halves the start time of
+		// a 20.10 daemon (its libnetwork re-executes dockerd to make one).
+		NetworkDisabled: network == "none",
 	}
 	hostCfg := &container.HostConfig{
 		NetworkMode: container.NetworkMode(network),
