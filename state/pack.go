@@ -191,21 +191,18 @@ func writePack(repo string, count int, produce func(*packWriter) error) (packInf
 		return packInfo{}, fmt.Errorf("install pack index: %w", err)
 	}
 	removeTmp = nil
-	if err := syncAll(pf, xf, nil, dir); err != nil {
+	if err := syncAll(dir, pf, xf); err != nil {
 		return packInfo{}, err
 	}
 	return packInfo{name: name, objects: count}, nil
 }
 
-// syncAll fsyncs the files and folders concurrently so that one journal
+// syncAll fsyncs the files and the folder concurrently so that one journal
 // commit can cover them all.
-func syncAll(f1, f2 *os.File, f3 *os.File, dirs ...string) error {
+func syncAll(dir string, files ...*os.File) error {
 	var wg sync.WaitGroup
-	errs := make([]error, 3+len(dirs))
-	for i, f := range []*os.File{f1, f2, f3} {
-		if f == nil {
-			continue
-		}
+	errs := make([]error, len(files)+1)
+	for i, f := range files {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -214,13 +211,7 @@ func syncAll(f1, f2 *os.File, f3 *os.File, dirs ...string) error {
 			}
 		}()
 	}
-	for i, d := range dirs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[3+i] = syncDir(d)
-		}()
-	}
+	errs[len(files)] = syncDir(dir)
 	wg.Wait()
 	return errors.Join(errs...)
 }
