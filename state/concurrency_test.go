@@ -146,7 +146,7 @@ func TestSecondStoreInProcessIsRefused(t *testing.T) {
 // TestPackCountBounded makes many single-record commits and checks the
 // object store stays a handful of packs and no loose objects.
 func TestPackCountBounded(t *testing.T) {
-	const commits = 200
+	const commits = 250
 	dir := filepath.Join(t.TempDir(), "state.git")
 	s := openStore(t, dir)
 	maxPacks := 0
@@ -166,8 +166,8 @@ func TestPackCountBounded(t *testing.T) {
 	}
 	t.Logf("%d commits: at most %d packs at once, %d files in objects/pack at the end", commits, maxPacks, len(ents))
 	// Merges run in the background and commits wait for one when 2x the
-	// merge threshold (16) packs piled up: the bound is not the commit count.
-	if maxPacks > 2*16 || len(ents) > 2*2*16 {
+	// merge threshold (32) packs piled up: the bound is not the commit count.
+	if maxPacks > 2*32 || len(ents) > 2*2*32 {
 		t.Errorf("pack count not bounded: max %d packs, %d files", maxPacks, len(ents))
 	}
 	if loose := strings.TrimSpace(gitCLI(t, dir, "count-objects")); !strings.HasPrefix(loose, "0 objects") {

@@ -1,7 +1,6 @@
 package state
 
 import (
-	"bufio"
 	"bytes"
 	"compress/zlib"
 	"encoding/binary"
@@ -52,13 +51,12 @@ func openPacks(repo string) ([]*mappedPack, error) {
 }
 
 func mapPack(base string) (*mappedPack, error) {
-	xf, err := os.Open(base + ".idx")
+	raw, err := os.ReadFile(base + ".idx")
 	if err != nil {
 		return nil, fmt.Errorf("open pack index: %w", err)
 	}
-	defer xf.Close()
 	idx := idxfile.NewMemoryIndex()
-	if err := idxfile.NewDecoder(bufio.NewReaderSize(xf, 256<<10)).Decode(idx); err != nil {
+	if err := idxfile.NewDecoder(bytes.NewReader(raw)).Decode(idx); err != nil {
 		return nil, fmt.Errorf("decode %s.idx: %w", base, err)
 	}
 	pf, err := os.Open(base + ".pack")

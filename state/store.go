@@ -31,7 +31,7 @@ type Options struct {
 	// (default 256).
 	MaxBatch int
 	// MergeAt is the pack count from which small packs are merged in the
-	// background (default 16).
+	// background (default 32).
 	MergeAt int
 }
 
@@ -86,7 +86,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		opts.MaxBatch = 256
 	}
 	if opts.MergeAt <= 1 {
-		opts.MergeAt = 16
+		opts.MergeAt = 32
 	}
 	s := &Store{dir: dir, opts: opts, log: opts.Logger.With("state", dir)}
 	s.packCond = sync.NewCond(&s.packMu)
