@@ -42,6 +42,10 @@ const teardownTimeout = 30 * time.Second
 // startTimeout bounds the start call, which ignores the caller's context.
 const startTimeout = 2 * time.Minute
 
+// drainTimeout bounds the wait for the output stream to end after the
+// container did; it normally ends at once.
+const drainTimeout = 10 * time.Second
+
 // ImageOptions tune the image runner.
 type ImageOptions struct {
 	// Host is the daemon address, e.g. unix:///var/run/docker.sock. Empty
@@ -188,7 +192,7 @@ func (r *ImageRunner) Run(ctx context.Context, spec Spec) (res *Result, err erro
 	created, err := r.cli.ContainerCreate(ctx, cfg, hostCfg, nil, nil, name)
 	if err != nil {
 		// The daemon may have made it before ctx ended: remove it by name.
-		r.remove(teardown, name)
+		_ = r.remove(teardown, name)
 		if cerrdefs.IsNotFound(err) {
 			return nil, fmt.Errorf("sandbox: image %q is not on the daemon (build or load it first): %w", spec.Image, err)
 		}
@@ -270,7 +274,7 @@ func (r *ImageRunner) Run(ctx context.Context, spec Spec) (res *Result, err erro
 	// Drain what the process wrote; the stream ends with the container.
 	select {
 	case <-copied:
-	case <-time.After(r.opts.KillGrace + time.Second):
+	case <-time.After(drainTimeout):
 		log.Warn("output stream did not end after the container; closing it")
 		attach.Close()
 		<-copied

@@ -9,8 +9,9 @@
 #   scripts/dockerd.sh stop    stop the daemon this script started (by its pidfile PID)
 #   scripts/dockerd.sh purge   stop, then delete the state folder (images, containers)
 #
-# From a Makefile:
-#   eval "$(scripts/dockerd.sh start)" && go test ./sandbox/...; rc=$?; scripts/dockerd.sh stop; exit $rc
+# From a shell (a failed start must stop the chain: `eval "$(...)"` alone would
+# hide it, since eval of nothing succeeds):
+#   env=$(scripts/dockerd.sh start) && eval "$env" && go test ./...; rc=$?; scripts/dockerd.sh stop; exit $rc
 # or read the env file it writes: $ALFRED_DOCKER_STATE/env (KEY=VALUE lines).
 #
 # Only the printed `export` lines go to stdout; progress goes to stderr.
