@@ -260,11 +260,13 @@ func TestImageRunnerConfinement(t *testing.T) {
 	r := newTestImageRunner(t)
 	spec := r.spec(`grep -E '^(CapEff|NoNewPrivs)' /proc/self/status
 cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max
-cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes`)
+cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes
+cat /sys/fs/cgroup/cpu.max 2>/dev/null || echo $(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us /sys/fs/cgroup/cpu/cpu.cfs_period_us)`)
 	spec.PidsLimit = 64
 	spec.MemoryBytes = 256 << 20
+	spec.NanoCPUs = 500_000_000
 	res := r.run(t, spec)
-	want := "CapEff:\t0000000000000000\nNoNewPrivs:\t1\n64\n268435456\n"
+	want := "CapEff:\t0000000000000000\nNoNewPrivs:\t1\n64\n268435456\n50000 100000\n"
 	if got := string(res.Stdout); got != want {
 		t.Fatalf("confinement = %q, want %q; stderr %s", got, want, res.Stderr)
 	}
