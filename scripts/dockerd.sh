@@ -32,6 +32,9 @@
 #   ALFRED_TEST_IMAGE            name of the imported test image
 #                                (default alfred-test/busybox:latest)
 set -eu
+# dockerd lives in /usr/sbin, which a non-login root shell may lack.
+PATH=$PATH:/usr/sbin:/sbin:/usr/bin:/bin
+export PATH
 
 STATE=${ALFRED_DOCKER_STATE:-/tmp/alfred-test-docker}
 SOCK="$STATE/docker.sock"
