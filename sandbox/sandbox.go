@@ -25,7 +25,7 @@ type Mount struct {
 type Tmpfs struct {
 	Path string
 	Mode uint32 // e.g. 0o700; 0 means 0o700
-	Size int64  // bytes; 0 means the runner's default
+	Size int64  // bytes; 0 means no limit of its own (its pages count against MemoryBytes)
 }
 
 // Spec is everything a runner needs to start one agent process.
