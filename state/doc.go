@@ -27,9 +27,12 @@
 //
 // Update runs a function on a Tx and commits everything it wrote as one
 // commit (author "Alfred <alfred@localhost>", message listing the paths).
-// Concurrent Updates are grouped: one committer goroutine takes every queued
-// transaction, applies them in order (one whose function fails is dropped
-// with its error) and writes one commit for the batch. All new objects of a
+// Concurrent Updates are grouped: the caller that finds no commit in
+// progress leads, takes every queued transaction, applies them in order (one
+// whose function fails is dropped with its error) and writes one commit for
+// the batch; it hands leadership to the oldest waiting caller once its own
+// transaction is answered. An uncontended Update commits on its own
+// goroutine, with no hand-off. All new objects of a
 // commit (blobs, trees, the commit) go into one pack with its index; the
 // pack, the index and objects/pack are fsynced, then the ref is moved by
 // compare-and-swap against the tip the batch was built on and flushed (an

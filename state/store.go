@@ -53,11 +53,14 @@ type Store struct {
 	snap     *snapshot
 	problems []*UnreadableError
 
-	sendMu    sync.RWMutex // held to queue a request; Close takes it to stop queueing
+	// Group commit: Update queues its request; the caller that finds no
+	// leader becomes it and commits queued batches until its own request is
+	// answered, then hands leadership to the oldest waiting request.
+	qmu       sync.Mutex
+	queue     []*request
+	leading   bool
 	closed    bool
-	reqs      chan *request
-	quit      chan struct{}
-	done      chan struct{}
+	inflight  sync.WaitGroup // Update calls queued and not yet answered
 	closeOnce sync.Once
 
 	packMu   sync.Mutex // guards packs and merging
@@ -68,9 +71,11 @@ type Store struct {
 }
 
 type request struct {
-	ctx  context.Context
-	fn   func(*Tx) error
-	done chan error
+	ctx      context.Context
+	fn       func(*Tx) error
+	done     chan error    // the result, buffered
+	lead     chan struct{} // leadership handed to this request's caller
+	answered bool          // set under qmu once the request's commit ended
 }
 
 // Open opens the state repository at dir, creating a bare repository with
@@ -119,12 +124,6 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	if err := s.reload(); err != nil {
 		unlockFile(s.lock)
 		return nil, fmt.Errorf("open state %s: %w", dir, err)
-	}
-	if !opts.ReadOnly {
-		s.reqs = make(chan *request, opts.MaxBatch)
-		s.quit = make(chan struct{})
-		s.done = make(chan struct{})
-		go s.commitLoop()
 	}
 	return s, nil
 }
@@ -178,11 +177,10 @@ func (s *Store) Close() error {
 	}
 	var err error
 	s.closeOnce.Do(func() {
-		s.sendMu.Lock()
+		s.qmu.Lock()
 		s.closed = true
-		s.sendMu.Unlock()
-		close(s.quit)
-		<-s.done
+		s.qmu.Unlock()
+		s.inflight.Wait()
 		s.mergeWG.Wait()
 		err = unlockFile(s.lock)
 	})
@@ -201,49 +199,55 @@ func (s *Store) Update(ctx context.Context, fn func(*Tx) error) error {
 	if s.opts.ReadOnly {
 		return ErrReadOnly
 	}
-	req := &request{ctx: ctx, fn: fn, done: make(chan error, 1)}
-	s.sendMu.RLock()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	req := &request{ctx: ctx, fn: fn, done: make(chan error, 1), lead: make(chan struct{}, 1)}
+	s.qmu.Lock()
 	if s.closed {
-		s.sendMu.RUnlock()
+		s.qmu.Unlock()
 		return ErrClosed
 	}
-	select {
-	case s.reqs <- req:
-		s.sendMu.RUnlock()
-	case <-ctx.Done():
-		s.sendMu.RUnlock()
-		return ctx.Err()
+	s.inflight.Add(1)
+	defer s.inflight.Done()
+	s.queue = append(s.queue, req)
+	if !s.leading {
+		s.leading = true
+		s.qmu.Unlock()
+		s.lead(req)
+	} else {
+		s.qmu.Unlock()
 	}
-	return <-req.done
+	for {
+		select {
+		case err := <-req.done:
+			return err
+		case <-req.lead:
+			s.lead(req)
+		}
+	}
 }
 
-func (s *Store) commitLoop() {
-	defer close(s.done)
+// lead commits queued batches, one at a time, until own is answered; then
+// it passes leadership to the oldest queued request, or ends it.
+func (s *Store) lead(own *request) {
 	for {
-		var first *request
-		select {
-		case first = <-s.reqs:
-		case <-s.quit:
-			// Drain what was queued before Close.
-			for {
-				select {
-				case r := <-s.reqs:
-					s.commitBatch([]*request{r})
-				default:
-					return
-				}
-			}
+		s.qmu.Lock()
+		if len(s.queue) == 0 {
+			s.leading = false
+			s.qmu.Unlock()
+			return
 		}
-		batch := []*request{first}
-	drain:
-		for len(batch) < s.opts.MaxBatch {
-			select {
-			case r := <-s.reqs:
-				batch = append(batch, r)
-			default:
-				break drain
-			}
+		if own.answered {
+			next := s.queue[0]
+			s.qmu.Unlock()
+			next.lead <- struct{}{}
+			return
 		}
+		n := min(len(s.queue), s.opts.MaxBatch)
+		batch := append([]*request(nil), s.queue[:n]...)
+		s.queue = append(s.queue[:0], s.queue[n:]...)
+		s.qmu.Unlock()
 		s.commitBatch(batch)
 	}
 }
@@ -270,6 +274,11 @@ func (s *Store) commitBatch(batch []*request) {
 			break
 		}
 	}
+	s.qmu.Lock()
+	for _, r := range batch {
+		r.answered = true
+	}
+	s.qmu.Unlock()
 	for i, r := range batch {
 		if results[i] == nil {
 			results[i] = err
@@ -281,7 +290,7 @@ func (s *Store) commitBatch(batch []*request) {
 // tryCommit applies the batch to a fresh overlay and commits it. It reports
 // lost when the ref on disk is not the tip the batch was built on.
 func (s *Store) tryCommit(batch []*request, results []error) (lost bool, err error) {
-	snap := s.snap // only this goroutine replaces or mutates it
+	snap := s.snap // only the leader replaces or mutates it
 	overlay := map[string]*change{}
 	for i, r := range batch {
 		results[i] = nil
