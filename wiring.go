@@ -55,6 +55,17 @@ func newRunner(ctx context.Context, c *config.Config, log *slog.Logger) (sandbox
 	return r, nil
 }
 
+// removeLeftovers removes the agent containers a crashed bot left behind.
+// Only serve calls it: a subcommand beside a running server must not.
+func removeLeftovers(ctx context.Context, r sandbox.Runner) error {
+	if ir, ok := r.(*sandbox.ImageRunner); ok {
+		if _, err := ir.Cleanup(ctx); err != nil {
+			return fmt.Errorf("remove leftover agent containers: %w", err)
+		}
+	}
+	return nil
+}
+
 // localCLIs are the agent CLIs Alfred can drive, in the order the agents
 // screen lists them.
 func localCLIs() ([]agents.CLI, error) {
@@ -106,6 +117,9 @@ func baseSpec(c *config.Config) sandbox.Spec {
 func newEngine(ctx context.Context, c *config.Config, st *state.Store, f forges.Forge, log *slog.Logger) (*bot.Engine, sandbox.Runner, error) {
 	runner, err := newRunner(ctx, c, log)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := removeLeftovers(ctx, runner); err != nil {
 		return nil, nil, err
 	}
 	adapters, err := newAdapters(c)

@@ -28,11 +28,13 @@ log "lint"
 make --no-print-directory lint
 
 log "starting a private Docker daemon"
-eval "$(bash scripts/dockerd.sh start)"
 trap 'bash scripts/dockerd.sh stop || true' EXIT
+docker_env=$(bash scripts/dockerd.sh start) # a failed start stops the run here
+eval "$docker_env"
 
 log "installing the agent CLIs"
-eval "$(bash scripts/agent-clis.sh)"
+clis_env=$(bash scripts/agent-clis.sh)
+eval "$clis_env"
 
 log "go test"
 go test -count=1 -timeout 45m ./...
