@@ -16,7 +16,7 @@ eval "$docker_env"
 bench() { # package, pattern, extra flags...
 	local pkg=$1 pat=$2 name
 	shift 2
-	name=$(echo "$pkg" | tr / _)
+	name=$(echo "$pkg-$pat" | tr '/|.' '___')
 	echo "== $pkg $pat" >&2
 	go test "./$pkg" -run '^$' -bench "$pat" -count 6 "$@" | tee "$out/$name.txt"
 	benchstat "$out/$name.txt" > "$out/$name.stat" && cat "$out/$name.stat"
