@@ -59,6 +59,10 @@ func TestRealMissingSession(t *testing.T) {
 	}
 }
 
+// roundTripPrompt starts with dashes and spans lines, to prove that the argv
+// carries it whole.
+const roundTripPrompt = "--- Say ok.\n-rf"
+
 // TestRealRoundTrip runs OpenCode against the mock model server through the
 // shared flow: without a session, fresh, resumed (the mock sees the earlier
 // messages), and after the state folder was emptied (silent fresh fallback).
@@ -78,7 +82,7 @@ func TestRealRoundTrip(t *testing.T) {
 	runner := &homeRunner{t: t, inner: sandbox.NewHostRunner(sandbox.HostOptions{})}
 	req := func(s *agents.SessionRef) agents.Request {
 		return agents.Request{
-			Prompt: "Say ok.", Phase: agents.PhaseDevelopment, Provider: "mock", Model: "m", Timeout: 4 * time.Minute,
+			Prompt: roundTripPrompt, Phase: agents.PhaseDevelopment, Provider: "mock", Model: "m", Timeout: 4 * time.Minute,
 			Runner: runner, Session: s,
 			Sandbox: sandbox.Spec{
 				Workdir: sandbox.WorkspacePath, Worktree: &sandbox.Mount{Host: ws, Container: sandbox.WorkspacePath},
@@ -124,6 +128,13 @@ func TestRealRoundTrip(t *testing.T) {
 		t.Fatalf("fresh run left no database in the state folder: %v", err)
 	}
 	freshMessages := lastMessages()
+	sawPrompt := false
+	for _, r := range mock.Requests() {
+		sawPrompt = sawPrompt || strings.Contains(r.LastUserText, roundTripPrompt)
+	}
+	if !sawPrompt {
+		t.Fatalf("no request carried the prompt %q: %+v", roundTripPrompt, mock.Requests())
+	}
 
 	resumed := run("resume", &agents.SessionRef{Name: name, HostStateDir: state, ResumeID: fresh.NativeSessionID})
 	if !resumed.Resumed || resumed.NativeSessionID != fresh.NativeSessionID || resumed.ResumeFallback != "" {
