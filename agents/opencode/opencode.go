@@ -5,7 +5,10 @@
 //
 // Facts this package relies on, checked against opencode-ai 1.18.33:
 //
-//   - No session: `opencode run --format json --auto [-m provider/model] -- <prompt>`.
+//   - No session: `opencode run --format json --auto [--model provider/model]`,
+//     the prompt on stdin. `opencode run` reads stdin when it is not a
+//     terminal; a prompt passed as argv is not verbatim (OpenCode wraps every
+//     argument holding a space in quotes and escapes its quotes).
 //   - Fresh: the same plus `--title <name>`. OpenCode picks the id itself
 //     (ses_…); it cannot be chosen, so NewSessionID returns "".
 //   - Resume: the same plus `--session <ses_id>`. The history is loaded.
@@ -57,7 +60,10 @@ const VerifiedRange = ">=1.15.0, <=1.18.33"
 // CLI implements agents.CLI for OpenCode.
 type CLI struct{}
 
-var _ agents.CLI = CLI{}
+var (
+	_ agents.CLI          = CLI{}
+	_ agents.PromptReader = CLI{}
+)
 
 // New returns the OpenCode adapter.
 func New() (*agents.Local, error) { return agents.NewLocal(CLI{}) }
@@ -79,8 +85,12 @@ func (CLI) VersionArgv() []string { return []string{Executable, "--version"} }
 // ParseVersion implements agents.CLI ("1.18.33").
 func (CLI) ParseVersion(stdout, _ []byte) (*semver.Version, error) { return agents.FindVersion(stdout) }
 
+// PromptOnStdin implements agents.PromptReader: the prompt goes to stdin,
+// verbatim (see the package doc).
+func (CLI) PromptOnStdin() bool { return true }
+
 // Argv implements agents.CLI. The model is "provider/model"; a bare model
-// gets the request's provider as prefix.
+// gets the request's provider as prefix. The prompt is on stdin.
 func (CLI) Argv(inv agents.Invocation) []string {
 	argv := []string{Executable, "run", "--format", "json", "--auto"}
 	if m := model(inv.Provider, inv.Model); m != "" {
@@ -92,7 +102,7 @@ func (CLI) Argv(inv agents.Invocation) []string {
 	case agents.ModeResume:
 		argv = append(argv, "--session", inv.SessionID)
 	}
-	return append(argv, "--", inv.Prompt)
+	return argv
 }
 
 func model(provider, m string) string {

@@ -1,18 +1,15 @@
 package opencode
 
 import (
-	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/agents/internal/clitest"
 	"github.com/alchemic-studio/alfred/sandbox"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden argv files")
 
 func TestArgvGolden(t *testing.T) {
 	base := agents.Invocation{
@@ -33,15 +30,15 @@ func TestArgvGolden(t *testing.T) {
 	for mode, inv := range cases {
 		t.Run(string(mode), func(t *testing.T) {
 			got := CLI{}.Argv(inv)
-			if got[len(got)-1] != inv.Prompt || got[len(got)-2] != "--" {
-				t.Fatalf("prompt is not the last argument after --: %q", got)
+			if slices.Contains(got, inv.Prompt) {
+				t.Fatalf("the prompt is in argv, it goes to stdin: %q", got)
 			}
-			golden(t, filepath.Join("testdata", "golden", string(mode)+".json"), got)
+			clitest.GoldenJSON(t, filepath.Join("testdata", "golden", string(mode)+".json"), got)
 		})
 	}
 	// The headless flags are shared: fresh and resume only add session flags.
 	n, f, r := CLI{}.Argv(none), CLI{}.Argv(fresh), CLI{}.Argv(resume)
-	if !slices.Equal(f[:len(n)-2], n[:len(n)-2]) || !slices.Equal(r[:len(n)-2], n[:len(n)-2]) {
+	if !slices.Equal(f[:len(n)], n) || !slices.Equal(r[:len(n)], n) || !(CLI{}).PromptOnStdin() {
 		t.Fatalf("modes differ beyond session flags:\n%q\n%q\n%q", n, f, r)
 	}
 }
@@ -64,27 +61,6 @@ func TestArgvModel(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("provider %q model %q: --model %q, want %q", tc.provider, tc.model, got, tc.want)
 		}
-	}
-}
-
-func golden(t *testing.T, path string, argv []string) {
-	t.Helper()
-	got, err := json.MarshalIndent(argv, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got = append(got, '\n')
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden file (run go test -update to create it): %v", err)
-	}
-	if string(got) != string(want) {
-		t.Fatalf("argv differs from %s:\ngot  %s\nwant %s", path, got, want)
 	}
 }
 

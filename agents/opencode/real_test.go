@@ -3,101 +3,26 @@ package opencode
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/Masterminds/semver/v3"
+
 	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/agents/internal/clitest"
+	"github.com/alchemic-studio/alfred/agents/mockllm"
 	"github.com/alchemic-studio/alfred/sandbox"
 )
 
-// Tests against the real CLI, installed by scripts/agent-clis.sh; they find
-// it through ALFRED_AGENT_CLIS_BIN.
-
-// cliBin returns the folder holding the CLI, failing (skipping under -short)
-// when it is missing.
-func cliBin(t *testing.T, exe string) string {
-	t.Helper()
-	dir := os.Getenv("ALFRED_AGENT_CLIS_BIN")
-	msg := ""
-	switch {
-	case dir == "":
-		msg = "ALFRED_AGENT_CLIS_BIN is not set: run scripts/agent-clis.sh and export ALFRED_AGENT_CLIS_BIN=<the folder it prints>"
-	default:
-		if _, err := os.Stat(filepath.Join(dir, exe)); err != nil {
-			msg = exe + " is missing from ALFRED_AGENT_CLIS_BIN=" + dir + ": run scripts/agent-clis.sh"
-		}
-	}
-	if msg != "" {
-		if testing.Short() {
-			t.Skip(msg)
-		}
-		t.Fatal(msg)
-	}
-	return dir
-}
-
-// hostPath is PATH for the CLI: its folder and node's.
-func hostPath(t *testing.T, bin string) string {
-	t.Helper()
-	p := []string{bin}
-	if node, err := exec.LookPath("node"); err == nil {
-		p = append(p, filepath.Dir(node))
-	}
-	return strings.Join(append(p, "/usr/local/bin", "/usr/bin", "/bin"), ":")
-}
-
-// homeRunner stands for the image runner on the host: every attempt gets a
-// fresh HOME (the container's tmpfs home), and the session mount becomes a
-// symlink from HOME/<SessionStatePath below /home/agent> to the mounted host
-// folder, which is how the state survives from one run to the next.
-type homeRunner struct {
-	t     *testing.T
-	inner *sandbox.HostRunner
-	// seed prepares each fresh HOME (provider settings…); may be nil.
-	seed func(home string)
-}
-
-func (r *homeRunner) Name() string { return "host" }
-
-func (r *homeRunner) Run(ctx context.Context, spec sandbox.Spec) (*sandbox.Result, error) {
-	home, err := os.MkdirTemp(r.t.TempDir(), "home")
-	if err != nil {
-		return nil, err
-	}
-	if r.seed != nil {
-		r.seed(home)
-	}
-	if m := spec.Session; m != nil {
-		rel, ok := strings.CutPrefix(m.Container, agents.AgentHome+"/")
-		if !ok {
-			r.t.Fatalf("session mount %q is not under %s", m.Container, agents.AgentHome)
-		}
-		link := filepath.Join(home, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(link), 0o700); err != nil {
-			return nil, err
-		}
-		if err := os.Symlink(m.Host, link); err != nil {
-			return nil, err
-		}
-		spec.Session = nil
-	}
-	env := make(map[string]string, len(spec.Env))
-	for k, v := range spec.Env {
-		env[k] = v
-	}
-	env["HOME"] = home
-	spec.Env = env
-	return r.inner.Run(ctx, spec)
-}
+// Tests against the real CLI, installed by scripts/agent-clis.sh and found
+// through ALFRED_AGENT_CLIS_BIN.
 
 func TestRealVersion(t *testing.T) {
-	bin := cliBin(t, Executable)
-	res, err := sandbox.NewHostRunner(sandbox.HostOptions{}).Run(context.Background(), sandbox.Spec{
-		Argv: CLI{}.VersionArgv(), Timeout: time.Minute,
-		Env: map[string]string{"HOME": t.TempDir(), "PATH": hostPath(t, bin)},
+	bin := clitest.Bin(t, Executable)
+	res, err := clitest.Host(t).Run(context.Background(), sandbox.Spec{
+		Argv: CLI{}.VersionArgv(), Env: clitest.Env(bin, nil), Timeout: time.Minute,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +34,124 @@ func TestRealVersion(t *testing.T) {
 	if v.String() != "1.18.33" {
 		t.Fatalf("version %s, want the pinned 1.18.33", v)
 	}
-	if !inRange(t, v.String()) {
+	if c := semver.MustParse(v.String()); !mustConstraint(t).Check(c) {
 		t.Fatalf("pinned version %s outside the verified range %s", v, VerifiedRange)
 	}
+}
+
+func mustConstraint(t *testing.T) *semver.Constraints {
+	t.Helper()
+	c, err := semver.NewConstraint(VerifiedRange)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestRealMissingSession resumes an id that does not exist: the real binary's
+// output must classify as state_missing (no provider needed: the lookup comes
+// first).
+func TestRealMissingSession(t *testing.T) {
+	bin := clitest.Bin(t, Executable)
+	got, res := clitest.ResumeMissing(t, CLI{}, bin, "ses_dd51e5029ffe6f5YB4sQK1Krzz", offered(nil))
+	if got != agents.FallbackStateMissing {
+		t.Fatalf("Classify = %q, want state_missing; exit %d stdout %q stderr %q", got, res.ExitCode, res.Stdout, res.Stderr)
+	}
+	if out := (CLI{}).Parse(res); out.Succeeded {
+		t.Fatalf("resume of a missing session parsed as a success: %+v", out)
+	}
+}
+
+// offered is the environment the engine would offer, with the adapter's
+// fixed variables (ResumeMissing runs the argv without the flow).
+func offered(extra map[string]string) map[string]string {
+	env := map[string]string{"OPENCODE_DISABLE_MODELS_FETCH": "1"}
+	for k, v := range (CLI{}).FixedEnv() {
+		env[k] = v
+	}
+	for k, v := range extra {
+		env[k] = v
+	}
+	return env
+}
+
+// mockConfig is an OpenCode configuration with one OpenAI-compatible
+// provider, "mock", served by the mock model server.
+func mockConfig(url string) string {
+	return `{"provider":{"mock":{"npm":"@ai-sdk/openai-compatible","name":"Mock","options":{"baseURL":"` + url +
+		`/v1","apiKey":"mock-key"},"models":{"m":{"name":"m"}}}},"model":"mock/m"}`
+}
+
+// TestRealRoundTrip: fresh, resumed (the mock sees the earlier messages),
+// and silently fresh again after the state folder was emptied.
+func TestRealRoundTrip(t *testing.T) {
+	bin := clitest.Bin(t, Executable)
+	mock := mockllm.Start(mockllm.Options{})
+	defer mock.Close()
+	a, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	clitest.RoundTrip{
+		Adapter: a, Runner: clitest.Host(t), Mock: mock, Timeout: 3 * time.Minute,
+		Env: clitest.Env(bin, offered(map[string]string{"OPENCODE_CONFIG_CONTENT": mockConfig(mock.URL)})),
+		ValidID: func(id string) error {
+			if !strings.HasPrefix(id, "ses_") {
+				return os.ErrInvalid
+			}
+			return nil
+		},
+	}.Check(t)
+}
+
+// TestRealNoSessionAndVerbatimPrompt runs without a session reference (no
+// mount: the relocated database folder must still be usable) with a prompt
+// that argv would not carry verbatim, and checks where the database went.
+func TestRealNoSessionAndVerbatimPrompt(t *testing.T) {
+	bin := clitest.Bin(t, Executable)
+	mock := mockllm.Start(mockllm.Options{})
+	defer mock.Close()
+	a, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner := clitest.Host(t)
+	var db bool
+	runner.Inner = inspect{inner: runner.Inner, after: func() {
+		_, err := os.Stat(filepath.Join(runner.Home, ".local", "state", "opencode", "opencode.db"))
+		db = err == nil
+	}}
+	const prompt = "--- Say \"ok\".\n-rf"
+	res, err := a.Run(context.Background(), agents.Request{
+		Prompt: prompt, Phase: agents.PhaseAnswer, Timeout: 3 * time.Minute, Runner: runner,
+		Sandbox: sandbox.Spec{Workdir: t.TempDir(), Env: clitest.Env(bin, offered(map[string]string{"OPENCODE_CONFIG_CONTENT": mockConfig(mock.URL)}))},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Outcome != agents.OutcomeSucceeded || res.Text != "ok" || res.NativeSessionID != "" || res.Resumed || res.ResumeFallback != "" {
+		t.Fatalf("result %+v\nstdout %s\nstderr %s", res, res.Stdout, res.Stderr)
+	}
+	reqs := mock.Requests()
+	if len(reqs) == 0 || reqs[len(reqs)-1].LastUserText != prompt {
+		t.Fatalf("the mock did not get the prompt verbatim: %+v", reqs)
+	}
+	if !db {
+		t.Fatalf("no database at ~/.local/state/opencode/opencode.db: OPENCODE_DB=%s did not apply", DBEnv)
+	}
+}
+
+// inspect calls after once the inner run is over, before the next run
+// empties the home.
+type inspect struct {
+	inner sandbox.Runner
+	after func()
+}
+
+func (i inspect) Name() string { return i.inner.Name() }
+
+func (i inspect) Run(ctx context.Context, spec sandbox.Spec) (*sandbox.Result, error) {
+	res, err := i.inner.Run(ctx, spec)
+	i.after()
+	return res, err
 }
