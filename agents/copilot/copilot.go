@@ -5,7 +5,9 @@
 //
 // Facts this package relies on, checked against @github/copilot 1.0.102:
 //
-//   - No session: `copilot --prompt=<prompt> --allow-all-tools --output-format json [--model m]`.
+//   - No session: `copilot --allow-all-tools --output-format json [--model=m]`,
+//     the prompt on stdin (read verbatim when stdin is not a terminal; no
+//     128 KiB argv limit).
 //   - Fresh: the same plus `--session-id=<uuid> --name=<name>`; the id is a
 //     random UUID chosen by the adapter. --session-id is "create or
 //     resume", so it is used only for fresh starts with a new UUID.
@@ -49,7 +51,10 @@ const VerifiedRange = ">=1.0.51, <=1.0.102"
 // CLI implements agents.CLI for the Copilot CLI.
 type CLI struct{}
 
-var _ agents.CLI = CLI{}
+var (
+	_ agents.CLI          = CLI{}
+	_ agents.PromptReader = CLI{}
+)
 
 // New returns the Copilot adapter.
 func New() (*agents.Local, error) { return agents.NewLocal(CLI{}) }
@@ -71,10 +76,13 @@ func (CLI) VersionArgv() []string { return []string{Executable, "--version"} }
 // ParseVersion implements agents.CLI ("GitHub Copilot CLI 1.0.102.").
 func (CLI) ParseVersion(stdout, _ []byte) (*semver.Version, error) { return agents.FindVersion(stdout) }
 
-// Argv implements agents.CLI. Values are joined with "=" so that a prompt or
-// a name starting with a dash stays a value.
+// PromptOnStdin implements agents.PromptReader.
+func (CLI) PromptOnStdin() bool { return true }
+
+// Argv implements agents.CLI. Values are joined with "=" so that a name
+// starting with a dash stays a value. The prompt is on stdin.
 func (CLI) Argv(inv agents.Invocation) []string {
-	argv := []string{Executable, "--prompt=" + inv.Prompt, "--allow-all-tools", "--output-format", "json"}
+	argv := []string{Executable, "--allow-all-tools", "--output-format", "json"}
 	if inv.Model != "" {
 		argv = append(argv, "--model="+inv.Model)
 	}

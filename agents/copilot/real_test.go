@@ -3,104 +3,27 @@ package copilot
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/Masterminds/semver/v3"
+	"github.com/google/uuid"
+
 	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/agents/internal/clitest"
+	"github.com/alchemic-studio/alfred/agents/mockllm"
 	"github.com/alchemic-studio/alfred/sandbox"
 )
 
-// Tests against the real CLI, installed by scripts/agent-clis.sh; they find
-// it through ALFRED_AGENT_CLIS_BIN.
-
-// cliBin returns the folder holding the CLI, failing (skipping under -short)
-// when it is missing.
-func cliBin(t *testing.T, exe string) string {
-	t.Helper()
-	dir := os.Getenv("ALFRED_AGENT_CLIS_BIN")
-	msg := ""
-	switch {
-	case dir == "":
-		msg = "ALFRED_AGENT_CLIS_BIN is not set: run scripts/agent-clis.sh and export ALFRED_AGENT_CLIS_BIN=<the folder it prints>"
-	default:
-		if _, err := os.Stat(filepath.Join(dir, exe)); err != nil {
-			msg = exe + " is missing from ALFRED_AGENT_CLIS_BIN=" + dir + ": run scripts/agent-clis.sh"
-		}
-	}
-	if msg != "" {
-		if testing.Short() {
-			t.Skip(msg)
-		}
-		t.Fatal(msg)
-	}
-	return dir
-}
-
-// hostPath is PATH for the CLI: its folder and node's.
-func hostPath(t *testing.T, bin string) string {
-	t.Helper()
-	p := []string{bin}
-	if node, err := exec.LookPath("node"); err == nil {
-		p = append(p, filepath.Dir(node))
-	}
-	return strings.Join(append(p, "/usr/local/bin", "/usr/bin", "/bin"), ":")
-}
-
-// homeRunner stands for the image runner on the host: every attempt gets a
-// fresh HOME (the container's tmpfs home), and the session mount becomes a
-// symlink from HOME/<SessionStatePath below /home/agent> to the mounted host
-// folder, which is how the state survives from one run to the next.
-type homeRunner struct {
-	t     *testing.T
-	inner *sandbox.HostRunner
-	// seed prepares each fresh HOME (provider settings…); may be nil.
-	seed func(home string)
-	// argvs records the argv of every run, in order.
-	argvs [][]string
-}
-
-func (r *homeRunner) Name() string { return "host" }
-
-func (r *homeRunner) Run(ctx context.Context, spec sandbox.Spec) (*sandbox.Result, error) {
-	r.argvs = append(r.argvs, spec.Argv)
-	home, err := os.MkdirTemp(r.t.TempDir(), "home")
-	if err != nil {
-		return nil, err
-	}
-	if r.seed != nil {
-		r.seed(home)
-	}
-	if m := spec.Session; m != nil {
-		rel, ok := strings.CutPrefix(m.Container, agents.AgentHome+"/")
-		if !ok {
-			r.t.Fatalf("session mount %q is not under %s", m.Container, agents.AgentHome)
-		}
-		link := filepath.Join(home, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(link), 0o700); err != nil {
-			return nil, err
-		}
-		if err := os.Symlink(m.Host, link); err != nil {
-			return nil, err
-		}
-		spec.Session = nil
-	}
-	env := make(map[string]string, len(spec.Env))
-	for k, v := range spec.Env {
-		env[k] = v
-	}
-	env["HOME"] = home
-	spec.Env = env
-	return r.inner.Run(ctx, spec)
-}
+// Tests against the real CLI, installed by scripts/agent-clis.sh and found
+// through ALFRED_AGENT_CLIS_BIN.
 
 func TestRealVersion(t *testing.T) {
-	bin := cliBin(t, Executable)
-	res, err := sandbox.NewHostRunner(sandbox.HostOptions{}).Run(context.Background(), sandbox.Spec{
-		Argv: CLI{}.VersionArgv(), Timeout: time.Minute,
-		Env: map[string]string{"HOME": t.TempDir(), "PATH": hostPath(t, bin)},
+	bin := clitest.Bin(t, Executable)
+	res, err := clitest.Host(t).Run(context.Background(), sandbox.Spec{
+		Argv: CLI{}.VersionArgv(), Env: clitest.Env(bin, nil), Timeout: time.Minute,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -109,10 +32,119 @@ func TestRealVersion(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v (exit %d, stderr %q)", err, res.ExitCode, res.Stderr)
 	}
-	if v.String() != "1.0.102" {
-		t.Fatalf("version %s, want the pinned 1.0.102", v)
+	c, err := semver.NewConstraint(VerifiedRange)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !inRange(t, v.String()) {
-		t.Fatalf("pinned version %s outside the verified range %s", v, VerifiedRange)
+	if v.String() != "1.0.102" || !c.Check(v) {
+		t.Fatalf("version %s, want the pinned 1.0.102 inside %s", v, VerifiedRange)
 	}
+}
+
+// TestRealMissingSession resumes a random UUID: the real binary's output
+// must classify as state_missing (no credentials needed: the lookup comes
+// before authentication).
+func TestRealMissingSession(t *testing.T) {
+	bin := clitest.Bin(t, Executable)
+	got, res := clitest.ResumeMissing(t, CLI{}, bin, uuid.NewString(), CLI{}.FixedEnv())
+	if got != agents.FallbackStateMissing {
+		t.Fatalf("Classify = %q, want state_missing; exit %d stdout %q stderr %q", got, res.ExitCode, res.Stdout, res.Stderr)
+	}
+}
+
+// byok is the environment that points Copilot at the mock model (offline
+// mode, OpenAI chat completions).
+func byok(bin string, mock *mockllm.Server) map[string]string {
+	return clitest.Env(bin, map[string]string{
+		"COPILOT_OFFLINE": "true", "COPILOT_PROVIDER_BASE_URL": mock.URL + "/v1",
+		"COPILOT_PROVIDER_API_KEY": "mock-provider-key", "COPILOT_MODEL": "mock-model",
+	})
+}
+
+// sharedCache makes every fresh home share one ~/.cache, so that Copilot
+// unpacks its package (~10 s) once per test instead of once per run.
+func sharedCache(t *testing.T) func(home string) error {
+	cache := t.TempDir()
+	return func(home string) error { return os.Symlink(cache, filepath.Join(home, ".cache")) }
+}
+
+// TestRealRoundTrip: fresh, resumed (the mock sees the earlier messages),
+// and silently fresh again after the state folder was emptied.
+func TestRealRoundTrip(t *testing.T) {
+	bin := clitest.Bin(t, Executable)
+	mock := mockllm.Start(mockllm.Options{})
+	defer mock.Close()
+	a, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner := clitest.Host(t)
+	runner.Setup = sharedCache(t)
+	clitest.RoundTrip{
+		Adapter: a, Runner: runner, Mock: mock, Env: byok(bin, mock), Timeout: 3 * time.Minute,
+		ValidID: func(id string) error { _, err := uuid.Parse(id); return err },
+	}.Check(t)
+}
+
+// TestRealFreshIDAndLabel checks that a fresh session takes the id the
+// adapter chose and the session name as its label, with a prompt that
+// starts with dashes and spans lines.
+func TestRealFreshIDAndLabel(t *testing.T) {
+	bin := clitest.Bin(t, Executable)
+	mock := mockllm.Start(mockllm.Options{})
+	defer mock.Close()
+	a, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner := clitest.Host(t)
+	runner.Setup = sharedCache(t)
+	rec := &recorder{inner: runner.Inner}
+	runner.Inner = rec
+	state := t.TempDir()
+	const name, prompt = "agent/issue-7-fix-login", "--- Say \"ok\".\n-rf"
+	res, err := a.Run(context.Background(), agents.Request{
+		Prompt: prompt, Phase: agents.PhaseDevelopment, Timeout: 3 * time.Minute, Runner: runner,
+		Session: &agents.SessionRef{Name: name, HostStateDir: state, FreshReason: agents.FallbackNoPriorSession},
+		Sandbox: sandbox.Spec{Workdir: t.TempDir(), Env: byok(bin, mock)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Outcome != agents.OutcomeSucceeded {
+		t.Fatalf("result %+v\nstdout %s\nstderr %s", res, res.Stdout, res.Stderr)
+	}
+	chosen := ""
+	for _, arg := range rec.argv {
+		if id, ok := strings.CutPrefix(arg, "--session-id="); ok {
+			chosen = id
+		}
+	}
+	if chosen == "" || res.NativeSessionID != chosen {
+		t.Fatalf("native id %q, want the --session-id the adapter chose (argv %q)", res.NativeSessionID, rec.argv)
+	}
+	yaml, err := os.ReadFile(filepath.Join(state, chosen, "workspace.yaml"))
+	if err != nil {
+		t.Fatalf("no session in the state folder: %v", err)
+	}
+	if !strings.Contains(string(yaml), "name: "+name) {
+		t.Fatalf("the session is not labelled %q:\n%s", name, yaml)
+	}
+	reqs := mock.Requests()
+	if len(reqs) == 0 || !strings.HasSuffix(reqs[len(reqs)-1].LastUserText, "\n\n"+prompt) {
+		t.Fatalf("the mock did not get the prompt verbatim: %+v", reqs)
+	}
+}
+
+// recorder keeps the argv of the last run.
+type recorder struct {
+	inner sandbox.Runner
+	argv  []string
+}
+
+func (r *recorder) Name() string { return r.inner.Name() }
+
+func (r *recorder) Run(ctx context.Context, spec sandbox.Spec) (*sandbox.Result, error) {
+	r.argv = spec.Argv
+	return r.inner.Run(ctx, spec)
 }

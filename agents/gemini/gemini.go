@@ -4,8 +4,9 @@
 //
 // Facts this package relies on, checked against @google/gemini-cli 0.61.0:
 //
-//   - No session: `gemini --prompt=<prompt> --output-format json --approval-mode yolo [--model=m]`,
-//     with GEMINI_CLI_TRUST_WORKSPACE=true (headless runs need a trusted
+//   - No session: `gemini --output-format json --approval-mode yolo [--model=m]`,
+//     the prompt on stdin (read verbatim, headless, when stdin is not a
+//     terminal; no 128 KiB argv limit), with GEMINI_CLI_TRUST_WORKSPACE=true (headless runs need a trusted
 //     folder; the variable is ignored by versions without the check).
 //   - Fresh: the same plus `--session-id=<uuid>`, a random UUID chosen by
 //     the adapter. Gemini has no session label (a session's title is its
@@ -56,7 +57,10 @@ const VerifiedRange = ">=0.43.0, <=0.61.0"
 // CLI implements agents.CLI for the Gemini CLI.
 type CLI struct{}
 
-var _ agents.CLI = CLI{}
+var (
+	_ agents.CLI          = CLI{}
+	_ agents.PromptReader = CLI{}
+)
 
 // New returns the Gemini adapter.
 func New() (*agents.Local, error) { return agents.NewLocal(CLI{}) }
@@ -78,10 +82,12 @@ func (CLI) VersionArgv() []string { return []string{Executable, "--version"} }
 // ParseVersion implements agents.CLI ("0.61.0").
 func (CLI) ParseVersion(stdout, _ []byte) (*semver.Version, error) { return agents.FindVersion(stdout) }
 
-// Argv implements agents.CLI. Values are joined with "=" so that a prompt
-// starting with a dash stays a value.
+// PromptOnStdin implements agents.PromptReader.
+func (CLI) PromptOnStdin() bool { return true }
+
+// Argv implements agents.CLI. The prompt is on stdin.
 func (CLI) Argv(inv agents.Invocation) []string {
-	argv := []string{Executable, "--prompt=" + inv.Prompt, "--output-format", "json", "--approval-mode", "yolo"}
+	argv := []string{Executable, "--output-format", "json", "--approval-mode", "yolo"}
 	if inv.Model != "" {
 		argv = append(argv, "--model="+inv.Model)
 	}

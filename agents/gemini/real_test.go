@@ -3,104 +3,26 @@ package gemini
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/Masterminds/semver/v3"
+	"github.com/google/uuid"
+
 	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/agents/internal/clitest"
+	"github.com/alchemic-studio/alfred/agents/mockllm"
 	"github.com/alchemic-studio/alfred/sandbox"
 )
 
-// Tests against the real CLI, installed by scripts/agent-clis.sh; they find
-// it through ALFRED_AGENT_CLIS_BIN.
-
-// cliBin returns the folder holding the CLI, failing (skipping under -short)
-// when it is missing.
-func cliBin(t *testing.T, exe string) string {
-	t.Helper()
-	dir := os.Getenv("ALFRED_AGENT_CLIS_BIN")
-	msg := ""
-	switch {
-	case dir == "":
-		msg = "ALFRED_AGENT_CLIS_BIN is not set: run scripts/agent-clis.sh and export ALFRED_AGENT_CLIS_BIN=<the folder it prints>"
-	default:
-		if _, err := os.Stat(filepath.Join(dir, exe)); err != nil {
-			msg = exe + " is missing from ALFRED_AGENT_CLIS_BIN=" + dir + ": run scripts/agent-clis.sh"
-		}
-	}
-	if msg != "" {
-		if testing.Short() {
-			t.Skip(msg)
-		}
-		t.Fatal(msg)
-	}
-	return dir
-}
-
-// hostPath is PATH for the CLI: its folder and node's.
-func hostPath(t *testing.T, bin string) string {
-	t.Helper()
-	p := []string{bin}
-	if node, err := exec.LookPath("node"); err == nil {
-		p = append(p, filepath.Dir(node))
-	}
-	return strings.Join(append(p, "/usr/local/bin", "/usr/bin", "/bin"), ":")
-}
-
-// homeRunner stands for the image runner on the host: every attempt gets a
-// fresh HOME (the container's tmpfs home), and the session mount becomes a
-// symlink from HOME/<SessionStatePath below /home/agent> to the mounted host
-// folder, which is how the state survives from one run to the next.
-type homeRunner struct {
-	t     *testing.T
-	inner *sandbox.HostRunner
-	// seed prepares each fresh HOME (provider settings…); may be nil.
-	seed func(home string)
-	// argvs records the argv of every run, in order.
-	argvs [][]string
-}
-
-func (r *homeRunner) Name() string { return "host" }
-
-func (r *homeRunner) Run(ctx context.Context, spec sandbox.Spec) (*sandbox.Result, error) {
-	r.argvs = append(r.argvs, spec.Argv)
-	home, err := os.MkdirTemp(r.t.TempDir(), "home")
-	if err != nil {
-		return nil, err
-	}
-	if r.seed != nil {
-		r.seed(home)
-	}
-	if m := spec.Session; m != nil {
-		rel, ok := strings.CutPrefix(m.Container, agents.AgentHome+"/")
-		if !ok {
-			r.t.Fatalf("session mount %q is not under %s", m.Container, agents.AgentHome)
-		}
-		link := filepath.Join(home, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(link), 0o700); err != nil {
-			return nil, err
-		}
-		if err := os.Symlink(m.Host, link); err != nil {
-			return nil, err
-		}
-		spec.Session = nil
-	}
-	env := make(map[string]string, len(spec.Env))
-	for k, v := range spec.Env {
-		env[k] = v
-	}
-	env["HOME"] = home
-	spec.Env = env
-	return r.inner.Run(ctx, spec)
-}
+// Tests against the real CLI, installed by scripts/agent-clis.sh and found
+// through ALFRED_AGENT_CLIS_BIN.
 
 func TestRealVersion(t *testing.T) {
-	bin := cliBin(t, Executable)
-	res, err := sandbox.NewHostRunner(sandbox.HostOptions{}).Run(context.Background(), sandbox.Spec{
-		Argv: CLI{}.VersionArgv(), Timeout: time.Minute,
-		Env: map[string]string{"HOME": t.TempDir(), "PATH": hostPath(t, bin)},
+	bin := clitest.Bin(t, Executable)
+	res, err := clitest.Host(t).Run(context.Background(), sandbox.Spec{
+		Argv: CLI{}.VersionArgv(), Env: clitest.Env(bin, nil), Timeout: time.Minute,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -109,10 +31,66 @@ func TestRealVersion(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v (exit %d, stderr %q)", err, res.ExitCode, res.Stderr)
 	}
-	if v.String() != "0.61.0" {
-		t.Fatalf("version %s, want the pinned 0.61.0", v)
+	c, err := semver.NewConstraint(VerifiedRange)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !inRange(t, v.String()) {
-		t.Fatalf("pinned version %s outside the verified range %s", v, VerifiedRange)
+	if v.String() != "0.61.0" || !c.Check(v) {
+		t.Fatalf("version %s, want the pinned 0.61.0 inside %s", v, VerifiedRange)
 	}
+}
+
+// TestRealMissingSession resumes a random UUID in a home without sessions:
+// the real binary's output must classify as state_missing (no credentials
+// needed: the lookup comes before authentication).
+func TestRealMissingSession(t *testing.T) {
+	bin := clitest.Bin(t, Executable)
+	got, res := clitest.ResumeMissing(t, CLI{}, bin, uuid.NewString(), CLI{}.FixedEnv())
+	if got != agents.FallbackStateMissing {
+		t.Fatalf("Classify = %q, want state_missing; exit %d stdout %q stderr %q", got, res.ExitCode, res.Stdout, res.Stderr)
+	}
+}
+
+// apiKeyAuth writes the user settings that select Gemini API key auth:
+// GOOGLE_GEMINI_BASE_URL alone selects the "gateway" auth type, which
+// headless runs reject ("Invalid auth method selected.", exit 41). In the
+// container this file comes with the credential mounts.
+func apiKeyAuth(home string) error {
+	dir := filepath.Join(home, ".gemini")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "settings.json"), []byte(`{"security":{"auth":{"selectedType":"gemini-api-key"}}}`), 0o600)
+}
+
+// TestRealRoundTrip: fresh, resumed (the mock sees the earlier messages),
+// and silently fresh again after the state folder was emptied. The model is
+// named: with the default "auto" model, Gemini first asks a router model for
+// a JSON classification, which the mock does not give, and retries for ~80 s.
+func TestRealRoundTrip(t *testing.T) {
+	bin := clitest.Bin(t, Executable)
+	mock := mockllm.Start(mockllm.Options{})
+	defer mock.Close()
+	a, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner := clitest.Host(t)
+	runner.Setup = apiKeyAuth
+	clitest.RoundTrip{
+		Adapter: modelled{a, "gemini-2.5-flash"}, Runner: runner, Mock: mock, Timeout: 3 * time.Minute,
+		Env:     clitest.Env(bin, map[string]string{"GOOGLE_GEMINI_BASE_URL": mock.URL, "GEMINI_API_KEY": "mock-provider-key"}),
+		ValidID: func(id string) error { _, err := uuid.Parse(id); return err },
+	}.Check(t)
+}
+
+// modelled sets the model of every request.
+type modelled struct {
+	agents.Adapter
+	model string
+}
+
+func (m modelled) Run(ctx context.Context, req agents.Request) (*agents.Result, error) {
+	req.Model = m.model
+	return m.Adapter.Run(ctx, req)
 }
