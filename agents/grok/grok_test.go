@@ -2,18 +2,15 @@ package grok
 
 import (
 	"context"
-	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/agents/internal/clitest"
 	"github.com/alchemic-studio/alfred/sandbox"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden argv files")
 
 func TestArgvGolden(t *testing.T) {
 	inv := agents.Invocation{
@@ -21,7 +18,7 @@ func TestArgvGolden(t *testing.T) {
 		Provider: "xai", Model: "grok-code-fast-1", Workdir: "/workspace",
 	}
 	got := CLI{}.Argv(inv)
-	golden(t, filepath.Join("testdata", "golden", "none.json"), got)
+	clitest.GoldenJSON(t, filepath.Join("testdata", "golden", "none.json"), got)
 	// Grok has no sessions: no mode adds anything.
 	for _, mode := range []agents.Mode{agents.ModeFresh, agents.ModeResume} {
 		other := inv
@@ -32,27 +29,6 @@ func TestArgvGolden(t *testing.T) {
 	}
 	if a := (CLI{}).Argv(agents.Invocation{Prompt: "p"}); !slices.Equal(a, []string{"grok", "--prompt=p"}) {
 		t.Fatalf("argv without a model = %q", a)
-	}
-}
-
-func golden(t *testing.T, path string, argv []string) {
-	t.Helper()
-	got, err := json.MarshalIndent(argv, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got = append(got, '\n')
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden file (run go test -update to create it): %v", err)
-	}
-	if string(got) != string(want) {
-		t.Fatalf("argv differs from %s:\ngot  %s\nwant %s", path, got, want)
 	}
 }
 
