@@ -163,8 +163,10 @@ func (CLI) Parse(res *sandbox.Result) agents.Output {
 }
 
 // Classify implements agents.CLI. Only a failure with no result event (the
-// session lookup fails before any model call) and a known first stderr line
-// is recognised.
+// session lookup fails before any model call) and a first stderr line that
+// --resume was seen printing is recognised. Messages only a fresh start can
+// print (a non-UUID --session-id, --session-id unknown before 1.0.51) are
+// never classified: Classify only sees resume attempts.
 func (CLI) Classify(res *sandbox.Result) agents.FallbackReason {
 	if hasResult(res.Stdout) {
 		return agents.FallbackNone
@@ -172,11 +174,8 @@ func (CLI) Classify(res *sandbox.Result) agents.FallbackReason {
 	switch line := firstLine(res.Stderr); {
 	case strings.HasPrefix(line, "Error: No session, task, or name matched"):
 		return agents.FallbackStateMissing
-	case strings.HasPrefix(line, "Error: Multiple sessions match the name"),
-		strings.HasPrefix(line, "Error: No session or task matched"): // a non-UUID id
+	case strings.HasPrefix(line, "Error: Multiple sessions match the name"):
 		return agents.FallbackRefused
-	case strings.Contains(line, "unknown option '--resume"), strings.Contains(line, "unknown option '--session-id"):
-		return agents.FallbackUnsupportedVersion
 	}
 	return agents.FallbackNone
 }

@@ -182,8 +182,11 @@ func lastObject(b []byte) (output, bool) {
 	return o, false
 }
 
-// Classify implements agents.CLI from the first stderr line of a run that
-// printed no JSON output.
+// Classify implements agents.CLI from the stderr of a run that printed no
+// JSON output. Every --resume failure seen is a missing session, whatever the
+// id ("../evil" and "5" included); the other input errors (an invalid or
+// existing --session-id, --session-id unknown before 0.41) only a fresh
+// start can print, and Classify only sees resume attempts.
 func (CLI) Classify(res *sandbox.Result) agents.FallbackReason {
 	if _, ok := lastObject(res.Stdout); ok {
 		return agents.FallbackNone
@@ -193,11 +196,6 @@ func (CLI) Classify(res *sandbox.Result) agents.FallbackReason {
 	case strings.Contains(errText, "Error resuming session: No previous sessions found for this project."),
 		strings.Contains(errText, "Error resuming session: Invalid session identifier"):
 		return agents.FallbackStateMissing
-	case strings.Contains(errText, "Only alphanumeric characters, dashes, and underscores are allowed"),
-		strings.Contains(errText, "are mutually exclusive"):
-		return agents.FallbackRefused
-	case strings.Contains(errText, "Unknown argument"), strings.Contains(errText, "Unknown arguments"):
-		return agents.FallbackUnsupportedVersion
 	}
 	return agents.FallbackNone
 }

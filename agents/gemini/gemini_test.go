@@ -105,9 +105,10 @@ func TestClassify(t *testing.T) {
 	}{
 		{"0.61.0 unknown id, project has sessions (recorded)", 42, "", string(readTestdata(t, "missing-session.stderr")), agents.FallbackStateMissing},
 		{"0.61.0 project has no sessions", 42, "", "Error resuming session: No previous sessions found for this project.\n", agents.FallbackStateMissing},
-		{"invalid id", 1, "", "Invalid session ID \"../evil\": Only alphanumeric characters, dashes, and underscores are allowed.\n", agents.FallbackRefused},
-		{"exclusive flags", 1, "", "The flags --resume, --session-id, and --session-file are mutually exclusive. Please provide only one.\n", agents.FallbackRefused},
-		{"0.40.1 has no --session-id", 1, "", "Usage: gemini [options]\n\nUnknown arguments: session-id, sessionId\n", agents.FallbackUnsupportedVersion},
+		{"0.61.0 --resume=../evil", 42, "", "Error resuming session: Invalid session identifier \"../evil\".\n  Searched for sessions in /h/.gemini/tmp/ws/chats.\n", agents.FallbackStateMissing},
+		{"invalid --session-id (fresh only)", 1, "", "Invalid session ID \"../evil\": Only alphanumeric characters, dashes, and underscores are allowed.\n", agents.FallbackNone},
+		{"exclusive flags", 1, "", "The flags --resume, --session-id, and --session-file are mutually exclusive. Please provide only one.\n", agents.FallbackNone},
+		{"0.40.1 has no --session-id (fresh only)", 1, "", "Usage: gemini [options]\n\nUnknown arguments: session-id, sessionId\n", agents.FallbackNone},
 		{"session id exists (a fresh start)", 42, "", "Error starting session: Session ID \"x\" already exists. Use --resume to resume it, or provide a different ID.\n", agents.FallbackNone},
 		{"no auth", 41, "", `{"session_id":"n","error":{"type":"Error","message":"Please set an Auth method in your /h/.gemini/settings.json or specify one of the following environment variables before running: GEMINI_API_KEY, GOOGLE_GENAI_USE_VERTEXAI, GOOGLE_GENAI_USE_GCA","code":41}}`, agents.FallbackNone},
 		{"untrusted folder", 55, "", "Gemini CLI is not running in a trusted directory. To proceed, either use `--skip-trust`, ...\n", agents.FallbackNone},
