@@ -5,10 +5,13 @@
 //
 // Facts this package relies on, checked against opencode-ai 1.18.33:
 //
-//   - No session: `opencode run --format json --auto [--model provider/model]`,
+//   - No session: `opencode run --format json --dangerously-skip-permissions [--model provider/model]`,
 //     the prompt on stdin. `opencode run` reads stdin when it is not a
 //     terminal; a prompt passed as argv is not verbatim (OpenCode wraps every
 //     argument holding a space in quotes and escapes its quotes).
+//     --dangerously-skip-permissions auto-approves tool permissions on every
+//     verified version: 1.15.0 has only this spelling (its yargs rejects the
+//     later --auto), 1.18.33 keeps it as a hidden alias of --auto.
 //   - Fresh: the same plus `--title <name>`. OpenCode picks the id itself
 //     (ses_…); it cannot be chosen, so NewSessionID returns "".
 //   - Resume: the same plus `--session <ses_id>`. The history is loaded.
@@ -92,7 +95,7 @@ func (CLI) PromptOnStdin() bool { return true }
 // Argv implements agents.CLI. The model is "provider/model"; a bare model
 // gets the request's provider as prefix. The prompt is on stdin.
 func (CLI) Argv(inv agents.Invocation) []string {
-	argv := []string{Executable, "run", "--format", "json", "--auto"}
+	argv := []string{Executable, "run", "--format", "json", "--dangerously-skip-permissions"}
 	if m := model(inv.Provider, inv.Model); m != "" {
 		argv = append(argv, "--model", m)
 	}

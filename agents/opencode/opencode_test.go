@@ -111,7 +111,7 @@ func TestClassify(t *testing.T) {
 		want           agents.FallbackReason
 	}{
 		{"1.18.33 missing session (recorded)", 1, "", string(readTestdata(t, "missing-session.stderr")), agents.FallbackStateMissing},
-		{"1.15.0 missing session", 1, "", "Error: Session not found\n", agents.FallbackStateMissing},
+		{"1.15.0 missing session, first start (recorded)", 1, "", string(readTestdata(t, "missing-session-1.15.0.stderr")), agents.FallbackStateMissing},
 		{"1.3.2 missing session, exit 0", 0, "", "NotFoundError: NotFoundError\n data: { message: \"Session not found: ses_x\" }", agents.FallbackStateMissing},
 		{"1.0.0 missing session", 1, "", "Error: Unexpected error, check log file at /x for more details\nNotFoundError: NotFoundError", agents.FallbackStateMissing},
 		{"API 401 (recorded)", 1, string(readTestdata(t, "api-401.stdout.jsonl")), "", agents.FallbackNone},
