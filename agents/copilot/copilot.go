@@ -22,6 +22,10 @@
 //     from it alone (checked with the rest of ~/.copilot deleted).
 //   - A missing session: exit 1, empty stdout, stderr "Error: No session,
 //     task, or name matched '<id>'.", before any authentication.
+//
+// The real round trip (agents/internal/clitest) also passes with this argv
+// on 1.0.55, the oldest build at or above 1.0.51 whose native binary the npm
+// registry here serves (1.0.51–1.0.54 have none).
 package copilot
 
 import (

@@ -131,7 +131,7 @@ func TestRealFreshIDAndLabel(t *testing.T) {
 		t.Fatalf("the session is not labelled %q:\n%s", name, yaml)
 	}
 	reqs := mock.Requests()
-	if len(reqs) == 0 || !strings.HasSuffix(reqs[len(reqs)-1].LastUserText, "\n\n"+prompt) {
+	if len(reqs) == 0 || !strings.Contains(reqs[len(reqs)-1].LastUserText, "\n\n"+prompt) {
 		t.Fatalf("the mock did not get the prompt verbatim: %+v", reqs)
 	}
 }

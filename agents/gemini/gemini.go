@@ -26,6 +26,9 @@
 //     session identifier "<id>".", before any authentication. Up to 0.42 a
 //     missing session silently started a fresh one: the range starts at
 //     0.43.0.
+//
+// The real round trip (agents/internal/clitest) also passes with this argv
+// on 0.43.0, the lower bound.
 package gemini
 
 import (
