@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/forges"
@@ -204,7 +205,41 @@ func (e *Engine) review(ctx context.Context, mb *state.Mailbox, ev *forges.Event
 		e.log.Info("review noted while a run is in progress", "mailbox", mb.ID)
 		return nil
 	}
-	return e.transition(ctx, mb, StatusInDevelopment, agents.PhaseReviewFix, ev.DeliveryID, in.Text)
+	text, err := e.reviewFeedback(ctx, mb, in.Text)
+	if err != nil {
+		return err
+	}
+	return e.transition(ctx, mb, StatusInDevelopment, agents.PhaseReviewFix, ev.DeliveryID, text)
+}
+
+// reviewFeedback adds to what the event said the line comments the bot has
+// not handed to a run yet (some forges' review webhooks carry none). Comment
+// ids grow on every forge, so the highest one seen marks the place; no clock
+// of the bot's is compared with the forge's.
+func (e *Engine) reviewFeedback(ctx context.Context, mb *state.Mailbox, said string) (string, error) {
+	comments, err := e.forge.ReviewComments(ctx, projectOf(mb), mb.MergeRequestIID, time.Time{})
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	b.WriteString(strings.TrimSpace(said))
+	seen := mb.ReviewSeenID
+	for _, c := range comments {
+		if c.ID <= mb.ReviewSeenID {
+			continue
+		}
+		seen = max(seen, c.ID)
+		if strings.EqualFold(c.Author, e.me) || strings.Contains(said, strings.TrimSpace(c.Body)) {
+			continue
+		}
+		b.WriteString("\n- ")
+		if c.Path != "" {
+			fmt.Fprintf(&b, "%s:%d: ", c.Path, c.Line)
+		}
+		b.WriteString(strings.TrimSpace(c.Body))
+	}
+	mb.ReviewSeenID = seen
+	return b.String(), nil
 }
 
 // checkMergeRequest reads the bot's merge request and moves the mailbox on:

@@ -142,6 +142,8 @@ type Mailbox struct {
 	ActiveRunID string `json:"active_run_id,omitempty"`
 	// UntilGreen is set by ai::retry_until_green: keep fixing CI up to the hard cap.
 	UntilGreen bool `json:"until_green,omitempty"`
+	// ReviewSeenID is the highest review comment id already handed to a run.
+	ReviewSeenID int64 `json:"review_seen_id,omitempty"`
 	// HeadSHA is the last commit the bot pushed or saw on its merge request.
 	HeadSHA   string    `json:"head_sha,omitempty"`
 	CreatedAt time.Time `json:"created_at"`

@@ -1,0 +1,170 @@
+package bot
+
+import (
+	"context"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/agents/fake"
+	"github.com/alchemic-studio/alfred/forges"
+	"github.com/alchemic-studio/alfred/forges/forgejo"
+	"github.com/alchemic-studio/alfred/forges/forgejo/forgejotest"
+	"github.com/alchemic-studio/alfred/sandbox"
+	"github.com/alchemic-studio/alfred/state"
+)
+
+// TestPersonDrivesAnIssueOnForgejo is the whole lifecycle as a person lives
+// it on a Forgejo that speaks HTTP: the fake Forgejo 7 API (forgejotest),
+// its signed webhooks into the shared webhook handler, git over smart HTTP,
+// the real Forgejo client, the engine, and the fake agent started as a real
+// process by the host runner. The person uses labels, a review and the merge
+// button only; CI arrives as commit statuses, which Forgejo 7 sends no webhook
+// for, so the poller finds them.
+func TestPersonDrivesAnIssueOnForgejo(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fj := forgejotest.NewServer(t)
+	g := &gitForge{root: t.TempDir()}
+	bare := g.seed(t, forgejotest.Owner, forgejotest.Repo)
+	if err := fj.ServeGit(bare); err != nil {
+		t.Fatal(err)
+	}
+	forge, err := forgejo.New(forgejo.Options{BaseURL: fj.URL(), Token: forgejotest.BotToken, MinBackoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := forges.Project{Forge: "forgejo", Owner: forgejotest.Owner, Name: forgejotest.Repo}
+	if _, _, err := forges.SyncLabels(ctx, forge, p); err != nil {
+		t.Fatal(err)
+	}
+
+	fa, err := fake.New(fake.Options{ResumableSessions: true, Reply: analysisReply, Exec: []string{"true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := openStore(t)
+	base := t.TempDir()
+	e, err := New(Config{
+		ForgeName: "forgejo", Forge: forge, Store: st,
+		Adapters: map[string]agents.Adapter{fake.ID: &scripted{Adapter: fa}},
+		Runner:   sandbox.NewHostRunner(sandbox.HostOptions{}),
+		Sandbox:  sandbox.Spec{UID: os.Getuid(), GID: os.Getgid(), Env: map[string]string{"PATH": os.Getenv("PATH")}},
+		Repos:    &Repos{Base: base, Name: "Alfred", Email: "alfred@example.invalid"},
+		Sessions: SessionStore{Base: base}, PublicURL: "http://alfred.test",
+		PollInterval: 50 * time.Millisecond,
+		Defaults:     map[string]string{"AGENT_ADAPTER": fake.ID},
+		Logger:       slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: testLogLevel()})),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	hook := httptest.NewServer(forges.NewWebhookHandler("forgejo", forgejo.Hooks{}, []string{"old-secret", "s3cret"}, e.Intake, e.log))
+	t.Cleanup(hook.Close)
+	fj.SetWebhook(hook.URL, "s3cret")
+
+	key := state.MailboxKey{Forge: "forgejo", Owner: forgejotest.Owner, Project: forgejotest.Repo, Kind: state.KindIssue, IID: 1}
+	wait := func(s Status) state.Mailbox {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) {
+			if mb, err := st.Mailbox(key); err == nil && mb.Status == string(s) && mb.ActiveRunID == "" {
+				return mb
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		mb, _ := st.Mailbox(key)
+		t.Fatalf("status %q (run %q), want %q", mb.Status, mb.ActiveRunID, s)
+		return mb
+	}
+	accepted := func(d forgejotest.Delivery, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Status != 202 && d.Status != 200 {
+			t.Fatalf("webhook answered %d", d.Status)
+		}
+	}
+
+	// The person opens an issue and assigns it to the bot.
+	fj.ActOpenIssue(forges.Issue{Number: 1, Title: "Say hello", Body: "The demo should greet.", Author: forgejotest.Owner, Labels: []string{"type::task"}})
+	accepted(fj.ActAssign(1, forgejotest.Bot, forgejotest.Owner))
+	wait(StatusWaitingValidation)
+	is, _ := fj.Issue(1)
+	if sec, ok := forges.Section(is.Body); !ok || !strings.Contains(sec, "Users want a greeting.") || !strings.HasPrefix(is.Body, "The demo should greet.") {
+		t.Errorf("description: %q", is.Body)
+	}
+	if !slices.Contains(is.Labels, "status::waiting_validation") {
+		t.Errorf("labels %q", is.Labels)
+	}
+
+	// ai::validate_plan: the branch is pushed over HTTP and a pull request opened.
+	accepted(fj.ActLabel(1, forgejotest.Owner, []string{"ai::validate_plan"}, nil))
+	mb := wait(StatusInCI)
+	is, _ = fj.Issue(1)
+	if slices.Contains(is.Labels, "ai::validate_plan") {
+		t.Error("ai::validate_plan stays on the issue")
+	}
+	pr, err := forge.MergeRequest(ctx, p, mb.MergeRequestIID)
+	if err != nil || pr.SourceBranch != mb.BranchName || pr.HeadSHA == "" || !strings.Contains(pr.Body, "Closes #1") {
+		t.Fatalf("pull request: %+v %v", pr, err)
+	}
+
+	// CI red, found by polling: ci_fix pushes a fix; green: in review.
+	fj.AddStatus(pr.HeadSHA, "ci/test", "failure", "2 tests failed", "")
+	waitUntil(t, func() bool {
+		m, _ := st.Mailbox(key)
+		return m.CIFixAttempts == 1 && m.ActiveRunID == "" && m.HeadSHA != pr.HeadSHA
+	})
+	mb = wait(StatusInCI)
+	fj.AddStatus(mb.HeadSHA, "ci/test", "success", "ok", "")
+	mb = wait(StatusInReview)
+
+	// A review asking for changes: review_fix with the inline comment, back to CI.
+	accepted(fj.ActReview(mb.MergeRequestIID, forgejotest.Owner, "REQUEST_CHANGES", "Almost.",
+		forges.ReviewComment{Path: "hello.go", Line: 3, Body: "Say hello in French too"}))
+	waitUntil(t, func() bool {
+		m, _ := st.Mailbox(key)
+		return m.Phase == string(agents.PhaseReviewFix) && m.ActiveRunID == ""
+	})
+	mb = wait(StatusInCI)
+	runs, _ := st.Runs(mb.ID)
+	last := runs[len(runs)-1]
+	if last.Phase != string(agents.PhaseReviewFix) || !strings.Contains(last.Input, "Say hello in French too") {
+		t.Errorf("review_fix input %q", last.Input)
+	}
+	fj.AddStatus(mb.HeadSHA, "ci/test", "success", "ok", "")
+	mb = wait(StatusInReview)
+
+	// Merged: done; the session state is gone.
+	accepted(fj.ActMerge(mb.MergeRequestIID, forgejotest.Owner))
+	wait(StatusDone)
+	if _, err := os.Stat(filepath.Join(base, ".agent-sessions", "alice-demo-issue-1")); !os.IsNotExist(err) {
+		t.Errorf("session state left: %v", err)
+	}
+	is, _ = fj.Issue(1)
+	kinds := map[string]int{}
+	for _, c := range is.Comments {
+		_, k, _ := forges.ParseMarker(c.Body)
+		kinds[k]++
+	}
+	for k, n := range map[string]int{KindAcknowledgement: 1, KindPlan: 1, KindPlanValidated: 1, KindSession: 1} {
+		if kinds[k] != n {
+			t.Errorf("%d %s comments, want %d (all: %v)", kinds[k], k, n, kinds)
+		}
+	}
+	if n := len(statusLabels(is.Labels)); n != 1 || !slices.Contains(is.Labels, "status::done") {
+		t.Errorf("labels at the end: %q", is.Labels)
+	}
+}
