@@ -16,6 +16,10 @@ import (
 	"github.com/alchemic-studio/alfred/agents/api"
 	"github.com/alchemic-studio/alfred/agents/claudecode"
 	"github.com/alchemic-studio/alfred/agents/codex"
+	"github.com/alchemic-studio/alfred/agents/copilot"
+	"github.com/alchemic-studio/alfred/agents/gemini"
+	"github.com/alchemic-studio/alfred/agents/grok"
+	"github.com/alchemic-studio/alfred/agents/opencode"
 	"github.com/alchemic-studio/alfred/bot"
 	"github.com/alchemic-studio/alfred/config"
 	"github.com/alchemic-studio/alfred/forges"
@@ -66,11 +70,16 @@ func removeLeftovers(ctx context.Context, r sandbox.Runner) error {
 	return nil
 }
 
-// localCLIs are the agent CLIs Alfred can drive, in the order the agents
-// screen lists them.
+// locals are the agent CLIs Alfred can drive, in the order the agents screen
+// lists them. Adding a CLI is one line here and one package under agents/.
+var locals = []func() (*agents.Local, error){
+	claudecode.New, codex.New, opencode.New, copilot.New, gemini.New, grok.New,
+}
+
+// localCLIs returns the CLIs, for detection.
 func localCLIs() ([]agents.CLI, error) {
 	var clis []agents.CLI
-	for _, mk := range []func() (*agents.Local, error){claudecode.New, codex.New} {
+	for _, mk := range locals {
 		l, err := mk()
 		if err != nil {
 			return nil, err
@@ -84,7 +93,7 @@ func localCLIs() ([]agents.CLI, error) {
 // an API is configured.
 func newAdapters(c *config.Config) (map[string]agents.Adapter, error) {
 	out := map[string]agents.Adapter{}
-	for _, mk := range []func() (*agents.Local, error){claudecode.New, codex.New} {
+	for _, mk := range locals {
 		l, err := mk()
 		if err != nil {
 			return nil, err
