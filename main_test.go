@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/alchemic-studio/alfred/forges/forgejo/forgejotest"
 )
 
 // buildBinary builds alfred once per test run, as `make build` would.
@@ -190,5 +192,49 @@ func TestSettingsAndStateCommands(t *testing.T) {
 	}
 	if code, out, _ := alfred(t, env, "settings", "list"); code != 0 || !strings.Contains(out, "REQUIRE_PLAN_VALIDATION") {
 		t.Errorf("settings list: %d %q", code, out)
+	}
+}
+
+func TestLabelsSyncAgainstForgejo(t *testing.T) {
+	fj := forgejotest.NewServer(t)
+	env := map[string]string{
+		"ALFRED_STATE_DIR":   filepath.Join(t.TempDir(), "state.git"),
+		"ALFRED_FORGE":       "forgejo",
+		"ALFRED_FORGE_URL":   fj.URL(),
+		"ALFRED_FORGE_TOKEN": forgejotest.BotToken,
+	}
+	code, out, errOut := alfred(t, env, "labels", "sync", "-project", "alice/demo")
+	if code != 0 || !strings.Contains(out, "17 labels created, 0 updated") {
+		t.Fatalf("first sync: %d %q %q", code, out, errOut)
+	}
+	if code, out, _ := alfred(t, env, "labels", "sync", "-project", "alice/demo"); code != 0 || !strings.Contains(out, "0 labels created, 0 updated, 17 already right") {
+		t.Fatalf("second sync is not idempotent: %d %q", code, out)
+	}
+	if code, _, errOut := alfred(t, env, "labels", "sync"); code != 2 || !strings.Contains(errOut, "-project") {
+		t.Fatalf("missing project: %d %q", code, errOut)
+	}
+	env["ALFRED_FORGE_TOKEN"] = "wrong-token-0000"
+	if code, _, errOut := alfred(t, env, "labels", "sync", "-project", "alice/demo"); code != 1 || strings.Contains(errOut, "wrong-token-0000") {
+		t.Fatalf("bad token: %d %q", code, errOut)
+	}
+}
+
+func TestAgentsDetectOnTheHost(t *testing.T) {
+	bin := os.Getenv("ALFRED_AGENT_CLIS_BIN")
+	if bin == "" {
+		if testing.Short() {
+			t.Skip("ALFRED_AGENT_CLIS_BIN is not set (make test installs the agent CLIs)")
+		}
+		t.Fatal("ALFRED_AGENT_CLIS_BIN is not set: run make test, which installs the agent CLIs with scripts/agent-clis.sh")
+	}
+	env := map[string]string{"PATH": bin + ":" + os.Getenv("PATH"), "ALFRED_RUNNER": "host"}
+	code, out, errOut := alfred(t, env, "agents", "detect")
+	if code != 0 {
+		t.Fatalf("agents detect: %d %q", code, errOut)
+	}
+	for _, want := range []string{"claude-code  host    2.1.197", "codex", "opencode", "copilot", "gemini", "grok", "the host runner never resumes sessions"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("agents detect output lacks %q:\n%s", want, out)
+		}
 	}
 }

@@ -114,6 +114,9 @@ func newAdapters(c *config.Config) (map[string]agents.Adapter, error) {
 // the variables of the bot's environment offered to adapters.
 func baseSpec(c *config.Config) sandbox.Spec {
 	env := map[string]string{"HOME": agents.AgentHome, "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
+	if c.Runner == "host" { // a plain process finds its CLIs and home as the bot does
+		env["PATH"], env["HOME"] = os.Getenv("PATH"), os.Getenv("HOME")
+	}
 	for _, name := range c.AgentEnv {
 		if v, ok := os.LookupEnv(name); ok {
 			env[name] = v
