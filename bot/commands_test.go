@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -236,5 +237,37 @@ func TestRestartFinishesTheWorkOnce(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	if n := count(h.forge.commentKinds(h.issueTarget(7)), KindStatusLabelRestored); n != 1 {
 		t.Errorf("redelivery after restart acted: %d restore comments", n)
+	}
+}
+
+// TestForgeDownIsRetriedNotLost: while the forge fails, the event is tried
+// again (in order), and what it does happens once.
+func TestForgeDownIsRetriedNotLost(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.forge.down("CreateComment", 2)
+	h.forge.down("AddLabels", 1)
+	h.assign(7)
+	h.waitStatus(7, StatusWaitingValidation)
+	if n := count(h.forge.commentKinds(h.issueTarget(7)), KindAcknowledgement); n != 1 {
+		t.Errorf("%d acknowledgements", n)
+	}
+
+	// Down for longer than the retries last: the event is given up, with the
+	// error in its record, and the mailbox is unchanged.
+	h.forge.down("CreateComment", 100)
+	h.forge.AddLabels(context.Background(), h.issueTarget(7), "status::in_ci")
+	h.send(forges.Event{Type: forges.EventIssueLabeled, DeliveryID: "while-down", Actor: "alice", Target: h.issueTarget(7), Labels: h.forge.labels(7)})
+	waitUntil(t, func() bool {
+		for _, p := range h.store.List(eventsDir) {
+			raw, _ := h.store.Get(p)
+			if strings.Contains(string(raw), `"delivery_id":"while-down"`) && strings.Contains(string(raw), `"done":true`) {
+				return strings.Contains(string(raw), "504 Gateway Timeout")
+			}
+		}
+		return false
+	})
+	if mb := h.mailbox(7); mb.Status != string(StatusWaitingValidation) {
+		t.Errorf("status %s", mb.Status)
 	}
 }

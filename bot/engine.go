@@ -36,6 +36,9 @@ type Config struct {
 	PublicURL string
 	// MaxParallelRuns bounds the runs executing at once (default 2).
 	MaxParallelRuns int
+	// RetryDelay is the first wait before handling a failed event again
+	// (doubling each time); default 1s.
+	RetryDelay time.Duration
 	// Defaults replace setting defaults of the catalogue (see Settings.Defaults).
 	Defaults map[string]string
 	// PollInterval is how often open merge requests are polled for CI and
@@ -94,6 +97,9 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.RetryDelay <= 0 {
+		cfg.RetryDelay = time.Second
+	}
 	return &Engine{
 		cfg:      cfg,
 		forge:    cfg.Forge,
@@ -149,11 +155,20 @@ func (e *Engine) Me() string { return e.me }
 func (e *Engine) handle(ctx context.Context, key string, m message) {
 	switch {
 	case m.event != nil:
-		outcome := e.handleEvent(ctx, key, m.event)
+		var outcome string
+		err := e.retrying(ctx, func() (err error) {
+			outcome, err = e.handleEvent(ctx, key, m.event)
+			return err
+		})
+		if err != nil {
+			e.log.Error("event dropped after retries", "mailbox", key, "delivery", m.event.DeliveryID, "err", err)
+			outcome = "error: " + err.Error()
+		}
 		e.finishEvent(ctx, m.eventPath, outcome)
 	case m.runDone != "":
-		if err := e.handleRunDone(ctx, key, m.runDone); err != nil {
-			e.log.Error("after run", "mailbox", key, "run", m.runDone, "err", err)
+		if err := e.retrying(ctx, func() error { return e.handleRunDone(ctx, key, m.runDone) }); err != nil {
+			// The mailbox keeps the run as active: the next start applies it.
+			e.log.Error("after run, given up until the next start", "mailbox", key, "run", m.runDone, "err", err)
 		}
 	case m.poll:
 		if err := e.handlePoll(ctx, key); err != nil {
@@ -161,6 +176,29 @@ func (e *Engine) handle(ctx context.Context, key string, m message) {
 		}
 	}
 }
+
+// retrying runs f until it succeeds, up to retryTries times, waiting longer
+// each time (a forge that times out or answers 5xx). It waits in the
+// mailbox's worker, so the mailbox's later events keep their order.
+func (e *Engine) retrying(ctx context.Context, f func() error) error {
+	delay := e.cfg.RetryDelay
+	for try := 1; ; try++ {
+		err := f()
+		if err == nil || try == retryTries || ctx.Err() != nil {
+			return err
+		}
+		e.log.Warn("will try again", "try", try, "in", delay, "err", err)
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return err
+		}
+		delay *= 2
+	}
+}
+
+// retryTries bounds retrying: with the default delay, about a minute.
+const retryTries = 6
 
 // mailbox reads the mailbox of key; nil when there is none.
 func (e *Engine) mailbox(key string) (*state.Mailbox, error) {

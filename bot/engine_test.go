@@ -121,7 +121,7 @@ func newHarness(t *testing.T, opts ...func(*setup)) *harness {
 		Runner:   namedRunner(su.runner),
 		Sandbox:  sandbox.Spec{Image: "alfred-test", UID: os.Getuid(), GID: os.Getgid(), Env: map[string]string{"FAKE_API_KEY": "sk-very-secret"}},
 		Repos:    &Repos{Base: h.base, Name: "Alfred", Email: "alfred@example.invalid"},
-		Sessions: SessionStore{Base: h.base}, PublicURL: "http://alfred.test",
+		Sessions: SessionStore{Base: h.base}, PublicURL: "http://alfred.test", RetryDelay: 5 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: testLogLevel()})),
 	})
 	if err != nil {

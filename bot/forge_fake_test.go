@@ -23,13 +23,30 @@ type memForge struct {
 	mrs      map[int64]*forges.MergeRequest
 	ci       map[string]*forges.CIStatus
 	nextID   int64
-	calls    []string // mutating calls, for assertions
+	calls    []string       // mutating calls, for assertions
+	failNext map[string]int // method name -> how many calls fail, as a forge that is down
+}
+
+// down makes the next n calls of method fail like a forge that times out.
+func (f *memForge) down(method string, n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failNext[method] = n
+}
+
+// failing reports whether this call of method fails (caller holds f.mu).
+func (f *memForge) failing(method string) error {
+	if f.failNext[method] > 0 {
+		f.failNext[method]--
+		return fmt.Errorf("%s: 504 Gateway Timeout", method)
+	}
+	return nil
 }
 
 func newMemForge(g *gitForge) *memForge {
 	return &memForge{me: "alfred", git: g, perms: map[string]forges.Permission{"alice": forges.PermissionWrite, "alfred": forges.PermissionAdmin},
 		issues: map[int64]*forges.Issue{}, comments: map[forges.Target][]forges.Comment{}, mrs: map[int64]*forges.MergeRequest{},
-		ci: map[string]*forges.CIStatus{}, nextID: 100}
+		ci: map[string]*forges.CIStatus{}, nextID: 100, failNext: map[string]int{}}
 }
 
 func (f *memForge) record(format string, args ...any) {
@@ -76,6 +93,9 @@ func (f *memForge) Comments(_ context.Context, t forges.Target) ([]forges.Commen
 func (f *memForge) CreateComment(_ context.Context, t forges.Target, body string) (*forges.Comment, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if err := f.failing("CreateComment"); err != nil {
+		return nil, err
+	}
 	t.Project = forges.Project{}
 	f.nextID++
 	c := forges.Comment{ID: f.nextID, Author: f.me, Body: body, CreatedAt: time.Now()}
@@ -109,6 +129,9 @@ func (f *memForge) UpdateLabel(context.Context, forges.Project, forges.Label) er
 func (f *memForge) AddLabels(_ context.Context, t forges.Target, names ...string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if err := f.failing("AddLabels"); err != nil {
+		return err
+	}
 	is := f.issues[t.Number]
 	for _, n := range names {
 		if !slices.Contains(is.Labels, n) {

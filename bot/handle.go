@@ -14,38 +14,36 @@ import (
 )
 
 // handleEvent applies one recorded event to its mailbox and returns what it
-// did, for the event record. Every forge effect is idempotent (managed
-// comments by key, labels by name), so handling an event again after a crash
-// changes nothing twice.
-func (e *Engine) handleEvent(ctx context.Context, key string, ev *forges.Event) string {
+// did, for the event record. An error means it could not (the forge or the
+// store failed) and may be tried again: every forge effect is idempotent
+// (managed comments by key, labels by name), and a run is started last, so
+// handling an event again changes nothing twice.
+func (e *Engine) handleEvent(ctx context.Context, key string, ev *forges.Event) (string, error) {
 	mb, err := e.mailbox(key)
 	if err != nil {
-		e.log.Error("read mailbox", "mailbox", key, "err", err)
-		return "error: " + err.Error()
+		return "", fmt.Errorf("read mailbox %s: %w", key, err)
 	}
 	in := Classify(ev, mb, e.me)
 	log := e.log.With("mailbox", key, "delivery", ev.DeliveryID, "event", ev.Type, "intent", in.Kind)
 	if in.Kind == IntentIgnore {
 		log.Debug("event ignored", "reason", in.Reason)
-		return "ignored: " + in.Reason
+		return "ignored: " + in.Reason, nil
 	}
 	if steers(in.Kind) {
 		perm, err := e.forge.Permission(ctx, ev.Target.Project, ev.Actor)
 		if err != nil {
-			log.Error("permission check", "actor", ev.Actor, "err", err)
-			return "error: " + err.Error()
+			return "", fmt.Errorf("permission of %s: %w", ev.Actor, err)
 		}
 		if perm < forges.PermissionWrite {
 			log.Info("steering refused: no write access", "actor", ev.Actor, "permission", perm)
-			return "ignored: " + ev.Actor + " has no write access"
+			return "ignored: " + ev.Actor + " has no write access", nil
 		}
 	}
 	if err := e.act(ctx, mb, ev, in); err != nil {
-		log.Error("handling failed", "err", err)
-		return "error: " + err.Error()
+		return "", fmt.Errorf("%s: %w", in.Kind, err)
 	}
 	log.Info("event handled")
-	return string(in.Kind)
+	return string(in.Kind), nil
 }
 
 // steers tells the intents only people with write access may cause.
@@ -355,10 +353,7 @@ func (e *Engine) setStatusLabel(ctx context.Context, mb *state.Mailbox, s Status
 // comment posts (or finds) the managed comment of kind for cause.
 func (e *Engine) comment(ctx context.Context, mb *state.Mailbox, kind, cause, body string) error {
 	_, _, err := forges.EnsureComment(ctx, e.forge, issueTarget(mb), forges.Key(mb.ID, kind, cause), kind, body)
-	if err != nil {
-		return fmt.Errorf("comment %s: %w", kind, err)
-	}
-	return nil
+	return err // it says "ensure comment <kind>"
 }
 
 // statusOfPhase is the status shown while phase runs.
