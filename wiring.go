@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,7 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
+	"golang.org/x/oauth2"
 	"golang.org/x/sys/unix"
 
 	"github.com/alchemic-studio/alfred/agents"
@@ -216,6 +219,53 @@ func pageDeps(c *config.Config, st *state.Store, log *slog.Logger) (views.Deps, 
 			secrets = append(secrets, v)
 		}
 	}
-	return views.Deps{Version: version, Config: c, Ready: ready(c.StateDir), Logger: log,
-		Records: st, Agents: list, Runner: c.Runner, Credentials: creds, Secrets: secrets}, nil
+	secrets = append(secrets, c.OAuthClientSecret)
+	d := views.Deps{Version: version, Config: c, Ready: ready(c.StateDir), Logger: log,
+		Records: st, Agents: list, Runner: c.Runner, Credentials: creds, Secrets: secrets}
+	if c.ForgeKind != "" {
+		f, _, err := newForge(c)
+		if err != nil {
+			return views.Deps{}, err
+		}
+		d.Access = newAccess(c, f)
+	}
+	return d, nil
+}
+
+// newAccess is the sign-in with the forge's OAuth2 and the read permission
+// checked through the forge; without an OAuth2 application only the public
+// projects can be read.
+func newAccess(c *config.Config, f forges.Forge) *views.Access {
+	key := sha256.Sum256([]byte("alfred session cookies\x00" + c.OAuthClientSecret))
+	a := &views.Access{Permission: f.Permission, Key: key[:], Public: func(p forges.Project) bool {
+		return slices.Contains(c.PublicProjects, "*") || slices.Contains(c.PublicProjects, p.FullName())
+	}}
+	if c.OAuthClientID == "" {
+		return a
+	}
+	public := c.PublicURL
+	if public == "" {
+		public = "http://" + c.Listen
+	}
+	web, api, field, scopes := strings.TrimRight(c.ForgeURL, "/"), "", "login", []string(nil)
+	switch c.ForgeKind {
+	case "forgejo":
+		api = web + "/api/v1/user"
+		a.OAuth = &oauth2.Config{Endpoint: oauth2.Endpoint{AuthURL: web + "/login/oauth/authorize", TokenURL: web + "/login/oauth/access_token"}}
+	case "github":
+		if web == "" || web == "https://api.github.com" {
+			web, api = "https://github.com", "https://api.github.com/user"
+		} else { // GitHub Enterprise: the API is under /api/v3
+			web = strings.TrimSuffix(web, "/api/v3")
+			api = web + "/api/v3/user"
+		}
+		a.OAuth = &oauth2.Config{Endpoint: oauth2.Endpoint{AuthURL: web + "/login/oauth/authorize", TokenURL: web + "/login/oauth/access_token"}}
+	case "gitlab":
+		api, field, scopes = web+"/api/v4/user", "username", []string{"read_user"}
+		a.OAuth = &oauth2.Config{Endpoint: oauth2.Endpoint{AuthURL: web + "/oauth/authorize", TokenURL: web + "/oauth/token"}}
+	}
+	a.OAuth.ClientID, a.OAuth.ClientSecret = c.OAuthClientID, c.OAuthClientSecret
+	a.OAuth.RedirectURL, a.OAuth.Scopes = public+"/oauth/callback", scopes
+	a.UserURL, a.LoginField = api, field
+	return a
 }

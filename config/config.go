@@ -44,6 +44,10 @@ type Config struct {
 	APIURL   string
 	APIKey   string
 	APIModel string
+
+	OAuthClientID     string
+	OAuthClientSecret string
+	PublicProjects    []string
 }
 
 // Setting describes one configuration value: its flag, its ALFRED_* variable,
@@ -130,6 +134,15 @@ var Settings = []Setting{
 	{Flag: "api-model", Env: "ALFRED_API_MODEL", Default: "", Accepts: "a model name",
 		Help: "model of the api adapter when AGENT_MODEL names none",
 		set:  func(c *Config, v string) error { c.APIModel = v; return nil }, get: func(c *Config) string { return c.APIModel }},
+	{Flag: "oauth-client-id", Env: "ALFRED_OAUTH_CLIENT_ID", Default: "", Accepts: "the client id of an OAuth2 application on the forge",
+		Help: "sign-in to the run pages with the forge (callback URL: {ALFRED_PUBLIC_URL}/oauth/callback); empty: nobody can sign in",
+		set:  func(c *Config, v string) error { c.OAuthClientID = v; return nil }, get: func(c *Config) string { return c.OAuthClientID }},
+	{Flag: "oauth-client-secret", Env: "ALFRED_OAUTH_CLIENT_SECRET", Default: "", Accepts: "that application's client secret", Secret: true,
+		Help: "secret of the OAuth2 application (also keys the session cookies)",
+		set:  func(c *Config, v string) error { c.OAuthClientSecret = v; return nil }, get: func(c *Config) string { return c.OAuthClientSecret }},
+	{Flag: "public-projects", Env: "ALFRED_PUBLIC_PROJECTS", Default: "", Accepts: "comma-separated OWNER/NAME, or *",
+		Help: "projects whose run pages anyone may read without signing in",
+		set:  func(c *Config, v string) error { c.PublicProjects = splitList(v); return nil }, get: func(c *Config) string { return strings.Join(c.PublicProjects, ",") }},
 	{Flag: "credential-mounts", Env: "AGENT_CREDENTIAL_MOUNTS", Default: "", Accepts: "adapter=/host/path:/home/agent/path, comma-separated",
 		Help: "read-only credential mounts per adapter (default for the setting of the same name)",
 		set:  func(c *Config, v string) error { c.CredentialMounts = v; return nil }, get: func(c *Config) string { return c.CredentialMounts }},
@@ -232,6 +245,9 @@ func LoadWith(name string, args []string, lookupEnv func(string) (string, bool),
 func (c *Config) check() error {
 	if c.ForgeName == "" {
 		c.ForgeName = c.ForgeKind
+	}
+	if (c.OAuthClientID == "") != (c.OAuthClientSecret == "") {
+		return fmt.Errorf("settings ALFRED_OAUTH_CLIENT_ID and ALFRED_OAUTH_CLIENT_SECRET: set both or neither")
 	}
 	if c.ForgeKind != "" {
 		if c.ForgeURL == "" && c.ForgeKind != "github" {

@@ -69,10 +69,18 @@ func (d Deps) resumable(a Agent, inst *state.AgentInstallation) (bool, string) {
 	return true, ""
 }
 
-func (d Deps) agentsPage(w http.ResponseWriter, _ *http.Request) {
+func (d Deps) agentsPage(w http.ResponseWriter, r *http.Request) {
+	if !d.Access.signedIn(r) {
+		d.signIn(w, r)
+		return
+	}
 	render(w, d.Logger, "agents.html", d.loadAgents())
 }
 
-func (d Deps) agentsJSON(w http.ResponseWriter, _ *http.Request) {
+func (d Deps) agentsJSON(w http.ResponseWriter, r *http.Request) {
+	if !d.Access.signedIn(r) {
+		d.signIn(w, r)
+		return
+	}
 	writeJSON(w, d.loadAgents())
 }

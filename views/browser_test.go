@@ -124,4 +124,16 @@ func TestPagesInABrowser(t *testing.T) {
 	if got := text(t, ctx, `[data-test="agent-claude-code"] [data-test="resumable"]`); got != "resumable" {
 		t.Errorf("claude-code %q", got)
 	}
+
+	// With access control, an anonymous visitor gets the sign-in page.
+	d := f.deps()
+	d.Access = newOAuthForge(t).access("http://unused", nil)
+	guarded := serve(t, d)
+	open(t, ctx, guarded.URL+"/runs/"+f.resumed, `[data-test="signin"]`)
+	if n := count(t, ctx, `[data-test="session-row"]`); n != 0 {
+		t.Error("the sign-in page shows the run")
+	}
+	if got := text(t, ctx, `[data-test="signin-link"]`); got != "Sign in with the forge" {
+		t.Errorf("sign-in link %q", got)
+	}
 }

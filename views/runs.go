@@ -11,6 +11,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/state"
 )
 
@@ -83,21 +84,33 @@ func (d Deps) redact(s string) string {
 }
 
 func (d Deps) runPage(w http.ResponseWriter, r *http.Request) {
-	v, err := d.loadRun(mux.Vars(r)["id"])
-	if err != nil {
-		d.notFound(w, r, err)
-		return
+	if v := d.readableRun(w, r); v != nil {
+		render(w, d.Logger, "run.html", v)
 	}
-	render(w, d.Logger, "run.html", v)
 }
 
 func (d Deps) runJSON(w http.ResponseWriter, r *http.Request) {
+	if v := d.readableRun(w, r); v != nil {
+		writeJSON(w, v)
+	}
+}
+
+// readableRun loads the run of the request if the visitor may read its
+// project; otherwise it has answered and returns nil.
+func (d Deps) readableRun(w http.ResponseWriter, r *http.Request) *runView {
 	v, err := d.loadRun(mux.Vars(r)["id"])
 	if err != nil {
 		d.notFound(w, r, err)
-		return
+		return nil
 	}
-	writeJSON(w, v)
+	if !d.guard(w, r, projectOf(v.Mailbox)) {
+		return nil
+	}
+	return v
+}
+
+func projectOf(mb state.Mailbox) forges.Project {
+	return forges.Project{Forge: mb.Forge, Owner: mb.Owner, Name: mb.Project}
 }
 
 type mailboxView struct {
@@ -136,21 +149,27 @@ func (d Deps) loadMailbox(id string) (*mailboxView, error) {
 }
 
 func (d Deps) mailboxPage(w http.ResponseWriter, r *http.Request) {
-	v, err := d.loadMailbox(mux.Vars(r)["id"])
-	if err != nil {
-		d.notFound(w, r, err)
-		return
+	if v := d.readableMailbox(w, r); v != nil {
+		render(w, d.Logger, "mailbox.html", v)
 	}
-	render(w, d.Logger, "mailbox.html", v)
 }
 
 func (d Deps) mailboxJSON(w http.ResponseWriter, r *http.Request) {
+	if v := d.readableMailbox(w, r); v != nil {
+		writeJSON(w, v)
+	}
+}
+
+func (d Deps) readableMailbox(w http.ResponseWriter, r *http.Request) *mailboxView {
 	v, err := d.loadMailbox(mux.Vars(r)["id"])
 	if err != nil {
 		d.notFound(w, r, err)
-		return
+		return nil
 	}
-	writeJSON(w, v)
+	if !d.guard(w, r, projectOf(v.Mailbox)) {
+		return nil
+	}
+	return v
 }
 
 // notFound answers 404 for records that do not exist or cannot be read; the

@@ -37,6 +37,8 @@ type Deps struct {
 	Credentials sandbox.CredentialMounts
 	// Secrets are hidden from every page, again.
 	Secrets []string
+	// Access guards the run, mailbox and agents pages; nil leaves them open.
+	Access *Access
 }
 
 // Register adds the health probes and the pages to r.
@@ -51,6 +53,11 @@ func Register(r *mux.Router, d Deps) {
 		return
 	}
 	get := []string{http.MethodGet, http.MethodHead}
+	if d.Access != nil {
+		r.HandleFunc("/login", d.Access.loginPage).Methods(get...)
+		r.HandleFunc("/oauth/callback", d.Access.callback).Methods(get...)
+		r.HandleFunc("/logout", logout).Methods(http.MethodPost, http.MethodGet)
+	}
 	r.HandleFunc("/runs/{id}", d.runPage).Methods(get...)
 	r.HandleFunc("/mailboxes/{id:.+}", d.mailboxPage).Methods(get...)
 	r.HandleFunc("/agents", d.agentsPage).Methods(get...)
