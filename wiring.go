@@ -55,7 +55,7 @@ func newRunner(ctx context.Context, c *config.Config, log *slog.Logger) (sandbox
 	if c.Runner == "host" {
 		return sandbox.NewHostRunner(sandbox.HostOptions{}), nil
 	}
-	r, err := sandbox.NewImageRunner(ctx, sandbox.ImageOptions{Host: c.DockerHost, Logger: log})
+	r, err := sandbox.NewImageRunner(ctx, sandbox.ImageOptions{Host: c.DockerHost, Instance: c.Instance, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("image runner: %w", err)
 	}

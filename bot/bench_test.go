@@ -50,7 +50,7 @@ func BenchmarkWebhookToAgentStart(b *testing.B) {
 		if host == "" || image == "" {
 			b.Fatal("ALFRED_TEST_DOCKER_HOST and ALFRED_TEST_IMAGE are not set: start the test daemon with eval \"$(scripts/dockerd.sh start)\"")
 		}
-		r, err := sandbox.NewImageRunner(context.Background(), sandbox.ImageOptions{Host: host})
+		r, err := sandbox.NewImageRunner(context.Background(), sandbox.ImageOptions{Host: host, Instance: "bot-bench"})
 		if err != nil {
 			b.Fatal(err)
 		}

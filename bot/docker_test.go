@@ -24,7 +24,7 @@ func dockerRunner(t *testing.T) (sandbox.Runner, string) {
 		}
 		t.Fatal(msg)
 	}
-	r, err := sandbox.NewImageRunner(context.Background(), sandbox.ImageOptions{Host: host})
+	r, err := sandbox.NewImageRunner(context.Background(), sandbox.ImageOptions{Host: host, Instance: "bot-tests"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,6 +33,7 @@ type Config struct {
 
 	Runner           string
 	DockerHost       string
+	Instance         string
 	AgentImage       string
 	MaxParallelRuns  int
 	PollInterval     time.Duration
@@ -110,6 +111,14 @@ var Settings = []Setting{
 	{Flag: "docker-host", Env: "ALFRED_DOCKER_HOST", Default: "", Accepts: "a Docker daemon address such as unix:///var/run/docker.sock; empty uses DOCKER_HOST",
 		Help: "Docker daemon of the image runner",
 		set:  func(c *Config, v string) error { c.DockerHost = v; return nil }, get: func(c *Config) string { return c.DockerHost }},
+	{Flag: "instance", Env: "ALFRED_INSTANCE", Default: "default", Accepts: "letters, digits, '-' or '_'",
+		Help: "name of this bot on the Docker daemon: its containers carry it, and a start removes only its own leftovers",
+		set: func(c *Config, v string) error {
+			if v == "" {
+				return errEmpty
+			}
+			return setName(&c.Instance, v)
+		}, get: func(c *Config) string { return c.Instance }},
 	{Flag: "agent-image", Env: "ALFRED_AGENT_IMAGE", Default: "alfred-agent:latest", Accepts: "a Docker image reference",
 		Help: "image the agent CLIs run in (see sandbox/images/agent)",
 		set:  func(c *Config, v string) error { return setNonEmpty(&c.AgentImage, v) }, get: func(c *Config) string { return c.AgentImage }},

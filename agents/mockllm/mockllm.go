@@ -89,6 +89,16 @@ func Start(opts Options) *Server {
 	return s
 }
 
+// Handler is the mock as a handler, to serve on a listener of one's own (the
+// end-to-end test runs it inside the agent's container).
+func Handler(opts Options) http.Handler {
+	if opts.Reply == "" {
+		opts.Reply = "ok"
+	}
+	s := &Server{opts: opts}
+	return http.HandlerFunc(s.serve)
+}
+
 // Close stops the server.
 func (s *Server) Close() { s.srv.Close() }
 
