@@ -5,7 +5,7 @@ BIN     ?= bin/alfred
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build run test unit bench fuzz lint clean
+.PHONY: all build run test e2e unit bench lint clean
 
 all: build
 
@@ -18,6 +18,11 @@ run: build
 # The whole suite: dependencies, a private Docker daemon, the agent CLIs, every test.
 test:
 	bash scripts/test.sh
+
+# The end-to-end proof alone (make test runs it too): the built binary, a fake
+# Forgejo over HTTP, the private Docker daemon and the real Claude Code.
+e2e:
+	bash scripts/test.sh ./e2e/
 
 # Unit tests only: no daemon, no CLIs (tests that need them skip under -short).
 unit:

@@ -4,6 +4,7 @@
 # Docker packages come with scripts/dockerd.sh), starts a private Docker daemon,
 # installs the agent CLIs from the npm registry, runs every test and stops the
 # daemon it started. Nothing here skips: a missing part fails the run.
+# Arguments name the packages to test (default ./...; make e2e gives ./e2e/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,5 +37,5 @@ log "installing the agent CLIs"
 clis_env=$(bash scripts/agent-clis.sh)
 eval "$clis_env"
 
-log "go test"
-go test -count=1 -timeout 45m ./...
+log "go test ${*:-./...}"
+go test -count=1 -timeout 45m "${@:-./...}"
