@@ -19,10 +19,6 @@ import (
 	"github.com/alchemic-studio/alfred/state"
 )
 
-// workspace is where the working copy is mounted in the sandbox. It never
-// changes, so CLIs that bind sessions to the cwd find them again.
-const workspace = "/workspace"
-
 // startRun records a queued run of phase, freezes the branch name (at the
 // first run of any phase, analysis included, without creating the branch)
 // and starts executing it in the background.
@@ -167,8 +163,10 @@ func (e *Engine) invoke(ctx context.Context, mb *state.Mailbox, run *state.Run) 
 	spec := e.cfg.Sandbox
 	spec.Env = cloneMap(spec.Env)
 	spec.Labels = map[string]string{"alfred.run": run.ID, "alfred.mailbox": mb.ID}
-	spec.Workdir = workspace
-	spec.Worktree = &sandbox.Mount{Host: wt.Dir, Container: workspace, ReadOnly: phase.TextOnly()}
+	// The working copy is always at the same place, so CLIs that bind their
+	// sessions to the cwd find them again.
+	spec.Workdir = sandbox.WorkspacePath
+	spec.Worktree = &sandbox.Mount{Host: wt.Dir, Container: sandbox.WorkspacePath, ReadOnly: phase.TextOnly()}
 	spec.Network = e.settings.String(sc, "AGENT_NETWORK")
 	creds, err := sandbox.ParseCredentialMounts(e.settings.String(sc, "AGENT_CREDENTIAL_MOUNTS"))
 	if err != nil {
