@@ -18,7 +18,6 @@ const (
 	KindBlocked             = "blocked"
 	KindAnswer              = "answer"
 	KindSession             = "session" // the status comment, edited in place
-	KindMergeRequest        = "merge_request"
 )
 
 func textAcknowledgement(author string) string {

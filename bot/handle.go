@@ -2,7 +2,6 @@ package bot
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -365,5 +364,3 @@ func statusOfPhase(p agents.Phase) Status {
 		return StatusInDevelopment
 	}
 }
-
-var errRunInProgress = errors.New("a run is in progress")
