@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -30,6 +31,9 @@ type Config struct {
 	Sandbox sandbox.Spec
 	// Repos keeps the project clones and run working copies.
 	Repos *Repos
+	// Journal is the file of the durable intake queue; default
+	// {Repos.Base}/events.journal.
+	Journal string
 	// Sessions is the base of the per-mailbox agent session state.
 	Sessions SessionStore
 	// PublicURL prefixes the run page links in comments.
@@ -63,11 +67,20 @@ type Engine struct {
 	now      func() time.Time
 	me       string
 
-	inbox  *inbox
-	slots  chan struct{} // run concurrency
-	runsWG sync.WaitGroup
-	cancel context.CancelFunc
-	ctx    context.Context
+	inbox   *inbox
+	journal *journal
+	slots   chan struct{} // run concurrency
+	runsWG  sync.WaitGroup
+	cancel  context.CancelFunc
+	ctx     context.Context
+
+	closeOnce sync.Once
+
+	finMu     sync.Mutex
+	finished  []finished    // handled events waiting for their record
+	flushNow  chan struct{} // a full batch
+	stopFlush chan struct{}
+	flushed   chan struct{} // flushLoop is done
 
 	seenMu sync.Mutex
 	seen   map[string]struct{} // delivery ids recorded
@@ -97,6 +110,9 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Journal == "" {
+		cfg.Journal = filepath.Join(cfg.Repos.Base, "events.journal")
+	}
 	if cfg.RetryDelay <= 0 {
 		cfg.RetryDelay = time.Second
 	}
@@ -120,9 +136,16 @@ func (e *Engine) Start(ctx context.Context) error {
 		return fmt.Errorf("engine: who is the bot: %w", err)
 	}
 	e.me = me.Login
+	j, journaled, err := openJournal(e.cfg.Journal)
+	if err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	e.journal = j
 	e.ctx, e.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	e.inbox = newInbox(e.ctx, e.handle)
-	if err := e.recoverEvents(ctx); err != nil {
+	e.flushNow, e.stopFlush, e.flushed = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+	go e.flushLoop()
+	if err := e.recoverEvents(ctx, journaled); err != nil {
 		return err
 	}
 	if err := e.recoverRuns(ctx); err != nil {
@@ -142,9 +165,18 @@ func (e *Engine) Close() {
 	if e.inbox == nil {
 		return
 	}
+	e.closeOnce.Do(e.close)
+}
+
+func (e *Engine) close() {
 	e.cancel()
 	e.inbox.close()
 	e.runsWG.Wait()
+	close(e.stopFlush)
+	<-e.flushed
+	if err := e.journal.close(); err != nil {
+		e.log.Warn("close the event journal", "err", err)
+	}
 }
 
 // Me is the bot's login, known after Start.
@@ -164,7 +196,7 @@ func (e *Engine) handle(ctx context.Context, key string, m message) {
 			e.log.Error("event dropped after retries", "mailbox", key, "delivery", m.event.DeliveryID, "err", err)
 			outcome = "error: " + err.Error()
 		}
-		e.finishEvent(ctx, m.eventPath, outcome)
+		e.finishEvent(m, outcome)
 	case m.runDone != "":
 		if err := e.retrying(ctx, func() error { return e.handleRunDone(ctx, key, m.runDone) }); err != nil {
 			// The mailbox keeps the run as active: the next start applies it.

@@ -16,10 +16,11 @@ import (
 	"github.com/alchemic-studio/alfred/state"
 )
 
-// eventRecord is a webhook event in the durable queue, stored at
-// events/{day}/{received}-{delivery hash}.json before the webhook is
-// answered and marked done once handled. Done records are kept for
-// eventRetention so that redeliveries are recognised, then pruned.
+// eventRecord is a handled webhook event in the state branch, at
+// events/{day}/{received}-{delivery hash}.json, with what handling made of
+// it. Records are kept for eventRetention, so that redeliveries are
+// recognised after a restart, then pruned. (Before it is handled, an event is
+// in the journal: see journal.go.)
 type eventRecord struct {
 	FormatVersion int           `json:"format_version"`
 	Delivery      string        `json:"delivery_id"`
@@ -44,8 +45,10 @@ func eventPath(received time.Time, delivery string) string {
 // the end of one of its runs, or a poll of its merge request.
 type message struct {
 	event     *forges.Event
-	eventPath string
-	runDone   string // run id
+	eventPath string    // where the event is recorded once handled
+	received  time.Time // when the webhook brought it
+	journaled bool      // the journal holds it until it is recorded
+	runDone   string    // run id
 	poll      bool
 }
 
@@ -110,8 +113,9 @@ func (in *inbox) close() {
 }
 
 // Intake records ev durably and queues it for its mailbox. It is the sink
-// of the webhook handlers: once it returns nil the event survives a crash,
-// so the webhook can be answered. A redelivery (same delivery id) is dropped.
+// of the webhook handlers: once it returns nil the event survives a crash
+// (it is in the journal), so the webhook can be answered. A redelivery (same
+// delivery id) is dropped.
 func (e *Engine) Intake(ctx context.Context, ev *forges.Event) error {
 	if ev.DeliveryID == "" {
 		ev.DeliveryID = syntheticDelivery(ev)
@@ -126,15 +130,13 @@ func (e *Engine) Intake(ctx context.Context, ev *forges.Event) error {
 	e.seenMu.Unlock()
 
 	now := e.now()
-	path := eventPath(now, ev.DeliveryID)
-	rec := eventRecord{FormatVersion: 1, Delivery: ev.DeliveryID, ReceivedAt: now, Event: ev}
-	if err := e.store.Update(ctx, func(tx *state.Tx) error { return tx.Put(path, rec) }); err != nil {
+	if err := e.journal.append(journalEntry{Delivery: ev.DeliveryID, ReceivedAt: now, Event: ev}); err != nil {
 		e.seenMu.Lock()
 		delete(e.seen, ev.DeliveryID)
 		e.seenMu.Unlock()
 		return fmt.Errorf("record event %s: %w", ev.DeliveryID, err)
 	}
-	e.inbox.post(e.route(ev), message{event: ev, eventPath: path})
+	e.inbox.post(e.route(ev), message{event: ev, eventPath: eventPath(now, ev.DeliveryID), received: now, journaled: true})
 	return nil
 }
 
@@ -146,29 +148,89 @@ func syntheticDelivery(ev *forges.Event) string {
 	return "synthetic-" + hex.EncodeToString(sum[:8])
 }
 
-// finishEvent marks a recorded event done, with what handling made of it.
-func (e *Engine) finishEvent(ctx context.Context, path, outcome string) {
-	err := e.store.Update(ctx, func(tx *state.Tx) error {
-		raw, err := tx.Get(path)
-		if err != nil {
-			return err
+// finishEvent queues a handled event for the state branch, with what
+// handling made of it. Records are written in batches (flushEvents), so that
+// a stream of webhooks costs few commits; until its record is written an
+// event stays in the journal, and a crash hands it over to the next start
+// (handling is idempotent).
+func (e *Engine) finishEvent(m message, outcome string) {
+	e.finMu.Lock()
+	e.finished = append(e.finished, finished{m: m, outcome: outcome})
+	n := len(e.finished)
+	e.finMu.Unlock()
+	if n >= flushBatch {
+		select {
+		case e.flushNow <- struct{}{}:
+		default:
 		}
-		var rec eventRecord
-		if err := json.Unmarshal(raw, &rec); err != nil {
-			return fmt.Errorf("read %s: %w", path, err)
-		}
-		rec.Done, rec.Outcome = true, outcome
-		return tx.Put(path, rec)
-	})
-	if err != nil {
-		e.log.Error("mark event done", "path", path, "err", err)
 	}
 }
 
-// recover loads the recorded events: done ones into the redelivery filter
-// (pruning those past retention), pending ones back into their mailboxes'
-// queues in the order they arrived.
-func (e *Engine) recoverEvents(ctx context.Context) error {
+type finished struct {
+	m       message
+	outcome string
+}
+
+const (
+	flushEvery = 100 * time.Millisecond
+	flushBatch = 256
+)
+
+// flushLoop writes the records of handled events until the engine closes,
+// then once more.
+func (e *Engine) flushLoop() {
+	defer close(e.flushed)
+	t := time.NewTicker(flushEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-e.flushNow:
+		case <-e.stopFlush:
+			e.flushEvents()
+			return
+		}
+		e.flushEvents()
+	}
+}
+
+func (e *Engine) flushEvents() {
+	e.finMu.Lock()
+	batch := e.finished
+	e.finished = nil
+	e.finMu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	err := e.store.Update(context.Background(), func(tx *state.Tx) error {
+		for _, f := range batch {
+			rec := eventRecord{FormatVersion: 1, Delivery: f.m.event.DeliveryID, ReceivedAt: f.m.received, Event: f.m.event, Done: true, Outcome: f.outcome}
+			if err := tx.Put(f.m.eventPath, rec); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		// The journal keeps them; try again at the next tick.
+		e.log.Error("record handled events", "events", len(batch), "err", err)
+		e.finMu.Lock()
+		e.finished = append(batch, e.finished...)
+		e.finMu.Unlock()
+		return
+	}
+	for _, f := range batch {
+		if f.m.journaled {
+			e.journal.done()
+		}
+	}
+}
+
+// recoverEvents loads the handled events of the state branch into the
+// redelivery filter (pruning those past retention) and queues again, in the
+// order they arrived, the journaled events the branch does not record as
+// handled: the work a stopped or killed process left.
+func (e *Engine) recoverEvents(ctx context.Context, journaled []journalEntry) error {
 	paths := e.store.List(eventsDir)
 	sort.Strings(paths) // day, then received time
 	var stale []string
@@ -185,16 +247,14 @@ func (e *Engine) recoverEvents(ctx context.Context) error {
 			e.log.Warn("unreadable event record", "path", p, "err", err)
 			continue
 		}
-		if rec.Done {
-			if rec.ReceivedAt.Before(cutoff) {
-				stale = append(stale, p)
-				continue
-			}
-			e.seen[rec.Delivery] = struct{}{}
+		if rec.Done && rec.ReceivedAt.Before(cutoff) {
+			stale = append(stale, p)
 			continue
 		}
 		e.seen[rec.Delivery] = struct{}{}
-		pending = append(pending, message{event: rec.Event, eventPath: p})
+		if !rec.Done { // recorded before the journal existed
+			pending = append(pending, message{event: rec.Event, eventPath: p, received: rec.ReceivedAt})
+		}
 	}
 	if len(stale) > 0 {
 		err := e.store.Update(ctx, func(tx *state.Tx) error {
@@ -208,6 +268,14 @@ func (e *Engine) recoverEvents(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("prune old events: %w", err)
 		}
+	}
+	for _, j := range journaled {
+		if _, handled := e.seen[j.Delivery]; handled {
+			e.journal.done()
+			continue
+		}
+		e.seen[j.Delivery] = struct{}{}
+		pending = append(pending, message{event: j.Event, eventPath: eventPath(j.ReceivedAt, j.Delivery), received: j.ReceivedAt, journaled: true})
 	}
 	for _, m := range pending {
 		e.log.Info("resuming recorded event", "delivery", m.event.DeliveryID, "type", m.event.Type)
