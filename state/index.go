@@ -25,6 +25,7 @@ type snapshot struct {
 	trees map[string]*treeNode
 
 	mailboxes     map[string]*mailboxIndex       // by mailbox id
+	mailboxFiles  map[string]struct{}            // paths of mailbox records
 	runs          map[string]string              // run id -> path
 	sessionsByRun map[string]map[string]struct{} // run id -> llm session paths
 }
@@ -40,6 +41,7 @@ func newSnapshot() *snapshot {
 		files:         map[string]*record{},
 		trees:         map[string]*treeNode{"": {hash: hashObject(plumbing.TreeObject, nil)}},
 		mailboxes:     map[string]*mailboxIndex{},
+		mailboxFiles:  map[string]struct{}{},
 		runs:          map[string]string{},
 		sessionsByRun: map[string]map[string]struct{}{},
 	}
@@ -80,6 +82,8 @@ func (s *snapshot) mailbox(id string) *mailboxIndex {
 // index adds the record at path to the indexes.
 func (s *snapshot) index(path string, r *record) {
 	switch kindOf(path) {
+	case "mailbox":
+		s.mailboxFiles[path] = struct{}{}
 	case "run":
 		s.runs[recordName(path)] = path
 	case "llm_session":
@@ -112,6 +116,8 @@ func (s *snapshot) index(path string, r *record) {
 // unindex removes the record at path from the indexes.
 func (s *snapshot) unindex(path string, r *record) {
 	switch kindOf(path) {
+	case "mailbox":
+		delete(s.mailboxFiles, path)
 	case "run":
 		if s.runs[recordName(path)] == path {
 			delete(s.runs, recordName(path))

@@ -90,12 +90,16 @@ func (s *Store) Mailbox(k MailboxKey) (Mailbox, error) {
 func (s *Store) Mailboxes() ([]Mailbox, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	// From the index of mailbox records: walking the mailboxes tree would
+	// visit every run and llm session too.
+	paths := make([]string, 0, len(s.snap.mailboxFiles))
+	for p := range s.snap.mailboxFiles {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
 	var out []Mailbox
 	var errs []error
-	for _, p := range s.snap.listFiles("mailboxes", true) {
-		if kindOf(p) != "mailbox" {
-			continue
-		}
+	for _, p := range paths {
 		v, err := s.valueLocked(p)
 		if err != nil {
 			errs = append(errs, err)
