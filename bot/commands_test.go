@@ -271,3 +271,45 @@ func TestForgeDownIsRetriedNotLost(t *testing.T) {
 		t.Errorf("status %s", mb.Status)
 	}
 }
+
+// TestOldEventsArePruned: handled events past the retention leave the state
+// branch and the redelivery filter; recent ones stay and still stop a
+// redelivery.
+func TestOldEventsArePruned(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.engine.Close()
+	now := time.Now()
+	ev := func(id string) *forges.Event {
+		return &forges.Event{Type: forges.EventIgnored, Reason: "test", DeliveryID: id, Target: forges.Target{Project: h.project}}
+	}
+	old, recent := now.Add(-8*24*time.Hour), now.Add(-time.Hour)
+	err := h.store.Update(context.Background(), func(tx *state.Tx) error {
+		if err := tx.Put(eventPath(old, "old"), eventRecord{FormatVersion: 1, Delivery: "old", ReceivedAt: old, Event: ev("old"), Done: true}); err != nil {
+			return err
+		}
+		return tx.Put(eventPath(recent, "recent"), eventRecord{FormatVersion: 1, Delivery: "recent", ReceivedAt: recent, Event: ev("recent"), Done: true})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(h.engine.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	paths := h.store.List(eventsDir)
+	if len(paths) != 1 || paths[0] != eventPath(recent, "recent") {
+		t.Fatalf("event records after the start: %q", paths)
+	}
+	e.seenMu.Lock()
+	_, keptRecent := e.seen["recent"]
+	_, keptOld := e.seen["old"]
+	e.seenMu.Unlock()
+	if !keptRecent || keptOld {
+		t.Errorf("redelivery filter: recent %v, old %v", keptRecent, keptOld)
+	}
+}

@@ -83,7 +83,7 @@ type Engine struct {
 	flushed   chan struct{} // flushLoop is done
 
 	seenMu sync.Mutex
-	seen   map[string]struct{} // delivery ids recorded
+	seen   map[string]time.Time // delivery ids recorded, with when they came
 }
 
 // New checks the configuration and builds an engine. Call Start to run it.
@@ -124,7 +124,7 @@ func New(cfg Config) (*Engine, error) {
 		log:      cfg.Logger,
 		now:      cfg.Now,
 		slots:    make(chan struct{}, cfg.MaxParallelRuns),
-		seen:     map[string]struct{}{},
+		seen:     map[string]time.Time{},
 	}, nil
 }
 
@@ -145,7 +145,8 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.inbox = newInbox(e.ctx, e.handle)
 	e.flushNow, e.stopFlush, e.flushed = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
 	go e.flushLoop()
-	if err := e.recoverEvents(ctx, journaled); err != nil {
+	e.recoverEvents(journaled)
+	if err := e.pruneEvents(ctx); err != nil {
 		return err
 	}
 	if err := e.recoverRuns(ctx); err != nil {

@@ -126,10 +126,10 @@ func (e *Engine) Intake(ctx context.Context, ev *forges.Event) error {
 		e.log.Info("redelivery dropped", "delivery", ev.DeliveryID, "type", ev.Type)
 		return nil
 	}
-	e.seen[ev.DeliveryID] = struct{}{}
+	now := e.now()
+	e.seen[ev.DeliveryID] = now
 	e.seenMu.Unlock()
 
-	now := e.now()
 	if err := e.journal.append(journalEntry{Delivery: ev.DeliveryID, ReceivedAt: now, Event: ev}); err != nil {
 		e.seenMu.Lock()
 		delete(e.seen, ev.DeliveryID)
@@ -174,6 +174,7 @@ type finished struct {
 const (
 	flushEvery = 100 * time.Millisecond
 	flushBatch = 256
+	pruneEvery = 24 * time.Hour
 )
 
 // flushLoop writes the records of handled events until the engine closes,
@@ -182,9 +183,15 @@ func (e *Engine) flushLoop() {
 	defer close(e.flushed)
 	t := time.NewTicker(flushEvery)
 	defer t.Stop()
+	prune := time.NewTicker(pruneEvery)
+	defer prune.Stop()
 	for {
 		select {
 		case <-t.C:
+		case <-prune.C:
+			if err := e.pruneEvents(e.ctx); err != nil {
+				e.log.Warn("prune events", "err", err)
+			}
 		case <-e.flushNow:
 		case <-e.stopFlush:
 			e.flushEvents()
@@ -227,15 +234,13 @@ func (e *Engine) flushEvents() {
 }
 
 // recoverEvents loads the handled events of the state branch into the
-// redelivery filter (pruning those past retention) and queues again, in the
-// order they arrived, the journaled events the branch does not record as
-// handled: the work a stopped or killed process left.
-func (e *Engine) recoverEvents(ctx context.Context, journaled []journalEntry) error {
+// redelivery filter and queues again, in the order they arrived, the
+// journaled events the branch does not record as handled: the work a stopped
+// or killed process left.
+func (e *Engine) recoverEvents(journaled []journalEntry) {
 	paths := e.store.List(eventsDir)
 	sort.Strings(paths) // day, then received time
-	var stale []string
 	var pending []message
-	cutoff := e.now().Add(-eventRetention)
 	for _, p := range paths {
 		raw, err := e.store.Get(p)
 		if err != nil {
@@ -247,26 +252,9 @@ func (e *Engine) recoverEvents(ctx context.Context, journaled []journalEntry) er
 			e.log.Warn("unreadable event record", "path", p, "err", err)
 			continue
 		}
-		if rec.Done && rec.ReceivedAt.Before(cutoff) {
-			stale = append(stale, p)
-			continue
-		}
-		e.seen[rec.Delivery] = struct{}{}
+		e.seen[rec.Delivery] = rec.ReceivedAt
 		if !rec.Done { // recorded before the journal existed
 			pending = append(pending, message{event: rec.Event, eventPath: p, received: rec.ReceivedAt})
-		}
-	}
-	if len(stale) > 0 {
-		err := e.store.Update(ctx, func(tx *state.Tx) error {
-			for _, p := range stale {
-				if err := tx.Delete(p); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("prune old events: %w", err)
 		}
 	}
 	for _, j := range journaled {
@@ -274,12 +262,47 @@ func (e *Engine) recoverEvents(ctx context.Context, journaled []journalEntry) er
 			e.journal.done()
 			continue
 		}
-		e.seen[j.Delivery] = struct{}{}
+		e.seen[j.Delivery] = j.ReceivedAt
 		pending = append(pending, message{event: j.Event, eventPath: eventPath(j.ReceivedAt, j.Delivery), received: j.ReceivedAt, journaled: true})
 	}
 	for _, m := range pending {
 		e.log.Info("resuming recorded event", "delivery", m.event.DeliveryID, "type", m.event.Type)
 		e.inbox.post(e.route(m.event), m)
+	}
+}
+
+// pruneEvents forgets the events received before the retention: their
+// records in the state branch (whole days at a time) and their delivery ids
+// in the redelivery filter. It runs at start and every day after.
+func (e *Engine) pruneEvents(ctx context.Context) error {
+	cutoff := e.now().Add(-eventRetention)
+	e.seenMu.Lock()
+	for id, at := range e.seen {
+		if at.Before(cutoff) {
+			delete(e.seen, id)
+		}
+	}
+	e.seenMu.Unlock()
+	lastDay := eventsDir + "/" + cutoff.UTC().Format("2006-01-02")
+	var stale []string
+	for _, p := range e.store.List(eventsDir) {
+		if p < lastDay { // days before the cutoff's day
+			stale = append(stale, p)
+		}
+	}
+	if len(stale) == 0 {
+		return nil
+	}
+	err := e.store.Update(ctx, func(tx *state.Tx) error {
+		for _, p := range stale {
+			if err := tx.Delete(p); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("prune old events: %w", err)
 	}
 	return nil
 }
