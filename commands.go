@@ -82,11 +82,11 @@ func agentsDetect(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	clis, err := localCLIs()
+	adapters, err := newAdapters(c)
 	if err != nil {
 		return err
 	}
-	return agents.DetectCommand(ctx, stdout, runner, baseSpec(c), clis, nil)
+	return agents.DetectCommand(ctx, stdout, runner, baseSpec(c), localCLIs(adapters), nil)
 }
 
 // openReadOnly opens the state repository for inspection, beside a running server.

@@ -45,20 +45,27 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	}()
 
+	adapters, err := newAdapters(c)
+	if err != nil {
+		return err
+	}
+	var f forges.Forge
+	var hooks forges.Hooks
+	if c.ForgeKind != "" {
+		if f, hooks, err = newForge(c); err != nil {
+			return err
+		}
+	}
 	r := mux.NewRouter()
-	pages, err := pageDeps(c, st, log)
+	pages, err := pageDeps(c, st, f, adapters, log)
 	if err != nil {
 		return err
 	}
 	views.Register(r, pages)
 
 	var engine *bot.Engine
-	if c.ForgeKind != "" {
-		f, hooks, err := newForge(c)
-		if err != nil {
-			return err
-		}
-		e, runner, err := newEngine(ctx, c, st, f, log)
+	if f != nil {
+		e, runner, err := newEngine(ctx, c, st, f, adapters, log)
 		if err != nil {
 			return err
 		}
@@ -66,7 +73,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 			return err
 		}
 		engine = e
-		go detectAgents(ctx, c, st, runner, log)
+		go detectAgents(ctx, c, st, runner, adapters, log)
 		r.Handle("/webhooks/"+c.ForgeName, forges.NewWebhookHandler(c.ForgeName, hooks, c.WebhookSecrets, e.Intake, log)).
 			Methods(http.MethodPost)
 	}

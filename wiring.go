@@ -73,23 +73,21 @@ func removeLeftovers(ctx context.Context, r sandbox.Runner) error {
 	return nil
 }
 
-// locals are the agent CLIs Alfred can drive, in the order the agents screen
-// lists them. Adding a CLI is one line here and one package under agents/.
+// locals are the agent CLIs Alfred can drive.
+// Adding a CLI is one line here and one package under agents/.
 var locals = []func() (*agents.Local, error){
 	claudecode.New, codex.New, opencode.New, copilot.New, gemini.New, grok.New,
 }
 
-// localCLIs returns the CLIs, for detection.
-func localCLIs() ([]agents.CLI, error) {
+// localCLIs returns the CLIs behind the local adapters, for detection.
+func localCLIs(adapters map[string]agents.Adapter) []agents.CLI {
 	var clis []agents.CLI
-	for _, mk := range locals {
-		l, err := mk()
-		if err != nil {
-			return nil, err
+	for _, id := range slices.Sorted(maps.Keys(adapters)) {
+		if l, ok := adapters[id].(*agents.Local); ok {
+			clis = append(clis, l.CLI())
 		}
-		clis = append(clis, l.CLI())
 	}
-	return clis, nil
+	return clis
 }
 
 // newAdapters builds every adapter: the local CLIs, and the API adapter when
@@ -129,16 +127,12 @@ func baseSpec(c *config.Config) sandbox.Spec {
 }
 
 // newEngine assembles the engine from the configuration.
-func newEngine(ctx context.Context, c *config.Config, st *state.Store, f forges.Forge, log *slog.Logger) (*bot.Engine, sandbox.Runner, error) {
+func newEngine(ctx context.Context, c *config.Config, st *state.Store, f forges.Forge, adapters map[string]agents.Adapter, log *slog.Logger) (*bot.Engine, sandbox.Runner, error) {
 	runner, err := newRunner(ctx, c, log)
 	if err != nil {
 		return nil, nil, err
 	}
 	if err := removeLeftovers(ctx, runner); err != nil {
-		return nil, nil, err
-	}
-	adapters, err := newAdapters(c)
-	if err != nil {
 		return nil, nil, err
 	}
 	data, err := filepath.Abs(c.DataDir)
@@ -159,14 +153,9 @@ func newEngine(ctx context.Context, c *config.Config, st *state.Store, f forges.
 
 // detectAgents runs each CLI's version command on the runner and records the
 // installations, so the session resolver and the agents screen know them.
-func detectAgents(ctx context.Context, c *config.Config, st *state.Store, runner sandbox.Runner, log *slog.Logger) {
-	clis, err := localCLIs()
-	if err != nil {
-		log.Error("agent detection", "err", err)
-		return
-	}
-	found := agents.Detect(ctx, runner, baseSpec(c), clis, nil)
-	err = st.Update(ctx, func(tx *state.Tx) error {
+func detectAgents(ctx context.Context, c *config.Config, st *state.Store, runner sandbox.Runner, adapters map[string]agents.Adapter, log *slog.Logger) {
+	found := agents.Detect(ctx, runner, baseSpec(c), localCLIs(adapters), nil)
+	err := st.Update(ctx, func(tx *state.Tx) error {
 		for _, in := range found {
 			if !in.Installed() {
 				continue
@@ -199,14 +188,10 @@ func ready(dir string) func(context.Context) error {
 
 // pageDeps is what the pages need: the records, the adapters for the agents
 // screen, and every secret the service holds, to be hidden.
-func pageDeps(c *config.Config, st *state.Store, log *slog.Logger) (views.Deps, error) {
+func pageDeps(c *config.Config, st *state.Store, f forges.Forge, adapters map[string]agents.Adapter, log *slog.Logger) (views.Deps, error) {
 	creds, err := sandbox.ParseCredentialMounts(c.CredentialMounts)
 	if err != nil {
 		return views.Deps{}, fmt.Errorf("AGENT_CREDENTIAL_MOUNTS: %w", err)
-	}
-	adapters, err := newAdapters(c)
-	if err != nil {
-		return views.Deps{}, err
 	}
 	var list []views.Agent
 	for _, id := range slices.Sorted(maps.Keys(adapters)) {
@@ -222,11 +207,7 @@ func pageDeps(c *config.Config, st *state.Store, log *slog.Logger) (views.Deps, 
 	secrets = append(secrets, c.OAuthClientSecret)
 	d := views.Deps{Version: version, Config: c, Ready: ready(c.StateDir), Logger: log,
 		Records: st, Agents: list, Runner: c.Runner, Credentials: creds, Secrets: secrets}
-	if c.ForgeKind != "" {
-		f, _, err := newForge(c)
-		if err != nil {
-			return views.Deps{}, err
-		}
+	if f != nil {
 		d.Access = newAccess(c, f)
 	}
 	return d, nil
