@@ -3,7 +3,6 @@ package claudecode
 import (
 	"context"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/agents/internal/clitest"
 	"github.com/alchemic-studio/alfred/agents/mockllm"
-	"github.com/alchemic-studio/alfred/sandbox"
 )
 
 func TestGoldenArgv(t *testing.T) {
@@ -100,21 +98,7 @@ func TestClassify(t *testing.T) {
 }
 
 func TestRealVersion(t *testing.T) {
-	bin := clitest.Bin(t, Executable)
-	a, err := New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	inst := agents.Detect(context.Background(), clitest.Host(t), sandbox.Spec{Env: clitest.Env(bin, nil)}, []agents.CLI{a.CLI()}, nil)
-	if len(inst) != 1 || inst[0].Version != "2.1.197" || inst[0].Error != "" {
-		t.Fatalf("Detect = %+v, want version 2.1.197", inst)
-	}
-	if inst[0].ResumableSessions {
-		t.Fatalf("Detect on the host runner = %+v, want resumable_sessions false", inst[0])
-	}
-	if !strings.Contains(inst[0].Reason, "host") {
-		t.Fatalf("Detect reason = %q, want it to name the host runner", inst[0].Reason)
-	}
+	clitest.RealVersion(t, CLI{}, Executable, "2.1.197")
 }
 
 func TestRealRoundTrip(t *testing.T) {

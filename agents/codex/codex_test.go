@@ -1,7 +1,6 @@
 package codex
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,7 +10,6 @@ import (
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/agents/internal/clitest"
 	"github.com/alchemic-studio/alfred/agents/mockllm"
-	"github.com/alchemic-studio/alfred/sandbox"
 )
 
 func TestGoldenArgv(t *testing.T) {
@@ -92,11 +90,7 @@ func TestClassify(t *testing.T) {
 }
 
 func TestRealVersion(t *testing.T) {
-	bin := clitest.Bin(t, Executable)
-	inst := agents.Detect(context.Background(), clitest.Host(t), sandbox.Spec{Env: clitest.Env(bin, nil)}, []agents.CLI{CLI{}}, nil)
-	if len(inst) != 1 || inst[0].Version != "0.171.0" || inst[0].Error != "" || inst[0].ResumableSessions {
-		t.Fatalf("Detect = %+v, want version 0.171.0, not resumable on the host", inst)
-	}
+	clitest.RealVersion(t, CLI{}, Executable, "0.171.0")
 }
 
 // writeConfig points codex at the mock, as a mounted config.toml would.

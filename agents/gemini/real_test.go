@@ -7,37 +7,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Masterminds/semver/v3"
 	"github.com/google/uuid"
 
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/agents/internal/clitest"
 	"github.com/alchemic-studio/alfred/agents/mockllm"
-	"github.com/alchemic-studio/alfred/sandbox"
 )
 
 // Tests against the real CLI, installed by scripts/agent-clis.sh and found
 // through ALFRED_AGENT_CLIS_BIN.
 
 func TestRealVersion(t *testing.T) {
-	bin := clitest.Bin(t, Executable)
-	res, err := clitest.Host(t).Run(context.Background(), sandbox.Spec{
-		Argv: CLI{}.VersionArgv(), Env: clitest.Env(bin, nil), Timeout: time.Minute,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := CLI{}.ParseVersion(res.Stdout, res.Stderr)
-	if err != nil {
-		t.Fatalf("%v (exit %d, stderr %q)", err, res.ExitCode, res.Stderr)
-	}
-	c, err := semver.NewConstraint(VerifiedRange)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v.String() != "0.61.0" || !c.Check(v) {
-		t.Fatalf("version %s, want the pinned 0.61.0 inside %s", v, VerifiedRange)
-	}
+	clitest.RealVersion(t, CLI{}, Executable, "0.61.0")
 }
 
 // TestRealMissingSession resumes a random UUID in a home without sessions:

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Masterminds/semver/v3"
-
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/agents/internal/clitest"
 	"github.com/alchemic-studio/alfred/agents/mockllm"
@@ -17,24 +15,7 @@ import (
 // through ALFRED_AGENT_CLIS_BIN.
 
 func TestRealVersion(t *testing.T) {
-	bin := clitest.Bin(t, Executable)
-	res, err := clitest.Host(t).Run(context.Background(), sandbox.Spec{
-		Argv: CLI{}.VersionArgv(), Env: clitest.Env(bin, nil), Timeout: time.Minute,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := CLI{}.ParseVersion(res.Stdout, res.Stderr)
-	if err != nil {
-		t.Fatalf("%v (exit %d, stderr %q)", err, res.ExitCode, res.Stderr)
-	}
-	c, err := semver.NewConstraint(VerifiedRange)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v.String() != "1.0.1" || !c.Check(v) {
-		t.Fatalf("version %s, want 1.0.1 (npm 0.0.34) inside %s", v, VerifiedRange)
-	}
+	clitest.RealVersion(t, CLI{}, Executable, "1.0.1")
 }
 
 // TestRealRun runs the real grok headless through the adapter against the

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Masterminds/semver/v3"
-
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/agents/internal/clitest"
 	"github.com/alchemic-studio/alfred/agents/mockllm"
@@ -20,32 +18,7 @@ import (
 // through ALFRED_AGENT_CLIS_BIN.
 
 func TestRealVersion(t *testing.T) {
-	bin := clitest.Bin(t, Executable)
-	res, err := clitest.Host(t).Run(context.Background(), sandbox.Spec{
-		Argv: CLI{}.VersionArgv(), Env: clitest.Env(bin, nil), Timeout: time.Minute,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := CLI{}.ParseVersion(res.Stdout, res.Stderr)
-	if err != nil {
-		t.Fatalf("%v (exit %d, stderr %q)", err, res.ExitCode, res.Stderr)
-	}
-	if v.String() != "1.18.33" {
-		t.Fatalf("version %s, want the pinned 1.18.33", v)
-	}
-	if c := semver.MustParse(v.String()); !mustConstraint(t).Check(c) {
-		t.Fatalf("pinned version %s outside the verified range %s", v, VerifiedRange)
-	}
-}
-
-func mustConstraint(t *testing.T) *semver.Constraints {
-	t.Helper()
-	c, err := semver.NewConstraint(VerifiedRange)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	clitest.RealVersion(t, CLI{}, Executable, "1.18.33")
 }
 
 // TestRealMissingSession resumes an id that does not exist: the real binary's
