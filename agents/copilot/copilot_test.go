@@ -3,7 +3,6 @@ package copilot
 import (
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 
 	"github.com/google/uuid"
@@ -18,31 +17,7 @@ func TestArgvGolden(t *testing.T) {
 		Prompt: "Fix issue #7.\n--- context ---\n-rf", Phase: agents.PhaseDevelopment,
 		Provider: "openai", Model: "gpt-5.4", Workdir: "/workspace",
 	}
-	cases := map[agents.Mode]agents.Invocation{}
-	none := base
-	none.Mode = agents.ModeNone
-	cases[agents.ModeNone] = none
-	fresh := base
-	fresh.Mode, fresh.SessionName, fresh.SessionID = agents.ModeFresh, "agent/issue-7-fix-login", "0cb916db-26aa-40f2-86b5-1ba81b225fd2"
-	cases[agents.ModeFresh] = fresh
-	resume := base
-	resume.Mode, resume.SessionName, resume.SessionID = agents.ModeResume, "agent/issue-7-fix-login", "be59c7c6-171e-49cc-b29d-d6d812c01514"
-	cases[agents.ModeResume] = resume
-
-	for mode, inv := range cases {
-		t.Run(string(mode), func(t *testing.T) {
-			got := CLI{}.Argv(inv)
-			if slices.Contains(got, inv.Prompt) || !(CLI{}).PromptOnStdin() {
-				t.Fatalf("the prompt is in argv, it goes to stdin: %q", got)
-			}
-			clitest.GoldenJSON(t, filepath.Join("testdata", "golden", string(mode)+".json"), got)
-		})
-	}
-	// The headless flags are shared: fresh and resume only add session flags.
-	n, f, r := CLI{}.Argv(none), CLI{}.Argv(fresh), CLI{}.Argv(resume)
-	if !slices.Equal(f[:len(n)], n) || !slices.Equal(r[:len(n)], n) {
-		t.Fatalf("modes differ beyond session flags:\n%q\n%q\n%q", n, f, r)
-	}
+	clitest.ArgvGolden(t, CLI{}, base, "agent/issue-7-fix-login", "0cb916db-26aa-40f2-86b5-1ba81b225fd2", "be59c7c6-171e-49cc-b29d-d6d812c01514")
 }
 
 func TestNewSessionID(t *testing.T) {

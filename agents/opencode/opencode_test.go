@@ -16,31 +16,7 @@ func TestArgvGolden(t *testing.T) {
 		Prompt: "Fix issue #7.\n--- context ---\n-rf", Phase: agents.PhaseDevelopment,
 		Provider: "anthropic", Model: "claude-sonnet-4-5", Workdir: "/workspace",
 	}
-	cases := map[agents.Mode]agents.Invocation{}
-	none := base
-	none.Mode = agents.ModeNone
-	cases[agents.ModeNone] = none
-	fresh := base
-	fresh.Mode, fresh.SessionName, fresh.SessionID = agents.ModeFresh, "agent/issue-7-fix-login", CLI{}.NewSessionID()
-	cases[agents.ModeFresh] = fresh
-	resume := base
-	resume.Mode, resume.SessionName, resume.SessionID = agents.ModeResume, "agent/issue-7-fix-login", "ses_dd51e5029ffe6f5YB4sQK1KroY"
-	cases[agents.ModeResume] = resume
-
-	for mode, inv := range cases {
-		t.Run(string(mode), func(t *testing.T) {
-			got := CLI{}.Argv(inv)
-			if slices.Contains(got, inv.Prompt) {
-				t.Fatalf("the prompt is in argv, it goes to stdin: %q", got)
-			}
-			clitest.GoldenJSON(t, filepath.Join("testdata", "golden", string(mode)+".json"), got)
-		})
-	}
-	// The headless flags are shared: fresh and resume only add session flags.
-	n, f, r := CLI{}.Argv(none), CLI{}.Argv(fresh), CLI{}.Argv(resume)
-	if !slices.Equal(f[:len(n)], n) || !slices.Equal(r[:len(n)], n) || !(CLI{}).PromptOnStdin() {
-		t.Fatalf("modes differ beyond session flags:\n%q\n%q\n%q", n, f, r)
-	}
+	clitest.ArgvGolden(t, CLI{}, base, "agent/issue-7-fix-login", CLI{}.NewSessionID(), "ses_dd51e5029ffe6f5YB4sQK1KroY")
 }
 
 func TestArgvModel(t *testing.T) {

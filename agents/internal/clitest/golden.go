@@ -6,10 +6,12 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/sandbox"
 )
 
@@ -69,4 +71,35 @@ func GoldenJSON(t testing.TB, path string, v any) {
 		t.Fatal(err)
 	}
 	Golden(t, path, buf.Bytes())
+}
+
+// ArgvGolden checks a resumable CLI's argv for the three modes against
+// testdata/golden/{none,fresh,resume}.json (rewritten with -update). base is
+// a ModeNone invocation; freshID and resumeID are the session ids of the
+// other two. The prompt must be on stdin, never in argv, and fresh and resume
+// may only add session flags to the no-session argv.
+func ArgvGolden(t *testing.T, cli agents.CLI, base agents.Invocation, name, freshID, resumeID string) {
+	t.Helper()
+	if pr, ok := cli.(agents.PromptReader); !ok || !pr.PromptOnStdin() {
+		t.Fatal("the CLI does not read the prompt on stdin")
+	}
+	none := base
+	none.Mode = agents.ModeNone
+	fresh := base
+	fresh.Mode, fresh.SessionName, fresh.SessionID = agents.ModeFresh, name, freshID
+	resume := base
+	resume.Mode, resume.SessionName, resume.SessionID = agents.ModeResume, name, resumeID
+	argv := map[agents.Mode][]string{}
+	for _, inv := range []agents.Invocation{none, fresh, resume} {
+		got := cli.Argv(inv)
+		if slices.Contains(got, inv.Prompt) {
+			t.Fatalf("%s: the prompt is in argv, it goes to stdin: %q", inv.Mode, got)
+		}
+		GoldenJSON(t, filepath.Join("testdata", "golden", string(inv.Mode)+".json"), got)
+		argv[inv.Mode] = got
+	}
+	n, f, r := argv[agents.ModeNone], argv[agents.ModeFresh], argv[agents.ModeResume]
+	if len(f) < len(n) || len(r) < len(n) || !slices.Equal(f[:len(n)], n) || !slices.Equal(r[:len(n)], n) {
+		t.Fatalf("modes differ beyond session flags:\n%q\n%q\n%q", n, f, r)
+	}
 }
