@@ -313,3 +313,59 @@ func TestOldEventsArePruned(t *testing.T) {
 		t.Errorf("redelivery filter: recent %v, old %v", keptRecent, keptOld)
 	}
 }
+
+// held is an adapter whose runs wait for their context, as a CLI in a
+// container does until the runner stops it.
+type held struct {
+	agents.Adapter
+	started chan struct{}
+}
+
+func (a held) Run(ctx context.Context, req agents.Request) (*agents.Result, error) {
+	a.started <- struct{}{}
+	<-ctx.Done()
+	return &agents.Result{Outcome: agents.OutcomeCanceled}, nil
+}
+
+// TestClosingStopsTheRun: an issue closed while its run works stops the run,
+// records it as canceled with the reason, removes the session state and
+// leaves the mailbox done, with no run restarted or applied afterwards.
+func TestClosingStopsTheRun(t *testing.T) {
+	t.Parallel()
+	started := make(chan struct{}, 1)
+	h := newHarness(t, func(s *setup) {
+		s.wrap = func(a agents.Adapter) agents.Adapter { return held{Adapter: a, started: started} }
+	})
+	h.assign(7)
+	select {
+	case <-started:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the analysis run never started")
+	}
+	mb := h.mailbox(7)
+	run := mb.ActiveRunID
+	if run == "" {
+		t.Fatal("no active run while the agent works")
+	}
+	if err := os.MkdirAll(h.engine.cfg.Sessions.Dir(mb, "fake"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	h.send(forges.Event{Type: forges.EventIssueClosed, Actor: "alice", Target: h.issueTarget(7)})
+	mb = h.waitStatus(7, StatusDone)
+
+	runs := mustRuns(t, h.store, mb.ID)
+	if len(runs) != 1 || runs[0].ID != run || runs[0].Status != state.RunCanceled || !strings.Contains(runs[0].Outcome, "closed") {
+		t.Fatalf("runs after closing: %+v", runs)
+	}
+	if _, err := os.Stat(h.engine.cfg.Sessions.Dir(mb, "fake")); !os.IsNotExist(err) {
+		t.Errorf("session state after closing: %v", err)
+	}
+	// The run's end reaches the mailbox after it is done: nothing happens.
+	time.Sleep(200 * time.Millisecond)
+	if mb = h.mailbox(7); mb.Status != string(StatusDone) || mb.ActiveRunID != "" || len(mustRuns(t, h.store, mb.ID)) != 1 {
+		t.Errorf("after the run's end: %+v", mb)
+	}
+	if got := h.forge.labels(7); len(statusLabels(got)) != 1 || statusLabels(got)[0] != StatusDone.Label() {
+		t.Errorf("labels %q", got)
+	}
+}

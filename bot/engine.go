@@ -71,6 +71,8 @@ type Engine struct {
 	journal *journal
 	slots   chan struct{} // run concurrency
 	runsWG  sync.WaitGroup
+	runsMu  sync.Mutex
+	running map[string]*liveRun // by run id: the runs launched and not yet ended
 	cancel  context.CancelFunc
 	ctx     context.Context
 
@@ -124,6 +126,7 @@ func New(cfg Config) (*Engine, error) {
 		log:      cfg.Logger,
 		now:      cfg.Now,
 		slots:    make(chan struct{}, cfg.MaxParallelRuns),
+		running:  map[string]*liveRun{},
 		seen:     map[string]time.Time{},
 	}, nil
 }

@@ -56,19 +56,41 @@ func (e *Engine) startRun(ctx context.Context, mb *state.Mailbox, phase agents.P
 	return nil
 }
 
+// liveRun is a launched run: how to cancel it, and when it has ended.
+type liveRun struct {
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+}
+
 // launch executes a recorded run in the background and posts its end to the
 // mailbox's inbox.
 func (e *Engine) launch(mailboxID, runID string) {
+	ctx, cancel := context.WithCancelCause(e.ctx)
+	live := &liveRun{cancel: cancel, done: make(chan struct{})}
+	e.runsMu.Lock()
+	e.running[runID] = live
+	e.runsMu.Unlock()
 	e.runsWG.Add(1)
 	go func() {
 		defer e.runsWG.Done()
+		defer func() {
+			e.runsMu.Lock()
+			delete(e.running, runID)
+			e.runsMu.Unlock()
+			cancel(nil)
+			close(live.done)
+		}()
 		select {
 		case e.slots <- struct{}{}:
-		case <-e.ctx.Done():
+		case <-ctx.Done():
+			if e.ctx.Err() == nil {
+				e.recordCanceled(mailboxID, runID, context.Cause(ctx))
+				e.inbox.post(mailboxID, message{runDone: runID})
+			}
 			return
 		}
 		defer func() { <-e.slots }()
-		if err := e.execute(e.ctx, mailboxID, runID); err != nil {
+		if err := e.execute(ctx, mailboxID, runID); err != nil {
 			e.log.Error("run", "mailbox", mailboxID, "run", runID, "err", err)
 		}
 		if e.ctx.Err() != nil {
@@ -76,6 +98,40 @@ func (e *Engine) launch(mailboxID, runID string) {
 		}
 		e.inbox.post(mailboxID, message{runDone: runID})
 	}()
+}
+
+// stopRun cancels a launched run with cause (its container is stopped and
+// removed) and waits until it has ended and recorded so, or until ctx ends.
+// A run that is not running here is left as it is.
+func (e *Engine) stopRun(ctx context.Context, runID string, cause error) error {
+	e.runsMu.Lock()
+	live := e.running[runID]
+	e.runsMu.Unlock()
+	if live == nil {
+		return nil
+	}
+	live.cancel(cause)
+	select {
+	case <-live.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("stop run %s: %w", runID, ctx.Err())
+	}
+}
+
+// recordCanceled records the end of a run canceled before it started.
+func (e *Engine) recordCanceled(mailboxID, runID string, cause error) {
+	err := e.store.Update(e.ctx, func(tx *state.Tx) error {
+		run, err := tx.Run(mailboxID, runID)
+		if err != nil {
+			return err
+		}
+		run.Status, run.Outcome, run.FinishedAt = state.RunCanceled, "canceled: "+cause.Error(), e.now()
+		return tx.PutRun(run)
+	})
+	if err != nil {
+		e.log.Error("record a canceled run", "run", runID, "err", err)
+	}
 }
 
 // execute runs one recorded run: working copy, sandbox spec, session,
@@ -95,7 +151,7 @@ func (e *Engine) execute(ctx context.Context, mailboxID, runID string) error {
 		return fmt.Errorf("read run: %w", err)
 	}
 	run.Status, run.StartedAt = state.RunRunning, e.now()
-	if err := e.store.Update(ctx, func(tx *state.Tx) error { return tx.PutRun(run) }); err != nil {
+	if err := e.store.Update(context.WithoutCancel(ctx), func(tx *state.Tx) error { return tx.PutRun(run) }); err != nil {
 		return fmt.Errorf("mark run running: %w", err)
 	}
 	log := e.log.With("mailbox", mb.ID, "run", run.ID, "phase", run.Phase)
@@ -103,13 +159,17 @@ func (e *Engine) execute(ctx context.Context, mailboxID, runID string) error {
 
 	res, ls, err := e.invoke(ctx, &mb, &run)
 	run.FinishedAt = e.now()
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil // shutting down: leave it running; recoverRuns starts it again
-		}
+	stopped := ctx.Err() != nil && e.ctx.Err() == nil // by stopRun, not by a shutdown
+	switch {
+	case err != nil && e.ctx.Err() != nil:
+		return nil // shutting down: leave it running; recoverRuns starts it again
+	case stopped && (err != nil || res.Outcome == agents.OutcomeCanceled):
+		run.Status, run.Outcome = state.RunCanceled, "canceled: "+context.Cause(ctx).Error()
+		log.Info("run canceled", "cause", context.Cause(ctx))
+	case err != nil:
 		run.Status, run.Outcome = state.RunFailed, err.Error()
 		log.Warn("run failed", "err", err)
-	} else {
+	default:
 		run.Status, run.Outcome = runStatus(res.Outcome), string(res.Outcome)
 		if res.Outcome != agents.OutcomeSucceeded && res.Text != "" {
 			run.Outcome += ": " + firstLine(res.Text)

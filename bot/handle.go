@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -68,8 +69,10 @@ func (e *Engine) act(ctx context.Context, mb *state.Mailbox, ev *forges.Event, i
 		return e.review(ctx, mb, ev, in)
 	case IntentCI:
 		return e.checkMergeRequest(ctx, mb, ev.DeliveryID)
-	case IntentMerged, IntentClosed:
-		return e.finish(ctx, mb)
+	case IntentMerged:
+		return e.finish(ctx, mb, errMerged)
+	case IntentClosed:
+		return e.finish(ctx, mb, errClosed)
 	case IntentBranchDeleted:
 		mb.BranchName = ""
 		return e.save(ctx, mb)
@@ -253,8 +256,10 @@ func (e *Engine) checkMergeRequest(ctx context.Context, mb *state.Mailbox, trigg
 		return err
 	}
 	switch mr.State {
-	case forges.MergeRequestMerged, forges.MergeRequestClosed:
-		return e.finish(ctx, mb)
+	case forges.MergeRequestMerged:
+		return e.finish(ctx, mb, errMerged)
+	case forges.MergeRequestClosed:
+		return e.finish(ctx, mb, errClosed)
 	}
 	if mr.HeadSHA != "" && mr.HeadSHA != mb.HeadSHA {
 		mb.HeadSHA = mr.HeadSHA
@@ -290,19 +295,40 @@ func (e *Engine) checkMergeRequest(ctx context.Context, mb *state.Mailbox, trigg
 	return e.save(ctx, mb)
 }
 
-// finish closes the mailbox: done, session state and working copies removed
-// (the session state stays when AGENT_SESSION_RESUME is off).
-func (e *Engine) finish(ctx context.Context, mb *state.Mailbox) error {
-	if err := e.transition(ctx, mb, StatusDone, "", "", ""); err != nil {
-		return err
+// finish closes the mailbox: the run in progress stopped, session state
+// removed (it stays when AGENT_SESSION_RESUME is off), then done. The removal
+// comes first so that a failure or a crash in between is retried rather than
+// leaving state behind a mailbox that is already done.
+func (e *Engine) finish(ctx context.Context, mb *state.Mailbox, why error) error {
+	if mb.ActiveRunID != "" {
+		stopCtx, cancel := context.WithTimeout(ctx, stopRunTimeout)
+		err := e.stopRun(stopCtx, mb.ActiveRunID, why)
+		cancel()
+		if err != nil {
+			return err
+		}
+		mb.ActiveRunID = ""
+		if err := e.updateStatusComment(ctx, mb); err != nil {
+			e.log.Warn("status comment", "mailbox", mb.ID, "err", err)
+		}
 	}
 	if e.settings.Bool(scopeOf(mb), "AGENT_SESSION_RESUME") {
 		if err := e.cfg.Sessions.RemoveMailbox(*mb); err != nil {
 			return err
 		}
 	}
-	return nil
+	return e.transition(ctx, mb, StatusDone, "", "", "")
 }
+
+// Why a mailbox is finished, as the cause of a run it stops.
+var (
+	errMerged = errors.New("the merge request was merged")
+	errClosed = errors.New("the issue or merge request was closed")
+)
+
+// stopRunTimeout bounds the wait for a stopped run to end (its container's
+// grace period and removal).
+const stopRunTimeout = 2 * time.Minute
 
 // block stops the mailbox with one comment saying why and which label unblocks it.
 func (e *Engine) block(ctx context.Context, mb *state.Mailbox, phase, text, cause string) error {
