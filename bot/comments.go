@@ -13,6 +13,7 @@ const (
 	KindAcknowledgement     = "acknowledgement"
 	KindPlan                = "plan"
 	KindPlanValidated       = "plan_validated"
+	KindQuestions           = "questions" // the analysis needs answers first
 	KindStatusLabelRestored = "status_label_restored"
 	KindRetryResumed        = "retry_resumed"
 	KindBlocked             = "blocked"
@@ -34,6 +35,10 @@ func textPlan(plan string, needValidation bool) string {
 
 func textPlanOnly(plan string) string {
 	return strings.TrimSpace(plan) + "\n\nThis issue asks for an analysis only, so I stop here."
+}
+
+func textQuestions(questions string) string {
+	return strings.TrimSpace(questions) + "\n\nI need these answers before I can plan. Reply in this thread and I'll pick the analysis up again."
 }
 
 func textPlanValidated(by string) string {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -27,6 +28,16 @@ const analysisReply = "## Functional analysis\n\nUsers want a greeting.\n\n## Im
 type scripted struct {
 	*fake.Adapter
 	edits atomic.Int32
+
+	mu      sync.Mutex
+	replies []string // answers of the next runs, in place of the fake's
+}
+
+// ReplyNext makes the next run answer text.
+func (s *scripted) ReplyNext(text string) {
+	s.mu.Lock()
+	s.replies = append(s.replies, text)
+	s.mu.Unlock()
 }
 
 func (s *scripted) Run(ctx context.Context, req agents.Request) (*agents.Result, error) {
@@ -37,7 +48,13 @@ func (s *scripted) Run(ctx context.Context, req agents.Request) (*agents.Result,
 			return nil, err
 		}
 	}
-	return s.Adapter.Run(ctx, req)
+	res, err := s.Adapter.Run(ctx, req)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil && len(s.replies) > 0 {
+		res.Text, s.replies = s.replies[0], s.replies[1:]
+	}
+	return res, err
 }
 
 // namedRunner is a Runner the fake adapter never calls; its name decides

@@ -364,8 +364,11 @@ func (e *Engine) prompt(ctx context.Context, mb *state.Mailbox, run *state.Run, 
 	in := PromptInput{Phase: phase, Project: p, Issue: *is, Branch: mb.BranchName, Conflict: conflicts}
 	for _, c := range comments {
 		if _, kind, ok := forges.ParseMarker(c.Body); ok {
-			if kind == KindPlan {
+			switch kind {
+			case KindPlan:
 				in.Plan = stripMarker(c.Body)
+			case KindQuestions:
+				in.Asked = stripMarker(c.Body)
 			}
 			continue
 		}
@@ -374,6 +377,8 @@ func (e *Engine) prompt(ctx context.Context, mb *state.Mailbox, run *state.Run, 
 		}
 	}
 	switch phase {
+	case agents.PhaseAnalysis:
+		in.Feedback = run.Input
 	case agents.PhaseAnswer:
 		in.Question = run.Input
 		if in.Question == "" {

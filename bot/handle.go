@@ -49,7 +49,7 @@ func (e *Engine) handleEvent(ctx context.Context, key string, ev *forges.Event) 
 // steers tells the intents only people with write access may cause.
 func steers(k IntentKind) bool {
 	switch k {
-	case IntentStart, IntentCommand, IntentQuestion, IntentReview:
+	case IntentStart, IntentCommand, IntentQuestion, IntentInfo, IntentPlanFeedback, IntentReview:
 		return true
 	}
 	return false
@@ -65,6 +65,10 @@ func (e *Engine) act(ctx context.Context, mb *state.Mailbox, ev *forges.Event, i
 		return e.restoreStatus(ctx, mb, ev)
 	case IntentQuestion:
 		return e.question(ctx, mb, ev, in)
+	case IntentInfo:
+		return e.reanalyse(ctx, mb, StatusFunctionalAnalysis, ev.DeliveryID, "")
+	case IntentPlanFeedback:
+		return e.reanalyse(ctx, mb, StatusTechnicalAnalysis, ev.DeliveryID, in.Text)
 	case IntentReview:
 		return e.review(ctx, mb, ev, in)
 	case IntentCI:
@@ -114,12 +118,19 @@ func (e *Engine) start(ctx context.Context, ev *forges.Event, in Intent) error {
 	if flow == FlowQuestion {
 		phase = agents.PhaseAnswer
 	}
-	return e.transition(ctx, mb, StatusFunctionalAnalysis, phase, ev.DeliveryID, is.Body)
+	return e.transition(ctx, mb, StatusFunctionalAnalysis, phase, ev.DeliveryID, "")
 }
 
 // command handles a command label: it is removed once handled, whatever the
 // mailbox's state (a command that does not apply is said so in the log).
 func (e *Engine) command(ctx context.Context, mb *state.Mailbox, ev *forges.Event, c Command) error {
+	if c == CommandValidatePlan && Status(mb.Status) == StatusTechnicalAnalysis {
+		// The plan is being revised: the validation is for the new plan, so
+		// the label stays until afterAnalysis posts it.
+		mb.Labels = labelsOrMailbox(ev, mb)
+		e.log.Info("validate_plan kept for the revised plan", "mailbox", mb.ID)
+		return e.save(ctx, mb)
+	}
 	if err := e.forge.RemoveLabel(ctx, issueTarget(mb), c.Label()); err != nil {
 		return fmt.Errorf("remove %s: %w", c.Label(), err)
 	}
@@ -182,11 +193,22 @@ func (e *Engine) restoreStatus(ctx context.Context, mb *state.Mailbox, ev *forge
 	return e.save(ctx, mb)
 }
 
+// reanalyse runs the analysis again after people answered its questions
+// (functional_analysis, the thread has the answers) or asked for another
+// plan (technical_analysis, feedback is what they asked). A comment that comes
+// while a run works waits in the thread for the next run.
+func (e *Engine) reanalyse(ctx context.Context, mb *state.Mailbox, s Status, trigger, feedback string) error {
+	if mb.ActiveRunID != "" {
+		e.log.Info("comment noted while a run is in progress", "mailbox", mb.ID, "run", mb.ActiveRunID)
+		return nil
+	}
+	return e.transition(ctx, mb, s, agents.PhaseAnalysis, trigger, feedback)
+}
+
 // question answers a person who wrote in the thread, when the issue is a
-// question, the bot waits for information, or the comment mentions the bot.
+// question or the comment mentions the bot.
 func (e *Engine) question(ctx context.Context, mb *state.Mailbox, ev *forges.Event, in Intent) error {
-	status := Status(mb.Status)
-	asked := Flow(mb.Flow) == FlowQuestion || status == StatusWaitingInfo || mentions(ev.Comment, e.me)
+	asked := Flow(mb.Flow) == FlowQuestion || mentions(ev.Comment, e.me)
 	if !asked || mb.ActiveRunID != "" {
 		e.log.Info("comment noted, no answer run", "mailbox", mb.ID, "asked", asked, "active_run", mb.ActiveRunID)
 		return nil

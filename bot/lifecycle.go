@@ -80,6 +80,8 @@ const (
 	IntentCommand       IntentKind = "command"        // a command label was added
 	IntentRestoreStatus IntentKind = "restore_status" // a person changed the status label
 	IntentQuestion      IntentKind = "question"       // a person wrote in the issue thread
+	IntentInfo          IntentKind = "info"           // a person answered the analysis' questions
+	IntentPlanFeedback  IntentKind = "plan_feedback"  // a person asked the bot to change its plan
 	IntentReview        IntentKind = "review"         // review feedback on the bot's merge request
 	IntentCI            IntentKind = "ci"             // CI state of the merge request may have changed
 	IntentMerged        IntentKind = "merged"         // the merge request was merged
@@ -138,6 +140,16 @@ func Classify(ev *forges.Event, mb *state.Mailbox, me string) Intent {
 		}
 		if mb.Kind == state.KindMR || ev.Target.Kind == forges.TargetMergeRequest {
 			return Intent{Kind: IntentReview, Text: ev.Comment.Body, Phase: agents.PhaseReviewFix}
+		}
+		switch Status(mb.Status) {
+		case StatusWaitingInfo:
+			return Intent{Kind: IntentInfo, Text: ev.Comment.Body, Phase: agents.PhaseAnalysis}
+		case StatusWaitingValidation:
+			// People may discuss the plan among themselves (the development
+			// run reads the thread); naming the bot asks it for a new plan.
+			if mentions(ev.Comment, me) {
+				return Intent{Kind: IntentPlanFeedback, Text: ev.Comment.Body, Phase: agents.PhaseAnalysis}
+			}
 		}
 		return Intent{Kind: IntentQuestion, Text: ev.Comment.Body, Phase: agents.PhaseAnswer}
 	case forges.EventReviewSubmitted:

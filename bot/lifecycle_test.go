@@ -13,6 +13,7 @@ func TestClassify(t *testing.T) {
 	waiting := &state.Mailbox{Kind: state.KindIssue, Status: string(StatusWaitingValidation), BranchName: "agent/issue-7-x",
 		Labels: []string{"status::waiting_validation", "type::task"}}
 	done := &state.Mailbox{Kind: state.KindIssue, Status: string(StatusDone)}
+	waitingInfo := &state.Mailbox{Kind: state.KindIssue, Status: string(StatusWaitingInfo)}
 	tests := []struct {
 		name    string
 		ev      forges.Event
@@ -45,6 +46,10 @@ func TestClassify(t *testing.T) {
 			Labels: []string{"status::waiting_validation", "type::task", "priority::high"}}, waiting, IntentIgnore, ""},
 		{"question in the thread", forges.Event{Type: forges.EventCommentCreated, Actor: "alice", Target: issue,
 			Comment: &forges.Comment{Body: "Why this approach?"}}, waiting, IntentQuestion, ""},
+		{"plan feedback naming the bot", forges.Event{Type: forges.EventCommentCreated, Actor: "alice", Target: issue,
+			Comment: &forges.Comment{Body: "@Alfred please reuse the logger"}}, waiting, IntentPlanFeedback, ""},
+		{"answer to the analysis' questions", forges.Event{Type: forges.EventCommentCreated, Actor: "alice", Target: issue,
+			Comment: &forges.Comment{Body: "Only English."}}, waitingInfo, IntentInfo, ""},
 		{"a managed comment quoted by someone", forges.Event{Type: forges.EventCommentCreated, Actor: "alice", Target: issue,
 			Comment: &forges.Comment{Body: "x <!-- agent:key=0123456789ab:kind=plan -->"}}, waiting, IntentIgnore, ""},
 		{"review comment on the merge request", forges.Event{Type: forges.EventCommentCreated, Actor: "alice", Target: mrTarget,

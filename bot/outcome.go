@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/alchemic-studio/alfred/agents"
@@ -66,23 +67,39 @@ func (e *Engine) handleRunDone(ctx context.Context, key, runID string) error {
 }
 
 // afterAnalysis writes the functional analysis into the description section,
-// posts the plan, and waits for validation (or goes on, or stops for
-// type::analysis).
+// then either asks the agent's questions and waits for information, or posts
+// the plan and waits for validation (or goes on, or stops for type::analysis).
 func (e *Engine) afterAnalysis(ctx context.Context, mb *state.Mailbox, run state.Run) error {
-	analysis, plan := SplitAnalysis(run.Result)
-	if analysis != "" {
-		if _, err := forges.EnsureSection(ctx, e.forge, projectOf(mb), mb.IID, analysis); err != nil {
+	a := ParseAnalysis(run.Result)
+	if a.Functional != "" {
+		if _, err := forges.EnsureSection(ctx, e.forge, projectOf(mb), mb.IID, a.Functional); err != nil {
 			return err
 		}
 	}
 	mb.LLMRetries = 0
+	plan := a.Plan
 	need := e.settings.Bool(scopeOf(mb), "REQUIRE_PLAN_VALIDATION")
 	switch {
+	case a.Questions != "":
+		if err := e.comment(ctx, mb, KindQuestions, run.ID, textQuestions(a.Questions)); err != nil {
+			return err
+		}
+		return e.transition(ctx, mb, StatusWaitingInfo, "", "", "")
 	case Flow(mb.Flow) == FlowAnalysis:
 		if err := e.comment(ctx, mb, KindPlan, run.ID, textPlanOnly(plan)); err != nil {
 			return err
 		}
 		return e.transition(ctx, mb, StatusDone, "", "", "")
+	case need && slices.Contains(mb.Labels, CommandValidatePlan.Label()):
+		// Validated while it was being revised (command keeps the label).
+		if err := e.comment(ctx, mb, KindPlan, run.ID, textPlan(plan, false)); err != nil {
+			return err
+		}
+		if err := e.forge.RemoveLabel(ctx, issueTarget(mb), CommandValidatePlan.Label()); err != nil {
+			return fmt.Errorf("remove %s: %w", CommandValidatePlan.Label(), err)
+		}
+		mb.Labels = slices.DeleteFunc(slices.Clone(mb.Labels), func(l string) bool { return l == CommandValidatePlan.Label() })
+		return e.transition(ctx, mb, StatusInDevelopment, agents.PhaseDevelopment, run.ID, "")
 	case need:
 		if err := e.comment(ctx, mb, KindPlan, run.ID, textPlan(plan, true)); err != nil {
 			return err

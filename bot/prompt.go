@@ -2,6 +2,7 @@ package bot
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/alchemic-studio/alfred/agents"
@@ -20,6 +21,8 @@ type PromptInput struct {
 	Plan     string                 // the implementation plan, once posted
 	Thread   []forges.Comment       // what people wrote in the issue thread
 	Question string                 // answer: what to answer
+	Asked    string                 // analysis: the questions asked earlier, now answered in the thread
+	Feedback string                 // analysis: what a person said of the plan, to revise it
 	CI       []forges.Check         // ci_fix: the failing checks
 	Review   string                 // review_fix: the review feedback
 	Conflict []string               // conflict_resolution: files with conflicts
@@ -27,10 +30,11 @@ type PromptInput struct {
 }
 
 // Markers of the analysis output, so the bot can split it into the
-// description section and the plan comment.
+// description section, the plan comment or the questions comment.
 const (
-	analysisHeading = "## Functional analysis"
-	planHeading     = "## Implementation plan"
+	analysisHeading  = "## Functional analysis"
+	planHeading      = "## Implementation plan"
+	questionsHeading = "## Questions"
 )
 
 // Prompt renders the instructions for one phase.
@@ -50,7 +54,14 @@ func Prompt(in PromptInput) string {
 	b.WriteString("# Your task\n\n")
 	switch in.Phase {
 	case agents.PhaseAnalysis:
-		fmt.Fprintf(&b, "Do not change any file. Read the code in the working directory and answer with two sections, exactly these headings:\n\n%s\n(what the issue asks for, in the users' terms: behaviour, edge cases, open questions)\n\n%s\n(the steps to implement it: files, functions, tests)\n", analysisHeading, planHeading)
+		if in.Asked != "" {
+			fmt.Fprintf(&b, "You asked these questions before; the discussion above has the answers:\n\n%s\n\n", strings.TrimSpace(in.Asked))
+		}
+		if in.Feedback != "" && in.Plan != "" {
+			fmt.Fprintf(&b, "A person commented on the implementation plan above. Revise the plan to take it into account:\n\n%s\n\n", strings.TrimSpace(in.Feedback))
+		}
+		fmt.Fprintf(&b, "Do not change any file. Read the code in the working directory and answer with two sections, exactly these headings:\n\n%s\n(what the issue asks for, in the users' terms: behaviour, edge cases)\n\n%s\n(the steps to implement it: files, functions, tests)\n\n", analysisHeading, planHeading)
+		fmt.Fprintf(&b, "If you cannot plan without answers from the people on the issue, write the section %s with what you need to know in place of the plan.\n", questionsHeading)
 	case agents.PhaseDevelopment:
 		fmt.Fprintf(&b, "Implement the plan in the working directory, on branch %s, with tests. Leave the changes in the working tree or commit them; I push them and open the merge request. End with a short summary of what you changed, for the merge request description.\n", in.Branch)
 	case agents.PhaseCIFix:
@@ -78,15 +89,71 @@ func Prompt(in PromptInput) string {
 	return b.String()
 }
 
-// SplitAnalysis separates the analysis output into the functional analysis
-// (for the description section) and the plan (for the plan comment). Without
-// the plan heading, the whole text is the plan.
-func SplitAnalysis(text string) (analysis, plan string) {
-	i := strings.Index(text, planHeading)
-	if i < 0 {
-		return "", strings.TrimSpace(text)
+// Analysis is the output of an analysis run, split by its headings.
+type Analysis struct {
+	Functional string // for the description section
+	Plan       string // for the plan comment
+	Questions  string // set, with no Plan, when the agent needs answers first
+}
+
+// ParseAnalysis splits the output of an analysis run. Without any heading,
+// the whole text is the plan. A plan wins over questions: questions written
+// next to a plan stay in the plan, for the validation to settle.
+func ParseAnalysis(text string) Analysis {
+	type mark struct {
+		at   int
+		head string
 	}
-	analysis = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(text[:i]), analysisHeading))
-	plan = strings.TrimSpace(text[i+len(planHeading):])
-	return analysis, plan
+	var marks []mark
+	for _, h := range []string{analysisHeading, planHeading, questionsHeading} {
+		if i := headingAt(text, h); i >= 0 {
+			marks = append(marks, mark{i, h})
+		}
+	}
+	if len(marks) == 0 {
+		return Analysis{Plan: strings.TrimSpace(text)}
+	}
+	slices.SortFunc(marks, func(a, b mark) int { return a.at - b.at })
+	var a Analysis
+	for i, m := range marks {
+		end := len(text)
+		if i+1 < len(marks) {
+			end = marks[i+1].at
+		}
+		part := strings.TrimSpace(text[m.at+len(m.head) : end])
+		switch m.head {
+		case analysisHeading:
+			a.Functional = part
+		case planHeading:
+			a.Plan = part
+		case questionsHeading:
+			a.Questions = part
+		}
+	}
+	if a.Plan != "" {
+		if a.Questions != "" {
+			a.Plan += "\n\n" + questionsHeading + "\n\n" + a.Questions
+		}
+		a.Questions = ""
+	}
+	if a.Plan == "" && a.Questions == "" {
+		a.Plan = strings.TrimSpace(text) // headings without content: keep it all
+	}
+	return a
+}
+
+// headingAt finds heading h at the start of a line.
+func headingAt(text, h string) int {
+	for i := 0; ; {
+		j := strings.Index(text[i:], h)
+		if j < 0 {
+			return -1
+		}
+		at := i + j
+		end := at + len(h)
+		if (at == 0 || text[at-1] == '\n') && (end == len(text) || text[end] == '\n' || text[end] == '\r' || text[end] == ' ') {
+			return at
+		}
+		i = end
+	}
 }
