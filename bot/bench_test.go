@@ -143,7 +143,7 @@ func BenchmarkWebhookIntake(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Run("clients=8", func(b *testing.B) {
-		post := intakeServer(b, body)
+		post := intakeServer(b, body, nil)
 		var mu sync.Mutex
 		var lat []time.Duration
 		var n atomic.Int64
@@ -161,31 +161,114 @@ func BenchmarkWebhookIntake(b *testing.B) {
 		reportLatency(b, lat, time.Since(start))
 	})
 	b.Run("rate=200/s", func(b *testing.B) {
-		post := intakeServer(b, body)
-		lat := make([]time.Duration, b.N)
-		var wg sync.WaitGroup
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		start := time.Now()
-		for i := range b.N {
-			<-tick.C
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				lat[i] = post(fmt.Sprintf("paced-%d", i))
-			}()
-		}
-		wg.Wait()
-		reportLatency(b, lat, time.Since(start))
+		post := intakeServer(b, body, nil)
+		paced(b, post)
 	})
+	// The same paced load while two runs execute all along: each an issue
+	// assigned, its working copy cloned, the agent (300 ms of waiting, as a
+	// CLI waits on its model) run on the host runner, the plan posted, the
+	// records committed; the next issue is assigned as soon as one is done.
+	b.Run("rate=200/s,runs=2", func(b *testing.B) {
+		var runs atomic.Int64
+		post := intakeServer(b, body, func(b *testing.B, e *Engine, forge *memForge) {
+			ctx, stop := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			var next atomic.Int64
+			for range 2 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for ctx.Err() == nil {
+						if err := assignAndWait(ctx, e, forge, next.Add(1)); err != nil {
+							if ctx.Err() == nil {
+								b.Error(err)
+							}
+							return
+						}
+						runs.Add(1)
+					}
+				}()
+			}
+			b.Cleanup(func() { stop(); wg.Wait() })
+		})
+		before := runs.Load()
+		start := time.Now()
+		paced(b, post)
+		b.ReportMetric(float64(runs.Load()-before)/time.Since(start).Seconds(), "runs/s")
+	})
+}
+
+// paced posts b.N deliveries, one every 5 ms, and reports their latency.
+func paced(b *testing.B, post func(string) time.Duration) {
+	lat := make([]time.Duration, b.N)
+	var wg sync.WaitGroup
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	start := time.Now()
+	for i := range b.N {
+		<-tick.C
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lat[i] = post(fmt.Sprintf("paced-%d", i))
+		}()
+	}
+	wg.Wait()
+	reportLatency(b, lat, time.Since(start))
+}
+
+// assignAndWait assigns a new issue to the bot and waits until its analysis
+// run is over and the plan waits for validation.
+func assignAndWait(ctx context.Context, e *Engine, forge *memForge, iid int64) error {
+	p := forges.Project{Forge: "forgejo", Owner: "alice", Name: "demo"}
+	forge.mu.Lock()
+	forge.issues[iid] = &forges.Issue{Number: iid, Title: "Busy", Body: "x", State: "open", Author: "alice", Assignees: []string{"alfred"}}
+	forge.mu.Unlock()
+	ev := &forges.Event{Type: forges.EventIssueAssigned, DeliveryID: fmt.Sprintf("busy-%d", iid), Actor: "alice", Assignee: "alfred",
+		Target: forges.Target{Project: p, Kind: forges.TargetIssue, Number: iid}}
+	if err := e.Intake(ctx, ev); err != nil {
+		return err
+	}
+	key := fmt.Sprintf("forgejo/alice/demo/issue/%d", iid)
+	for ctx.Err() == nil {
+		mb, err := e.mailbox(key)
+		if err == nil && mb != nil && mb.ActiveRunID == "" {
+			switch Status(mb.Status) {
+			case StatusWaitingValidation:
+				return nil
+			case StatusBlocked:
+				return fmt.Errorf("issue %d blocked", iid)
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return ctx.Err()
 }
 
 // intakeServer starts an engine behind the Forgejo webhook handler and
 // returns a function that posts one signed delivery and times the answer.
-func intakeServer(b *testing.B, body []byte) func(delivery string) time.Duration {
+// busy, when set, is given the engine (with a host runner and the fake
+// adapter running `sleep 0.3`) to keep it working meanwhile.
+func intakeServer(b *testing.B, body []byte, busy func(*testing.B, *Engine, *memForge)) func(delivery string) time.Duration {
 	g := newGitForge(b, "alfred", "tok-s3cret")
-	e, err := New(Config{ForgeName: "forgejo", Forge: newMemForge(g), Store: openStore(b), Runner: namedRunner("host"),
-		Repos: &Repos{Base: b.TempDir()}, Sessions: SessionStore{Base: b.TempDir()}, Logger: slog.New(slog.DiscardHandler)})
+	g.seed(b, "alice", "demo")
+	forge := newMemForge(g)
+	cfg := Config{ForgeName: "forgejo", Forge: forge, Store: openStore(b), Runner: namedRunner("host"),
+		Repos: &Repos{Base: b.TempDir()}, Sessions: SessionStore{Base: b.TempDir()}, Logger: slog.New(slog.DiscardHandler)}
+	if busy != nil {
+		fa, err := fake.New(fake.Options{ResumableSessions: true, Reply: analysisReply,
+			Exec: []string{"sleep", "0.3"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		cfg.Runner = sandbox.NewHostRunner(sandbox.HostOptions{})
+		cfg.Adapters = map[string]agents.Adapter{fake.ID: fa}
+		cfg.Sandbox = sandbox.Spec{UID: os.Getuid(), GID: os.Getgid(), Env: map[string]string{"PATH": "/usr/bin:/bin"}}
+		cfg.Repos.Name, cfg.Repos.Email = "Alfred", "alfred@example.invalid"
+		cfg.MaxParallelRuns = 2
+		cfg.Defaults = map[string]string{"AGENT_ADAPTER": fake.ID}
+	}
+	e, err := New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -193,6 +276,9 @@ func intakeServer(b *testing.B, body []byte) func(delivery string) time.Duration
 		b.Fatal(err)
 	}
 	b.Cleanup(e.Close)
+	if busy != nil {
+		busy(b, e, forge)
+	}
 	srv := httptest.NewServer(forges.NewWebhookHandler("forgejo", forgejo.Hooks{}, []string{"s3cret"}, e.Intake, slog.New(slog.DiscardHandler)))
 	b.Cleanup(srv.Close)
 	sig := forges.SignHMACSHA256("s3cret", body)
