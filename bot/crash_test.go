@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -125,16 +126,28 @@ func TestKilledMidRun(t *testing.T) {
 	}
 
 	// The first bot's agent hangs: it is killed with SIGKILL in the middle.
-	first := start("touch " + marker + "; exec sleep 20")
+	first := start("echo $$ > " + marker + "; exec sleep 120")
 	fj.ActOpenIssue(forges.Issue{Number: 1, Title: "Say hello", Body: "Greet.", Author: forgejotest.Owner, Labels: []string{"type::task"}})
 	if d, err := fj.ActAssign(1, forgejotest.Bot, forgejotest.Owner); err != nil || d.Status != http.StatusAccepted {
 		t.Fatalf("assign delivery: %+v %v", d, err)
 	}
-	waitUntil(t, func() bool { _, err := os.Stat(marker); return err == nil })
+	var agent int
+	waitUntil(t, func() bool {
+		b, _ := os.ReadFile(marker)
+		agent, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return agent > 0
+	})
 	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	first.Wait()
+	// The agent on the host runner dies with the bot.
+	for deadline := time.Now().Add(10 * time.Second); alive(agent); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			syscall.Kill(agent, syscall.SIGKILL)
+			t.Fatalf("the agent (pid %d) outlived the bot", agent)
+		}
+	}
 
 	// The second bot finishes the work.
 	start("true")
@@ -168,6 +181,18 @@ func TestKilledMidRun(t *testing.T) {
 	if !strings.Contains(strings.Join(is.Labels, ","), "status::waiting_validation") {
 		t.Errorf("labels %q", is.Labels)
 	}
+}
+
+// alive tells whether process pid runs (a zombie does not).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// pid (comm) state ...: the state follows the last ')'.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i > 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
 }
 
 func freeAddr(t *testing.T) string {

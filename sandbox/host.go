@@ -88,7 +88,9 @@ func (r *HostRunner) Run(ctx context.Context, spec Spec) (*Result, error) {
 		Stdin:       p.stdinR, // nil: /dev/null
 		Stdout:      p.stdoutW,
 		Stderr:      p.stderrW,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		// Its own process group, to stop all of it; and killed with the
+		// bot, should the bot die without stopping it (SIGKILL, OOM).
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	}
 	stdout, stderr := newCapture(spec.Stdout), newCapture(spec.Stderr)
 	if err := cmd.Start(); err != nil {
