@@ -81,13 +81,13 @@ func (r *HostRunner) Run(ctx context.Context, spec Spec) (*Result, error) {
 	}
 	defer p.closeAll()
 	cmd := &exec.Cmd{
-		Path:        bin,
-		Args:        spec.Argv,
-		Env:         envList(spec.Env),
-		Dir:         dir,
-		Stdin:       p.stdinR, // nil: /dev/null
-		Stdout:      p.stdoutW,
-		Stderr:      p.stderrW,
+		Path:   bin,
+		Args:   spec.Argv,
+		Env:    envList(spec.Env),
+		Dir:    dir,
+		Stdin:  p.stdinR, // nil: /dev/null
+		Stdout: p.stdoutW,
+		Stderr: p.stderrW,
 		// Its own process group, to stop all of it; and killed with the
 		// bot, should the bot die without stopping it (SIGKILL, OOM).
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
