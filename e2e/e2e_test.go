@@ -234,6 +234,21 @@ func TestE2E(t *testing.T) {
 	if mb.MergeRequestIID == 0 || !runs[len(runs)-1].Pushed {
 		t.Fatalf("no pull request or push: %+v", mb)
 	}
+	// What was pushed is the file Claude Code wrote with its Write tool.
+	tree, err := exec.Command("git", "-C", repo, "ls-tree", "--name-only", mb.HeadSHA).Output()
+	if err != nil {
+		t.Fatalf("git ls-tree %s: %v", mb.HeadSHA, err)
+	}
+	var written string
+	for _, f := range strings.Fields(string(tree)) {
+		if strings.HasPrefix(f, "greeting-") {
+			out, _ := exec.Command("git", "-C", repo, "show", mb.HeadSHA+":"+f).Output()
+			written = string(out)
+		}
+	}
+	if !strings.Contains(written, "Written by the agent") {
+		t.Fatalf("the development commit lacks the agent's file: tree %q", tree)
+	}
 
 	// A red commit status (found by polling): ci_fix, resumed; green: in review.
 	fj.AddStatus(mb.HeadSHA, "ci/test", "failure", "1 test failed", "")

@@ -16,23 +16,18 @@ import (
 const agentReply = "## Functional analysis\n\nThe demo should greet its users.\n\n## Implementation plan\n\n1. Add a greeting.\n2. Test it."
 
 // wrapper is the image's `claude`: it starts the mock model server inside the
-// container (network none: only loopback), then the real Claude Code. A mock
-// model cannot ask for file edits, so where the workspace is writable the
-// wrapper stands in for the agent's edit after Claude is done. A file named
-// e2e-slow in the session folder holds the run back, so the test can kill the
-// bot in the middle of it.
+// container (network none: only loopback), then the real Claude Code. Where
+// the prompt asks for changes, the mock model answers with a Write tool use,
+// which Claude Code carries out in /workspace. A file named e2e-slow in the
+// session folder holds the run back, so the test can kill the bot in the
+// middle of it.
 const wrapper = `#!/bin/sh
-/opt/mockllm -addr 127.0.0.1:4000 -reply "$(cat /opt/reply.txt)" -ready /tmp/mockllm.ready </dev/null >/tmp/mockllm.log 2>&1 &
+/opt/mockllm -addr 127.0.0.1:4000 -reply "$(cat /opt/reply.txt)" -ready /tmp/mockllm.ready \
+	-write-dir /workspace -read-only-phrase "Do not change any file" </dev/null >/tmp/mockllm.log 2>&1 &
 i=0
 while [ ! -e /tmp/mockllm.ready ] && [ $i -lt 200 ]; do i=$((i+1)); sleep 0.05; done
 if [ -e /home/agent/.claude/projects/e2e-slow ]; then sleep 120; fi
-/opt/claude/claude "$@"
-rc=$?
-if [ $rc -eq 0 ] && touch /workspace/.e2e-probe 2>/dev/null; then
-	rm -f /workspace/.e2e-probe
-	date >> /workspace/greeting.txt
-fi
-exit $rc
+exec /opt/claude/claude "$@"
 `
 
 // buildImage makes the agent image from files of this machine (no registry

@@ -10,15 +10,19 @@
 //
 // It logs every request with how many messages (conversation items) it
 // carries, which is how tests prove that a resumed session sent the earlier
-// turns. It listens on 127.0.0.1 only.
+// turns. With Options.WriteDir it also acts as a coding agent's model on the
+// Anthropic API: it asks the CLI to Write a file, once per prompt. It listens
+// on 127.0.0.1 only.
 package mockllm
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -47,8 +51,16 @@ type Request struct {
 	// Anthropic and chat `messages`, Responses `input` items (1 for a
 	// string input), Gemini `contents`.
 	Messages int
-	// LastUserText is the text of the last user entry, when found.
+	// LastUserText is the text of the last user entry that has text, when found.
 	LastUserText string
+	// Tools names the tools the request offers (Anthropic).
+	Tools []string
+	// Prompts counts the user texts of the conversation, system reminders
+	// left out; Prompt is the last of them (Anthropic).
+	Prompts int
+	Prompt  string
+	// ToolResults are the tool_use ids the conversation has results for (Anthropic).
+	ToolResults []string
 	// Header keeps a few request headers (authorization redacted to its scheme).
 	Header http.Header
 }
@@ -63,6 +75,34 @@ type Options struct {
 	// Delay holds every model answer back this long (or until the client
 	// goes away), for timeout tests.
 	Delay time.Duration
+	// WriteDir, when set, makes the model edit files like a coding agent
+	// (Anthropic only): a request that offers the Write tool, carries no tool
+	// result and whose last user text lacks ReadOnlyPhrase is answered with a
+	// Write of a new file in WriteDir; the request carrying the tool's result
+	// gets Reply.
+	WriteDir       string
+	ReadOnlyPhrase string
+}
+
+// wantsWrite tells whether req is answered with a Write tool use: once per
+// prompt. The tool_use id names the prompt (its text and its place in the
+// conversation), so the request that carries the Write's result, however the
+// CLI arranges the messages, gets the text reply.
+func (s *Server) wantsWrite(req Request) bool {
+	if s.opts.WriteDir == "" || !slices.Contains(req.Tools, "Write") || req.Prompt == "" {
+		return false
+	}
+	if s.opts.ReadOnlyPhrase != "" && strings.Contains(req.Prompt, s.opts.ReadOnlyPhrase) {
+		return false
+	}
+	mine := writeID(req)
+	return !slices.ContainsFunc(req.ToolResults, func(id string) bool { return strings.HasPrefix(id, mine) })
+}
+
+// writeID is the prefix of the tool_use ids of the Write for req's prompt.
+func writeID(req Request) string {
+	h := sha256.Sum256([]byte(req.Prompt))
+	return fmt.Sprintf("toolu_mock_%d_%x_", req.Prompts, h[:6])
 }
 
 // Server is a running mock.
@@ -192,9 +232,20 @@ func parse(api API, body []byte) Request {
 		Messages []json.RawMessage `json:"messages"`
 		Input    json.RawMessage   `json:"input"`
 		Contents []json.RawMessage `json:"contents"`
+		Tools    []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
 	}
 	_ = json.Unmarshal(body, &b)
 	req := Request{Model: b.Model, Stream: b.Stream}
+	if api == APIAnthropic {
+		for _, t := range b.Tools {
+			req.Tools = append(req.Tools, t.Name)
+		}
+		for _, m := range b.Messages {
+			anthropicEntry(m, &req)
+		}
+	}
 	var entries []json.RawMessage
 	switch api {
 	case APIAnthropic, APIChat:
@@ -211,7 +262,7 @@ func parse(api API, body []byte) Request {
 	}
 	req.Messages = len(entries)
 	for i := len(entries) - 1; i >= 0; i-- {
-		if t, ok := userText(entries[i]); ok {
+		if t, ok := userText(entries[i]); ok && t != "" {
 			req.LastUserText = t
 			break
 		}
@@ -250,6 +301,41 @@ func userText(raw json.RawMessage) (string, bool) {
 	return sb.String(), true
 }
 
+// anthropicEntry notes the prompts and tool results of one Anthropic message.
+func anthropicEntry(raw json.RawMessage, req *Request) {
+	var m struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(raw, &m) != nil || m.Role != "user" {
+		return
+	}
+	var blocks []struct {
+		Type      string `json:"type"`
+		Text      string `json:"text"`
+		ToolUseID string `json:"tool_use_id"`
+	}
+	var str string
+	if json.Unmarshal(m.Content, &str) == nil {
+		blocks = append(blocks, struct {
+			Type      string `json:"type"`
+			Text      string `json:"text"`
+			ToolUseID string `json:"tool_use_id"`
+		}{Type: "text", Text: str})
+	} else if json.Unmarshal(m.Content, &blocks) != nil {
+		return
+	}
+	for _, b := range blocks {
+		switch {
+		case b.Type == "tool_result":
+			req.ToolResults = append(req.ToolResults, b.ToolUseID)
+		case b.Type == "text" && strings.TrimSpace(b.Text) != "" && !strings.HasPrefix(strings.TrimSpace(b.Text), "<system-reminder>"):
+			req.Prompts++
+			req.Prompt = b.Text
+		}
+	}
+}
+
 func model(m string) string {
 	if m == "" {
 		return "mock-model"
@@ -258,6 +344,10 @@ func model(m string) string {
 }
 
 func (s *Server) anthropic(w http.ResponseWriter, req Request) {
+	if s.wantsWrite(req) {
+		s.anthropicWrite(w, req)
+		return
+	}
 	usage := map[string]any{"input_tokens": 10, "output_tokens": 1}
 	if !req.Stream {
 		writeJSON(w, http.StatusOK, map[string]any{
@@ -276,6 +366,39 @@ func (s *Server) anthropic(w http.ResponseWriter, req Request) {
 	sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": s.opts.Reply}})
 	sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
 	sse.event("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": "end_turn", "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 1}})
+	sse.event("message_stop", map[string]any{"type": "message_stop"})
+}
+
+// anthropicWrite answers with a Write tool use that creates a new file in
+// WriteDir (a new name each time, so every write phase changes the tree).
+func (s *Server) anthropicWrite(w http.ResponseWriter, req Request) {
+	now := time.Now()
+	input := map[string]any{
+		"file_path": path.Join(s.opts.WriteDir, fmt.Sprintf("greeting-%d.txt", now.UnixNano())),
+		"content":   fmt.Sprintf("Hello, users! Written by the agent at %s.\n", now.UTC().Format(time.RFC3339Nano)),
+	}
+	usage := map[string]any{"input_tokens": 10, "output_tokens": 20}
+	id := fmt.Sprintf("%s%d", writeID(req), now.UnixNano())
+	if !req.Stream {
+		writeJSON(w, http.StatusOK, map[string]any{
+			"id": "msg_mock", "type": "message", "role": "assistant", "model": model(req.Model),
+			"content":     []any{map[string]any{"type": "tool_use", "id": id, "name": "Write", "input": input}},
+			"stop_reason": "tool_use", "stop_sequence": nil, "usage": usage,
+		})
+		return
+	}
+	args, _ := json.Marshal(input)
+	sse := newSSE(w)
+	sse.event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
+		"id": "msg_mock", "type": "message", "role": "assistant", "model": model(req.Model),
+		"content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": usage,
+	}})
+	sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": 0,
+		"content_block": map[string]any{"type": "tool_use", "id": id, "name": "Write", "input": map[string]any{}}})
+	sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
+		"delta": map[string]any{"type": "input_json_delta", "partial_json": string(args)}})
+	sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+	sse.event("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": "tool_use", "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 20}})
 	sse.event("message_stop", map[string]any{"type": "message_stop"})
 }
 

@@ -1,6 +1,7 @@
 package mockllm
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -85,5 +86,64 @@ func TestStatus(t *testing.T) {
 	}
 	if len(s.Requests()) != 1 {
 		t.Fatal("a rejected request was not logged")
+	}
+}
+
+// TestWrite: with WriteDir, a prompt that asks for changes gets one Write
+// tool use, the request with its result gets the reply, a later prompt (the
+// CLI may merge it into the message with the old results) writes again, and
+// a read-only prompt or a request without the Write tool never writes.
+func TestWrite(t *testing.T) {
+	s := Start(Options{Reply: "done", WriteDir: "/workspace", ReadOnlyPhrase: "Do not change any file"})
+	defer s.Close()
+	const tools = `"tools":[{"name":"Read"},{"name":"Write"}]`
+	ask := func(messages string) (toolID string, text bool) {
+		t.Helper()
+		status, body := post(t, s.URL+"/v1/messages", `{"model":"c",`+tools+`,"messages":[`+messages+`]}`)
+		if status != http.StatusOK {
+			t.Fatalf("status %d: %s", status, body)
+		}
+		var m struct {
+			Content []struct {
+				Type  string         `json:"type"`
+				ID    string         `json:"id"`
+				Name  string         `json:"name"`
+				Input map[string]any `json:"input"`
+			} `json:"content"`
+		}
+		if err := json.Unmarshal([]byte(body), &m); err != nil || len(m.Content) != 1 {
+			t.Fatalf("answer %s: %v", body, err)
+		}
+		c := m.Content[0]
+		if c.Type == "tool_use" {
+			if c.Name != "Write" || !strings.HasPrefix(c.Input["file_path"].(string), "/workspace/greeting-") || c.Input["content"] == "" {
+				t.Fatalf("tool use %+v", c)
+			}
+			return c.ID, false
+		}
+		return "", c.Type == "text"
+	}
+	user := `{"role":"user","content":[{"type":"text","text":"<system-reminder>x</system-reminder>"},{"type":"text","text":"Implement the plan."}]}`
+	id, _ := ask(user)
+	if id == "" {
+		t.Fatal("a prompt asking for changes got no Write")
+	}
+	use := `{"role":"assistant","content":[{"type":"tool_use","id":"` + id + `","name":"Write","input":{}}]}`
+	if _, text := ask(user + `,` + use + `,{"role":"user","content":[{"type":"tool_result","tool_use_id":"` + id + `","content":"ok"}]}`); !text {
+		t.Fatal("the Write's result did not get the reply")
+	}
+	// Resumed: the old result and the new prompt in one message, even the same text.
+	for _, next := range []string{"Fix CI.", "Implement the plan."} {
+		merged := `{"role":"user","content":[{"type":"tool_result","tool_use_id":"` + id + `","content":"ok"},{"type":"text","text":"` + next + `"}]}`
+		if again, _ := ask(user + `,` + use + `,` + merged); again == "" || again == id {
+			t.Fatalf("the next prompt %q wrote nothing new: %q", next, again)
+		}
+	}
+	if _, text := ask(`{"role":"user","content":"Analyse. Do not change any file."}`); !text {
+		t.Error("a read-only prompt got a Write")
+	}
+	status, body := post(t, s.URL+"/v1/messages", `{"model":"c","messages":[`+user+`]}`)
+	if status != http.StatusOK || !strings.Contains(body, `"text":"done"`) {
+		t.Errorf("a request without the Write tool: %d %s", status, body)
 	}
 }

@@ -1,6 +1,8 @@
 // Command mockllm serves agents/mockllm on a loopback address, for the
 // end-to-end test image: it runs inside the agent's container (network none),
-// beside the agent CLI, and answers every model request with one reply.
+// beside the agent CLI, and answers every model request with one reply, or,
+// with -write-dir, first with the Write of a new file where the prompt asks
+// for changes.
 package main
 
 import (
@@ -19,6 +21,8 @@ func main() {
 	reply := flag.String("reply", "ok", "the assistant's reply")
 	delay := flag.Duration("delay", 0, "hold every answer back this long")
 	ready := flag.String("ready", "", "file to create once listening")
+	writeDir := flag.String("write-dir", "", "edit files like a coding agent: a Write tool use of a new file in this folder")
+	readOnly := flag.String("read-only-phrase", "", "no file edit for a prompt with this phrase")
 	flag.Parse()
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -31,7 +35,7 @@ func main() {
 			os.Exit(1)
 		}
 	}
-	h := mockllm.Handler(mockllm.Options{Reply: *reply, Delay: *delay})
+	h := mockllm.Handler(mockllm.Options{Reply: *reply, Delay: *delay, WriteDir: *writeDir, ReadOnlyPhrase: *readOnly})
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	if err := srv.Serve(ln); err != nil {
 		fmt.Fprintln(os.Stderr, "mockllm:", err)
