@@ -150,13 +150,6 @@ func TestTwoEventsForOneMailboxAtOnce(t *testing.T) {
 
 // blocking makes every run wait until its context ends, as an agent does
 // while the bot is killed.
-type blocking struct{ agents.Adapter }
-
-func (b blocking) Run(ctx context.Context, req agents.Request) (*agents.Result, error) {
-	<-ctx.Done()
-	return &agents.Result{Outcome: agents.OutcomeCanceled}, nil
-}
-
 // TestRestartFinishesTheWorkOnce stops the engine in the middle of a run and
 // with an event recorded but not handled, then starts a new one on the same
 // state: the run is done again once, the event handled once, nothing doubled.
@@ -170,7 +163,7 @@ func TestRestartFinishesTheWorkOnce(t *testing.T) {
 	cfg := h.engine.cfg
 	h.engine.Close()
 	stuck := cfg
-	stuck.Adapters = map[string]agents.Adapter{"fake": blocking{h.adapter}}
+	stuck.Adapters = map[string]agents.Adapter{"fake": held{Adapter: h.adapter}}
 	e1, err := New(stuck)
 	if err != nil {
 		t.Fatal(err)
@@ -190,6 +183,9 @@ func TestRestartFinishesTheWorkOnce(t *testing.T) {
 	})
 	e1.Close()
 	interrupted := h.mailbox(7).ActiveRunID
+	if r, _, _ := h.store.RunWithSessions(interrupted); r.Status != state.RunRunning {
+		t.Errorf("a run interrupted by a shutdown is recorded %s, want it left running for the next start", r.Status)
+	}
 
 	// An event recorded just before the crash, never handled.
 	h.forge.RemoveLabel(context.Background(), h.issueTarget(7), StatusInDevelopment.Label())
@@ -315,14 +311,17 @@ func TestOldEventsArePruned(t *testing.T) {
 }
 
 // held is an adapter whose runs wait for their context, as a CLI in a
-// container does until the runner stops it.
+// container does until the runner stops it; each run's start is sent on
+// started, when set.
 type held struct {
 	agents.Adapter
 	started chan struct{}
 }
 
 func (a held) Run(ctx context.Context, req agents.Request) (*agents.Result, error) {
-	a.started <- struct{}{}
+	if a.started != nil {
+		a.started <- struct{}{}
+	}
 	<-ctx.Done()
 	return &agents.Result{Outcome: agents.OutcomeCanceled}, nil
 }
@@ -367,5 +366,31 @@ func TestClosingStopsTheRun(t *testing.T) {
 	}
 	if got := h.forge.labels(7); len(statusLabels(got)) != 1 || statusLabels(got)[0] != StatusDone.Label() {
 		t.Errorf("labels %q", got)
+	}
+}
+
+// TestClosingWhileTheForgeFails: the run is stopped but the forge fails
+// until the closing event is given up; the canceled run's end then clears
+// the active run and is not retried.
+func TestClosingWhileTheForgeFails(t *testing.T) {
+	t.Parallel()
+	started := make(chan struct{}, 1)
+	h := newHarness(t, func(s *setup) {
+		s.wrap = func(a agents.Adapter) agents.Adapter { return held{Adapter: a, started: started} }
+	})
+	h.assign(7)
+	select {
+	case <-started:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the analysis run never started")
+	}
+	h.forge.down("AddLabels", 100)
+	h.send(forges.Event{Type: forges.EventIssueClosed, Actor: "alice", Target: h.issueTarget(7)})
+	waitUntil(t, func() bool { m := h.mailbox(7); return m.ActiveRunID == "" })
+	time.Sleep(200 * time.Millisecond)
+	mb := h.mailbox(7)
+	runs := mustRuns(t, h.store, mb.ID)
+	if len(runs) != 1 || runs[0].Status != state.RunCanceled || mb.ActiveRunID != "" {
+		t.Fatalf("a run stopped on purpose was retried or left active: %+v, mailbox %+v", runs, mb)
 	}
 }

@@ -159,11 +159,11 @@ func (e *Engine) execute(ctx context.Context, mailboxID, runID string) error {
 
 	res, ls, err := e.invoke(ctx, &mb, &run)
 	run.FinishedAt = e.now()
-	stopped := ctx.Err() != nil && e.ctx.Err() == nil // by stopRun, not by a shutdown
+	canceled := err != nil || res.Outcome == agents.OutcomeCanceled
 	switch {
-	case err != nil && e.ctx.Err() != nil:
+	case e.ctx.Err() != nil && canceled:
 		return nil // shutting down: leave it running; recoverRuns starts it again
-	case stopped && (err != nil || res.Outcome == agents.OutcomeCanceled):
+	case ctx.Err() != nil && canceled: // stopped by stopRun
 		run.Status, run.Outcome = state.RunCanceled, "canceled: "+context.Cause(ctx).Error()
 		log.Info("run canceled", "cause", context.Cause(ctx))
 	case err != nil:

@@ -33,6 +33,12 @@ func (e *Engine) handleRunDone(ctx context.Context, key, runID string) error {
 		e.log.Warn("status comment", "mailbox", mb.ID, "err", err)
 	}
 	phase := agents.Phase(run.Phase)
+	if run.Status == state.RunCanceled {
+		// Stopped on purpose (finish), never retried. A run a shutdown
+		// interrupted stays running in the records, and recoverRuns starts
+		// it again.
+		return e.save(ctx, mb)
+	}
 	if run.Status != state.RunSucceeded {
 		return e.retryOrBlock(ctx, mb, run, run.Outcome)
 	}
@@ -196,7 +202,7 @@ func (e *Engine) recoverRuns(ctx context.Context) error {
 			continue
 		}
 		switch run.Status {
-		case state.RunQueued, state.RunRunning, state.RunCanceled:
+		case state.RunQueued, state.RunRunning:
 			e.log.Info("restarting interrupted run", "mailbox", mb.ID, "run", run.ID, "phase", run.Phase)
 			run.Status, run.Outcome, run.FinishedAt = state.RunCanceled, "interrupted: the bot stopped", e.now()
 			if err := e.store.Update(ctx, func(tx *state.Tx) error { return tx.PutRun(run) }); err != nil {
