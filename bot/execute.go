@@ -14,7 +14,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/alchemic-studio/alfred/agents"
-	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/sandbox"
 	"github.com/alchemic-studio/alfred/state"
 )
@@ -348,71 +347,6 @@ func commitMessage(p agents.Phase, mb *state.Mailbox) string {
 		return fmt.Sprintf("chore: merge the target branch and resolve conflicts (#%d)", mb.IID)
 	}
 	return fmt.Sprintf("feat: %s (#%d)", mb.Title, mb.IID)
-}
-
-// prompt gathers the full phase context from the forge.
-func (e *Engine) prompt(ctx context.Context, mb *state.Mailbox, run *state.Run, phase agents.Phase, conflicts []string) (string, error) {
-	p := projectOf(mb)
-	is, err := e.subject(ctx, mb)
-	if err != nil {
-		return "", err
-	}
-	comments, err := e.forge.Comments(ctx, issueTarget(mb))
-	if err != nil {
-		return "", err
-	}
-	in := PromptInput{Phase: phase, Project: p, Issue: *is, Branch: mb.BranchName, Conflict: conflicts}
-	for _, c := range comments {
-		if _, kind, ok := forges.ParseMarker(c.Body); ok {
-			switch kind {
-			case KindPlan:
-				in.Plan = stripMarker(c.Body)
-			case KindQuestions:
-				in.Asked = stripMarker(c.Body)
-			}
-			continue
-		}
-		if !strings.EqualFold(c.Author, e.me) {
-			in.Thread = append(in.Thread, c)
-		}
-	}
-	switch phase {
-	case agents.PhaseAnalysis:
-		in.Feedback = run.Input
-	case agents.PhaseAnswer:
-		in.Question = run.Input
-		if in.Question == "" {
-			in.Question = is.Body
-		}
-	case agents.PhaseReviewFix:
-		in.Review = run.Input
-	case agents.PhaseCIFix:
-		if mb.HeadSHA != "" {
-			ci, err := e.forge.CIStatus(ctx, p, mb.HeadSHA)
-			if err != nil {
-				return "", err
-			}
-			for _, c := range ci.Checks {
-				if c.State == forges.CIFailure {
-					in.CI = append(in.CI, c)
-				}
-			}
-		}
-	}
-	return Prompt(in), nil
-}
-
-// subject reads what the mailbox is about: its issue, or its merge request
-// (title and description) for a merge request mailbox.
-func (e *Engine) subject(ctx context.Context, mb *state.Mailbox) (*forges.Issue, error) {
-	if mb.Kind == state.KindIssue {
-		return e.forge.Issue(ctx, projectOf(mb), mb.IID)
-	}
-	mr, err := e.forge.MergeRequest(ctx, projectOf(mb), mb.IID)
-	if err != nil {
-		return nil, err
-	}
-	return &forges.Issue{Number: mr.Number, Title: mr.Title, Body: mr.Body, Author: mr.Author, URL: mr.URL, State: mr.State}, nil
 }
 
 // installation is the detected CLI of an adapter on the configured runner.

@@ -1,12 +1,14 @@
 package bot
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/forges"
+	"github.com/alchemic-studio/alfred/state"
 )
 
 // PromptInput is the full context of a phase (the issue body carries the
@@ -36,6 +38,71 @@ const (
 	planHeading      = "## Implementation plan"
 	questionsHeading = "## Questions"
 )
+
+// prompt gathers the full phase context from the forge.
+func (e *Engine) prompt(ctx context.Context, mb *state.Mailbox, run *state.Run, phase agents.Phase, conflicts []string) (string, error) {
+	p := projectOf(mb)
+	is, err := e.subject(ctx, mb)
+	if err != nil {
+		return "", err
+	}
+	comments, err := e.forge.Comments(ctx, issueTarget(mb))
+	if err != nil {
+		return "", err
+	}
+	in := PromptInput{Phase: phase, Project: p, Issue: *is, Branch: mb.BranchName, Conflict: conflicts}
+	for _, c := range comments {
+		if _, kind, ok := forges.ParseMarker(c.Body); ok {
+			switch kind {
+			case KindPlan:
+				in.Plan = stripMarker(c.Body)
+			case KindQuestions:
+				in.Asked = stripMarker(c.Body)
+			}
+			continue
+		}
+		if !strings.EqualFold(c.Author, e.me) {
+			in.Thread = append(in.Thread, c)
+		}
+	}
+	switch phase {
+	case agents.PhaseAnalysis:
+		in.Feedback = run.Input
+	case agents.PhaseAnswer:
+		in.Question = run.Input
+		if in.Question == "" {
+			in.Question = is.Body
+		}
+	case agents.PhaseReviewFix:
+		in.Review = run.Input
+	case agents.PhaseCIFix:
+		if mb.HeadSHA != "" {
+			ci, err := e.forge.CIStatus(ctx, p, mb.HeadSHA)
+			if err != nil {
+				return "", err
+			}
+			for _, c := range ci.Checks {
+				if c.State == forges.CIFailure {
+					in.CI = append(in.CI, c)
+				}
+			}
+		}
+	}
+	return Prompt(in), nil
+}
+
+// subject reads what the mailbox is about: its issue, or its merge request
+// (title and description) for a merge request mailbox.
+func (e *Engine) subject(ctx context.Context, mb *state.Mailbox) (*forges.Issue, error) {
+	if mb.Kind == state.KindIssue {
+		return e.forge.Issue(ctx, projectOf(mb), mb.IID)
+	}
+	mr, err := e.forge.MergeRequest(ctx, projectOf(mb), mb.IID)
+	if err != nil {
+		return nil, err
+	}
+	return &forges.Issue{Number: mr.Number, Title: mr.Title, Body: mr.Body, Author: mr.Author, URL: mr.URL, State: mr.State}, nil
+}
 
 // Prompt renders the instructions for one phase.
 func Prompt(in PromptInput) string {
