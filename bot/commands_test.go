@@ -394,3 +394,53 @@ func TestClosingWhileTheForgeFails(t *testing.T) {
 		t.Fatalf("a run stopped on purpose was retried or left active: %+v, mailbox %+v", runs, mb)
 	}
 }
+
+// TestShutdownWhileTheForgeIsDown: an event still being tried when the
+// engine stops is not given up: the next start handles it.
+func TestShutdownWhileTheForgeIsDown(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.assign(7)
+	h.waitStatus(7, StatusWaitingValidation)
+
+	h.forge.down("CreateComment", 1_000_000)
+	h.forge.AddLabels(context.Background(), h.issueTarget(7), "status::in_ci")
+	h.send(forges.Event{Type: forges.EventIssueLabeled, DeliveryID: "during-outage", Actor: "alice", Target: h.issueTarget(7), Labels: h.forge.labels(7)})
+	waitUntil(t, func() bool {
+		h.forge.mu.Lock()
+		defer h.forge.mu.Unlock()
+		return h.forge.failNext["CreateComment"] < 1_000_000-2 // tried, and tried again
+	})
+	cfg := h.engine.cfg
+	h.engine.Close()
+	done := func() (bool, string) {
+		for _, p := range h.store.List(eventsDir) {
+			raw, _ := h.store.Get(p)
+			if strings.Contains(string(raw), `"delivery_id":"during-outage"`) {
+				return strings.Contains(string(raw), `"done":true`), string(raw)
+			}
+		}
+		return false, ""
+	}
+	if ok, raw := done(); ok {
+		t.Fatalf("the event was given up at shutdown: %s", raw)
+	}
+
+	h.forge.down("CreateComment", 0)
+	e, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.engine = e
+	t.Cleanup(e.Close)
+	waitUntil(t, func() bool { ok, _ := done(); return ok })
+	if _, raw := done(); strings.Contains(raw, "error") {
+		t.Errorf("event record after the restart: %s", raw)
+	}
+	if n := count(h.forge.commentKinds(h.issueTarget(7)), KindStatusLabelRestored); n != 1 {
+		t.Errorf("%d status_label_restored comments, want 1", n)
+	}
+}

@@ -41,7 +41,7 @@ type Config struct {
 	// MaxParallelRuns bounds the runs executing at once (default 2).
 	MaxParallelRuns int
 	// RetryDelay is the first wait before handling a failed event again
-	// (doubling each time); default 1s.
+	// (doubling each time, up to 60 times itself); default 1s.
 	RetryDelay time.Duration
 	// Defaults replace setting defaults of the catalogue (see Settings.Defaults).
 	Defaults map[string]string
@@ -196,6 +196,11 @@ func (e *Engine) handle(ctx context.Context, key string, m message) {
 			outcome, err = e.handleEvent(ctx, key, m.event)
 			return err
 		})
+		if err != nil && ctx.Err() != nil {
+			// Shutting down: the event stays in the journal and is handled
+			// again at the next start.
+			return
+		}
 		if err != nil {
 			e.log.Error("event dropped after retries", "mailbox", key, "delivery", m.event.DeliveryID, "err", err)
 			outcome = "error: " + err.Error()
@@ -204,6 +209,10 @@ func (e *Engine) handle(ctx context.Context, key string, m message) {
 	case m.runDone != "":
 		if err := e.retrying(ctx, func() error { return e.handleRunDone(ctx, key, m.runDone) }); err != nil {
 			// The mailbox keeps the run as active: the next start applies it.
+			if ctx.Err() != nil {
+				e.log.Info("shutting down: the run's end is applied at the next start", "mailbox", key, "run", m.runDone)
+				return
+			}
 			e.log.Error("after run, given up until the next start", "mailbox", key, "run", m.runDone, "err", err)
 		}
 	case m.poll:
@@ -214,8 +223,9 @@ func (e *Engine) handle(ctx context.Context, key string, m message) {
 }
 
 // retrying runs f until it succeeds, up to retryTries times, waiting longer
-// each time (a forge that times out or answers 5xx). It waits in the
-// mailbox's worker, so the mailbox's later events keep their order.
+// each time (a forge that times out, answers 5xx or restarts). It waits in
+// the mailbox's worker, so the mailbox's later events keep their order while
+// other mailboxes go on.
 func (e *Engine) retrying(ctx context.Context, f func() error) error {
 	delay := e.cfg.RetryDelay
 	for try := 1; ; try++ {
@@ -229,12 +239,17 @@ func (e *Engine) retrying(ctx context.Context, f func() error) error {
 		case <-ctx.Done():
 			return err
 		}
-		delay *= 2
+		delay = min(2*delay, retryCap*e.cfg.RetryDelay)
 	}
 }
 
-// retryTries bounds retrying: with the default delay, about a minute.
-const retryTries = 6
+// Retrying is bounded: with the default first delay of 1 s, doubling up to a
+// minute, the tries last about four minutes, which a forge restart or upgrade
+// fits in.
+const (
+	retryTries = 10
+	retryCap   = 60 // the longest wait, in first delays
+)
 
 // mailbox reads the mailbox of key; nil when there is none.
 func (e *Engine) mailbox(key string) (*state.Mailbox, error) {
