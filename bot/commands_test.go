@@ -444,3 +444,32 @@ func TestShutdownWhileTheForgeIsDown(t *testing.T) {
 		t.Errorf("%d status_label_restored comments, want 1", n)
 	}
 }
+
+// TestGoneIsNotRetried: a forge that says the issue does not exist (a 404)
+// is believed at once: the event is recorded with the error, not tried for
+// minutes while the mailbox's later events wait.
+func TestGoneIsNotRetried(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.send(forges.Event{Type: forges.EventIssueAssigned, DeliveryID: "deleted-issue", Actor: "alice", Assignee: "alfred",
+		Target: h.issueTarget(404)})
+	var raw string
+	waitUntil(t, func() bool {
+		for _, p := range h.store.List(eventsDir) {
+			b, _ := h.store.Get(p)
+			if strings.Contains(string(b), `"delivery_id":"deleted-issue"`) && strings.Contains(string(b), `"done":true`) {
+				raw = string(b)
+				return true
+			}
+		}
+		return false
+	})
+	if !strings.Contains(raw, "not found") {
+		t.Errorf("event record: %s", raw)
+	}
+	h.forge.mu.Lock()
+	defer h.forge.mu.Unlock()
+	if h.forge.missing != 1 {
+		t.Errorf("the missing issue was asked for %d times, want once", h.forge.missing)
+	}
+}

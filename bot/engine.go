@@ -230,8 +230,8 @@ func (e *Engine) retrying(ctx context.Context, f func() error) error {
 	delay := e.cfg.RetryDelay
 	for try := 1; ; try++ {
 		err := f()
-		if err == nil || try == retryTries || ctx.Err() != nil {
-			return err
+		if err == nil || try == retryTries || ctx.Err() != nil || errors.Is(err, forges.ErrNotFound) {
+			return err // done, out of tries, stopping, or gone for good
 		}
 		e.log.Warn("will try again", "try", try, "in", delay, "err", err)
 		select {

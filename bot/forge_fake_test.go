@@ -25,6 +25,7 @@ type memForge struct {
 	nextID   int64
 	calls    []string       // mutating calls, for assertions
 	failNext map[string]int // method name -> how many calls fail, as a forge that is down
+	missing  int            // reads of an issue that does not exist
 }
 
 // down makes the next n calls of method fail like a forge that times out.
@@ -68,6 +69,7 @@ func (f *memForge) Issue(_ context.Context, _ forges.Project, n int64) (*forges.
 	defer f.mu.Unlock()
 	is, ok := f.issues[n]
 	if !ok {
+		f.missing++
 		return nil, fmt.Errorf("issue %d: %w", n, forges.ErrNotFound)
 	}
 	c := *is
