@@ -24,8 +24,8 @@ import (
 // it on a Forgejo that speaks HTTP: the fake Forgejo 7 API (forgejotest),
 // its signed webhooks into the shared webhook handler, git over smart HTTP,
 // the real Forgejo client, the engine, and the fake agent started as a real
-// process by the host runner. The person uses labels, a review and the merge
-// button only; CI arrives as commit statuses, which Forgejo 7 sends no webhook
+// process by the host runner. The person uses comments, labels, a review and
+// the merge button only; CI arrives as commit statuses, which Forgejo 7 sends no webhook
 // for, so the poller finds them.
 func TestPersonDrivesAnIssueOnForgejo(t *testing.T) {
 	t.Parallel()
@@ -51,9 +51,10 @@ func TestPersonDrivesAnIssueOnForgejo(t *testing.T) {
 	}
 	st := openStore(t)
 	base := t.TempDir()
+	agent := &scripted{Adapter: fa}
 	e, err := New(Config{
 		ForgeName: "forgejo", Forge: forge, Store: st,
-		Adapters: map[string]agents.Adapter{fake.ID: &scripted{Adapter: fa}},
+		Adapters: map[string]agents.Adapter{fake.ID: agent},
 		Runner:   sandbox.NewHostRunner(sandbox.HostOptions{}),
 		Sandbox:  sandbox.Spec{UID: os.Getuid(), GID: os.Getgid(), Env: map[string]string{"PATH": os.Getenv("PATH")}},
 		Repos:    &Repos{Base: base, Name: "Alfred", Email: "alfred@example.invalid"},
@@ -97,10 +98,22 @@ func TestPersonDrivesAnIssueOnForgejo(t *testing.T) {
 		}
 	}
 
-	// The person opens an issue and assigns it to the bot.
+	// The person opens an issue and assigns it to the bot, which asks a
+	// question first; the answer in the thread brings the plan.
+	agent.ReplyNext("## Functional analysis\n\nUsers want a greeting.\n\n## Questions\n\n- In which languages?")
 	fj.ActOpenIssue(forges.Issue{Number: 1, Title: "Say hello", Body: "The demo should greet.", Author: forgejotest.Owner, Labels: []string{"type::task"}})
 	accepted(fj.ActAssign(1, forgejotest.Bot, forgejotest.Owner))
+	wait(StatusWaitingInfo)
+	accepted(fj.ActComment(1, forgejotest.Owner, "English for now."))
 	wait(StatusWaitingValidation)
+
+	// Naming the bot asks for another plan.
+	accepted(fj.ActComment(1, forgejotest.Owner, "@"+forgejotest.Bot+" please keep it in one file"))
+	waitUntil(t, func() bool { runs, _ := st.Runs(key.ID()); return len(runs) == 3 })
+	wait(StatusWaitingValidation)
+	if reqs := fa.Requests(); !strings.Contains(reqs[2].Prompt, "please keep it in one file") {
+		t.Errorf("the plan revision's prompt lacks the feedback: %q", reqs[2].Prompt)
+	}
 	is, _ := fj.Issue(1)
 	if sec, ok := forges.Section(is.Body); !ok || !strings.Contains(sec, "Users want a greeting.") || !strings.HasPrefix(is.Body, "The demo should greet.") {
 		t.Errorf("description: %q", is.Body)
@@ -159,7 +172,7 @@ func TestPersonDrivesAnIssueOnForgejo(t *testing.T) {
 		_, k, _ := forges.ParseMarker(c.Body)
 		kinds[k]++
 	}
-	for k, n := range map[string]int{KindAcknowledgement: 1, KindPlan: 1, KindPlanValidated: 1, KindSession: 1} {
+	for k, n := range map[string]int{KindAcknowledgement: 1, KindQuestions: 1, KindPlan: 2, KindPlanValidated: 1, KindSession: 1} {
 		if kinds[k] != n {
 			t.Errorf("%d %s comments, want %d (all: %v)", kinds[k], k, n, kinds)
 		}
