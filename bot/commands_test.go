@@ -473,3 +473,33 @@ func TestGoneIsNotRetried(t *testing.T) {
 		t.Errorf("the missing issue was asked for %d times, want once", h.forge.missing)
 	}
 }
+
+// TestAgentOutputIsRedacted: an agent that prints the secrets it was given
+// (the API key offered to it, the forge token it pushes with) publishes
+// neither in the plan comment, the description or the run's record.
+func TestAgentOutputIsRedacted(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.adapter.ReplyNext("## Functional analysis\n\nKey sk-very-secret.\n\n## Implementation plan\n\n1. Push with tok-s3cret.")
+	h.assign(7)
+	mb := h.waitStatus(7, StatusWaitingValidation)
+	var published []string
+	cs, _ := h.forge.Comments(context.Background(), h.issueTarget(7))
+	for _, c := range cs {
+		published = append(published, c.Body)
+	}
+	is, _ := h.forge.Issue(context.Background(), h.project, 7)
+	published = append(published, is.Body)
+	for _, r := range mustRuns(t, h.store, mb.ID) {
+		published = append(published, r.Result, r.Outcome, r.Log)
+	}
+	all := strings.Join(published, "\n")
+	for _, secret := range []string{"sk-very-secret", "tok-s3cret"} {
+		if strings.Contains(all, secret) {
+			t.Errorf("%s published: %q", secret, all)
+		}
+	}
+	if !strings.Contains(all, "Push with [redacted].") {
+		t.Errorf("the plan is not there, redacted: %q", all)
+	}
+}

@@ -166,7 +166,7 @@ func (e *Engine) execute(ctx context.Context, mailboxID, runID string) error {
 		run.Status, run.Outcome = state.RunCanceled, "canceled: "+context.Cause(ctx).Error()
 		log.Info("run canceled", "cause", context.Cause(ctx))
 	case err != nil:
-		run.Status, run.Outcome = state.RunFailed, err.Error()
+		run.Status, run.Outcome = state.RunFailed, e.redact(err.Error())
 		log.Warn("run failed", "err", err)
 	default:
 		run.Status, run.Outcome = runStatus(res.Outcome), string(res.Outcome)
@@ -280,6 +280,9 @@ func (e *Engine) invoke(ctx context.Context, mb *state.Mailbox, run *state.Run) 
 			ls.ResumeFallback = &reason
 		}
 	}
+	// What the agent says goes to records, comments and the merge request:
+	// an agent made to print its environment must not publish a secret.
+	res.Text = e.redact(res.Text)
 	run.Result = res.Text
 	run.Log = e.redact(attemptsLog(res))
 	if res.Outcome == agents.OutcomeSucceeded && wt.Pushable {
