@@ -145,6 +145,7 @@ func newEngine(ctx context.Context, c *config.Config, st *state.Store, f forges.
 		Repos:     &bot.Repos{Base: data, Name: "Alfred", Email: "alfred@localhost"},
 		Sessions:  bot.SessionStore{Base: data},
 		PublicURL: c.PublicURL, MaxParallelRuns: c.MaxParallelRuns, PollInterval: c.PollInterval,
+		Secrets:  secrets(c),
 		Defaults: map[string]string{"AGENT_CREDENTIAL_MOUNTS": c.CredentialMounts},
 		Logger:   log,
 	})
@@ -186,6 +187,18 @@ func ready(dir string) func(context.Context) error {
 	}
 }
 
+// secrets lists every secret value the service holds, for the engine and
+// the pages to hide wherever they show what an agent wrote.
+func secrets(c *config.Config) []string {
+	out := append([]string{c.ForgeToken, c.APIKey, c.OAuthClientSecret}, c.WebhookSecrets...)
+	for k, v := range baseSpec(c).Env {
+		if bot.SecretName(k) {
+			out = append(out, v)
+		}
+	}
+	return slices.DeleteFunc(out, func(s string) bool { return s == "" })
+}
+
 // pageDeps is what the pages need: the records, the adapters for the agents
 // screen, and every secret the service holds, to be hidden.
 func pageDeps(c *config.Config, st *state.Store, f forges.Forge, adapters map[string]agents.Adapter, log *slog.Logger) (views.Deps, error) {
@@ -198,15 +211,8 @@ func pageDeps(c *config.Config, st *state.Store, f forges.Forge, adapters map[st
 		caps := adapters[id].Capabilities()
 		list = append(list, views.Agent{ID: id, Kind: string(caps.Kind), Resumable: caps.ResumableSessions, SessionStatePath: caps.SessionStatePath})
 	}
-	secrets := append([]string{c.ForgeToken, c.APIKey}, c.WebhookSecrets...)
-	for k, v := range baseSpec(c).Env {
-		if bot.SecretName(k) {
-			secrets = append(secrets, v)
-		}
-	}
-	secrets = append(secrets, c.OAuthClientSecret)
 	d := views.Deps{Version: version, Config: c, Ready: ready(c.StateDir), Logger: log,
-		Records: st, Agents: list, Runner: c.Runner, Credentials: creds, Secrets: secrets}
+		Records: st, Agents: list, Runner: c.Runner, Credentials: creds, Secrets: secrets(c)}
 	if f != nil {
 		d.Access = newAccess(c, f)
 	}

@@ -475,12 +475,13 @@ func TestGoneIsNotRetried(t *testing.T) {
 }
 
 // TestAgentOutputIsRedacted: an agent that prints the secrets it was given
-// (the API key offered to it, the forge token it pushes with) publishes
-// neither in the plan comment, the description or the run's record.
+// (the API key offered to it, the forge token it pushes with) or any other
+// the service holds publishes none in the plan comment, the description or
+// the run's record.
 func TestAgentOutputIsRedacted(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	h.adapter.ReplyNext("## Functional analysis\n\nKey sk-very-secret.\n\n## Implementation plan\n\n1. Push with tok-s3cret.")
+	h := newHarness(t, func(s *setup) { s.secrets = []string{"", "whsec-1234", "api-key-5678"} })
+	h.adapter.ReplyNext("## Functional analysis\n\nKey sk-very-secret, api-key-5678.\n\n## Implementation plan\n\n1. Push with tok-s3cret, check whsec-1234.")
 	h.assign(7)
 	mb := h.waitStatus(7, StatusWaitingValidation)
 	var published []string
@@ -494,12 +495,12 @@ func TestAgentOutputIsRedacted(t *testing.T) {
 		published = append(published, r.Result, r.Outcome, r.Log)
 	}
 	all := strings.Join(published, "\n")
-	for _, secret := range []string{"sk-very-secret", "tok-s3cret"} {
+	for _, secret := range []string{"sk-very-secret", "tok-s3cret", "whsec-1234", "api-key-5678"} {
 		if strings.Contains(all, secret) {
 			t.Errorf("%s published: %q", secret, all)
 		}
 	}
-	if !strings.Contains(all, "Push with [redacted].") {
+	if !strings.Contains(all, "Push with [redacted], check [redacted].") {
 		t.Errorf("the plan is not there, redacted: %q", all)
 	}
 }

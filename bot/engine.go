@@ -38,6 +38,10 @@ type Config struct {
 	Sessions SessionStore
 	// PublicURL prefixes the run page links in comments.
 	PublicURL string
+	// Secrets are more values to hide from what the engine records and
+	// publishes (an API key, the webhook secrets), beside the forge token
+	// and the secret-named variables of Sandbox.Env, which it always hides.
+	Secrets []string
 	// MaxParallelRuns bounds the runs executing at once (default 2).
 	MaxParallelRuns int
 	// RetryDelay is the first wait before handling a failed event again

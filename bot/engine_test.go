@@ -88,6 +88,7 @@ type setup struct {
 	adapters     map[string]agents.Adapter
 	installation *state.AgentInstallation // nil: the fake, resumable, on the image runner
 	settings     []state.SettingOverride
+	secrets      []string // Config.Secrets
 }
 
 func newHarness(t *testing.T, opts ...func(*setup)) *harness {
@@ -139,7 +140,8 @@ func newHarness(t *testing.T, opts ...func(*setup)) *harness {
 		Sandbox:  sandbox.Spec{Image: "alfred-test", UID: os.Getuid(), GID: os.Getgid(), Env: map[string]string{"FAKE_API_KEY": "sk-very-secret"}},
 		Repos:    &Repos{Base: h.base, Name: "Alfred", Email: "alfred@example.invalid"},
 		Sessions: SessionStore{Base: h.base}, PublicURL: "http://alfred.test", RetryDelay: 5 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: testLogLevel()})),
+		Secrets: su.secrets,
+		Logger:  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: testLogLevel()})),
 	})
 	if err != nil {
 		t.Fatal(err)

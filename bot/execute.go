@@ -377,17 +377,21 @@ func (e *Engine) adapterIDs() []string {
 // a comment or a page: the forge token and the values of offered variables
 // whose names say they are secret.
 func (e *Engine) redact(text string) string {
-	var secrets []string
+	secrets := slices.Clone(e.cfg.Secrets)
 	if _, pass := e.forge.GitCredentials(); pass != "" {
 		secrets = append(secrets, pass)
 	}
 	for k, v := range e.cfg.Sandbox.Env {
-		if SecretName(k) && len(v) >= 4 {
+		if SecretName(k) {
 			secrets = append(secrets, v)
 		}
 	}
+	// The longest first, so that a secret inside another leaves no part of it.
+	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
 	for _, s := range secrets {
-		text = strings.ReplaceAll(text, s, "[redacted]")
+		if len(s) >= 4 { // a shorter value would redact ordinary words
+			text = strings.ReplaceAll(text, s, "[redacted]")
+		}
 	}
 	return text
 }
