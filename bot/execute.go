@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/internal/redact"
 	"github.com/alchemic-studio/alfred/sandbox"
 	"github.com/alchemic-studio/alfred/state"
 )
@@ -386,14 +387,7 @@ func (e *Engine) redact(text string) string {
 			secrets = append(secrets, v)
 		}
 	}
-	// The longest first, so that a secret inside another leaves no part of it.
-	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
-	for _, s := range secrets {
-		if len(s) >= 4 { // a shorter value would redact ordinary words
-			text = strings.ReplaceAll(text, s, "[redacted]")
-		}
-	}
-	return text
+	return redact.Secrets(text, secrets)
 }
 
 // SecretName tells whether a variable's name says its value is a secret.

@@ -12,6 +12,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/alchemic-studio/alfred/forges"
+	"github.com/alchemic-studio/alfred/internal/redact"
 	"github.com/alchemic-studio/alfred/state"
 )
 
@@ -74,14 +75,7 @@ func (d Deps) loadRun(id string) (*runView, error) {
 
 // redact hides the secrets the service knows, a second time (the engine
 // already redacts what it records).
-func (d Deps) redact(s string) string {
-	for _, secret := range d.Secrets {
-		if len(secret) >= 4 {
-			s = strings.ReplaceAll(s, secret, "[redacted]")
-		}
-	}
-	return s
-}
+func (d Deps) redact(s string) string { return redact.Secrets(s, d.Secrets) }
 
 func (d Deps) runPage(w http.ResponseWriter, r *http.Request) {
 	if v := d.readableRun(w, r); v != nil {
