@@ -38,7 +38,7 @@ func textPlanOnly(plan string) string {
 }
 
 func textQuestions(questions string) string {
-	return strings.TrimSpace(questions) + "\n\nI need these answers before I can plan. Reply in this thread and I'll pick the analysis up again."
+	return strings.TrimSpace(questions) + "\n\nI need these answers before I can plan. Reply in this thread: a reply from someone with write access to the project starts the analysis again, with everything said here."
 }
 
 func textPlanValidated(by string) string {
