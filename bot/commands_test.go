@@ -504,3 +504,34 @@ func TestAgentOutputIsRedacted(t *testing.T) {
 		t.Errorf("the plan is not there, redacted: %q", all)
 	}
 }
+
+// TestClosingAQueuedRun: a run still waiting for a slot when its issue is
+// closed is recorded canceled and never started.
+func TestClosingAQueuedRun(t *testing.T) {
+	t.Parallel()
+	started := make(chan struct{}, 3)
+	h := newHarness(t, func(s *setup) {
+		s.wrap = func(a agents.Adapter) agents.Adapter { return held{Adapter: a, started: started} }
+	})
+	for _, iid := range []int64{7, 8} { // the two slots taken
+		h.assign(iid)
+		select {
+		case <-started:
+		case <-time.After(20 * time.Second):
+			t.Fatal("a run never started")
+		}
+	}
+	h.assign(9)
+	waitUntil(t, func() bool { return h.mailbox(9).ActiveRunID != "" })
+	h.send(forges.Event{Type: forges.EventIssueClosed, Actor: "alice", Target: h.issueTarget(9)})
+	mb := h.waitStatus(9, StatusDone)
+	runs := mustRuns(t, h.store, mb.ID)
+	if len(runs) != 1 || runs[0].Status != state.RunCanceled || !strings.Contains(runs[0].Outcome, "closed") || !runs[0].StartedAt.IsZero() {
+		t.Fatalf("the queued run after closing: %+v", runs)
+	}
+	select {
+	case <-started:
+		t.Error("the queued run was started")
+	case <-time.After(100 * time.Millisecond):
+	}
+}
