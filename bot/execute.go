@@ -168,7 +168,7 @@ func (e *Engine) execute(ctx context.Context, mailboxID, runID string) error {
 		log.Info("run canceled", "cause", context.Cause(ctx))
 	case err != nil:
 		run.Status, run.Outcome = state.RunFailed, e.redact(err.Error())
-		log.Warn("run failed", "err", err)
+		log.Warn("run failed", "err", run.Outcome)
 	default:
 		run.Status, run.Outcome = runStatus(res.Outcome), string(res.Outcome)
 		if res.Outcome != agents.OutcomeSucceeded && res.Text != "" {
