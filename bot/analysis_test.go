@@ -17,10 +17,10 @@ type gated struct {
 	started, release chan struct{}
 }
 
-func (a gated) Run(ctx context.Context, req agents.Request) (*agents.Result, error) {
-	a.started <- struct{}{}
-	<-a.release
-	return a.Adapter.Run(ctx, req)
+func (g gated) Run(ctx context.Context, req agents.Request) (*agents.Result, error) {
+	g.started <- struct{}{}
+	<-g.release
+	return g.Adapter.Run(ctx, req)
 }
 
 func (g gated) step(t *testing.T) {
