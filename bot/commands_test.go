@@ -326,21 +326,35 @@ func (a held) Run(ctx context.Context, req agents.Request) (*agents.Result, erro
 	return &agents.Result{Outcome: agents.OutcomeCanceled}, nil
 }
 
+// heldHarness is a harness whose agent runs wait until they are stopped;
+// started says when each one starts.
+func heldHarness(t *testing.T) (*harness, chan struct{}) {
+	t.Helper()
+	started := make(chan struct{}, 4)
+	h := newHarness(t, func(s *setup) {
+		s.wrap = func(a agents.Adapter) agents.Adapter { return held{Adapter: a, started: started} }
+	})
+	return h, started
+}
+
+// waitStarted waits for a run of a heldHarness to start.
+func waitStarted(t *testing.T, started chan struct{}) {
+	t.Helper()
+	select {
+	case <-started:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the run never started")
+	}
+}
+
 // TestClosingStopsTheRun: an issue closed while its run works stops the run,
 // records it as canceled with the reason, removes the session state and
 // leaves the mailbox done, with no run restarted or applied afterwards.
 func TestClosingStopsTheRun(t *testing.T) {
 	t.Parallel()
-	started := make(chan struct{}, 1)
-	h := newHarness(t, func(s *setup) {
-		s.wrap = func(a agents.Adapter) agents.Adapter { return held{Adapter: a, started: started} }
-	})
+	h, started := heldHarness(t)
 	h.assign(7)
-	select {
-	case <-started:
-	case <-time.After(20 * time.Second):
-		t.Fatal("the analysis run never started")
-	}
+	waitStarted(t, started)
 	mb := h.mailbox(7)
 	run := mb.ActiveRunID
 	if run == "" {
@@ -374,16 +388,9 @@ func TestClosingStopsTheRun(t *testing.T) {
 // the active run and is not retried.
 func TestClosingWhileTheForgeFails(t *testing.T) {
 	t.Parallel()
-	started := make(chan struct{}, 1)
-	h := newHarness(t, func(s *setup) {
-		s.wrap = func(a agents.Adapter) agents.Adapter { return held{Adapter: a, started: started} }
-	})
+	h, started := heldHarness(t)
 	h.assign(7)
-	select {
-	case <-started:
-	case <-time.After(20 * time.Second):
-		t.Fatal("the analysis run never started")
-	}
+	waitStarted(t, started)
 	h.forge.down("AddLabels", 100)
 	h.send(forges.Event{Type: forges.EventIssueClosed, Actor: "alice", Target: h.issueTarget(7)})
 	waitUntil(t, func() bool { m := h.mailbox(7); return m.ActiveRunID == "" })
@@ -509,17 +516,10 @@ func TestAgentOutputIsRedacted(t *testing.T) {
 // closed is recorded canceled and never started.
 func TestClosingAQueuedRun(t *testing.T) {
 	t.Parallel()
-	started := make(chan struct{}, 3)
-	h := newHarness(t, func(s *setup) {
-		s.wrap = func(a agents.Adapter) agents.Adapter { return held{Adapter: a, started: started} }
-	})
+	h, started := heldHarness(t)
 	for _, iid := range []int64{7, 8} { // the two slots taken
 		h.assign(iid)
-		select {
-		case <-started:
-		case <-time.After(20 * time.Second):
-			t.Fatal("a run never started")
-		}
+		waitStarted(t, started)
 	}
 	h.assign(9)
 	waitUntil(t, func() bool { return h.mailbox(9).ActiveRunID != "" })
