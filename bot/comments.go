@@ -97,14 +97,7 @@ func textSession(rows []SessionRow) string {
 				if s.NativeSessionID != nil {
 					session += " id `" + *s.NativeSessionID + "`"
 				}
-				switch {
-				case s.Resumed:
-					session += ", resumed"
-				case s.ResumeFallback != nil:
-					session += ", fresh (" + strings.ReplaceAll(*s.ResumeFallback, "_", " ") + ")"
-				default:
-					session += ", fresh"
-				}
+				session += ", " + s.Start()
 			}
 			if s.InputTokens+s.OutputTokens > 0 {
 				tokens = fmt.Sprintf("%d in / %d out", s.InputTokens, s.OutputTokens)

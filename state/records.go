@@ -203,6 +203,18 @@ type LLMSession struct {
 	CreatedAt       time.Time `json:"created_at"`
 }
 
+// Start says how the session started, as the status comment and the run
+// page put it: "resumed", or "fresh (reason)", or "fresh".
+func (s LLMSession) Start() string {
+	switch {
+	case s.Resumed:
+		return "resumed"
+	case s.ResumeFallback != nil && *s.ResumeFallback != "":
+		return "fresh (" + strings.ReplaceAll(*s.ResumeFallback, "_", " ") + ")"
+	}
+	return "fresh"
+}
+
 // AgentInstallation is a detected agent CLI in an image or on the host.
 type AgentInstallation struct {
 	FormatVersion     int       `json:"format_version"`

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -32,18 +31,6 @@ type runView struct {
 	Prev     string             `json:"prev_run_id,omitempty"`
 	Next     string             `json:"next_run_id,omitempty"`
 	Live     bool               `json:"live"` // still queued or running: the page refreshes itself
-}
-
-// SessionLine says how a session started, as the page and the status comment
-// put it: "resumed", or "fresh (reason)".
-func SessionLine(s state.LLMSession) string {
-	switch {
-	case s.Resumed:
-		return "resumed"
-	case s.ResumeFallback != nil && *s.ResumeFallback != "":
-		return "fresh (" + strings.ReplaceAll(*s.ResumeFallback, "_", " ") + ")"
-	}
-	return "fresh"
 }
 
 func (d Deps) loadRun(id string) (*runView, error) {
@@ -184,8 +171,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 
 // template helpers
 var funcs = map[string]any{
-	"sessionLine": SessionLine,
-	"deref":       func(s *string) string { return derefString(s) },
+	"deref": func(s *string) string { return derefString(s) },
 	"duration": func(a, b time.Time) string {
 		if a.IsZero() || b.IsZero() {
 			return "—"
