@@ -55,39 +55,47 @@ func (d Deps) loadRun(id string) (*runView, error) {
 	if i >= 0 && i+1 < len(runs) {
 		v.Next = runs[i+1].ID
 	}
-	v.Run.Log = d.redact(v.Run.Log)
-	v.Run.Result = d.redact(v.Run.Result)
+	v.Run = d.redactRun(v.Run)
 	return v, nil
 }
 
-// redact hides the secrets the service knows, a second time (the engine
-// already redacts what it records).
-func (d Deps) redact(s string) string { return redact.Secrets(s, d.Secrets) }
+// redactRun hides the secrets the service knows in what a run shows, a
+// second time (the engine already redacts what it records).
+func (d Deps) redactRun(r state.Run) state.Run {
+	r.Log = redact.Secrets(r.Log, d.Secrets)
+	r.Result = redact.Secrets(r.Result, d.Secrets)
+	r.Outcome = redact.Secrets(r.Outcome, d.Secrets)
+	return r
+}
+
+func (v *runView) mailbox() state.Mailbox     { return v.Mailbox }
+func (v *mailboxView) mailbox() state.Mailbox { return v.Mailbox }
+
+// readable loads the record the request names (the {id} of its path) and
+// returns it if the visitor may read its project; otherwise it has answered
+// and returns nil.
+func readable[V interface{ mailbox() state.Mailbox }](d Deps, w http.ResponseWriter, r *http.Request, load func(id string) (V, error)) (V, bool) {
+	v, err := load(mux.Vars(r)["id"])
+	if err != nil {
+		d.notFound(w, r, err)
+		return v, false
+	}
+	if !d.guard(w, r, projectOf(v.mailbox())) {
+		return v, false
+	}
+	return v, true
+}
 
 func (d Deps) runPage(w http.ResponseWriter, r *http.Request) {
-	if v := d.readableRun(w, r); v != nil {
+	if v, ok := readable(d, w, r, d.loadRun); ok {
 		render(w, d.Logger, "run.html", v)
 	}
 }
 
 func (d Deps) runJSON(w http.ResponseWriter, r *http.Request) {
-	if v := d.readableRun(w, r); v != nil {
+	if v, ok := readable(d, w, r, d.loadRun); ok {
 		writeJSON(w, v)
 	}
-}
-
-// readableRun loads the run of the request if the visitor may read its
-// project; otherwise it has answered and returns nil.
-func (d Deps) readableRun(w http.ResponseWriter, r *http.Request) *runView {
-	v, err := d.loadRun(mux.Vars(r)["id"])
-	if err != nil {
-		d.notFound(w, r, err)
-		return nil
-	}
-	if !d.guard(w, r, projectOf(v.Mailbox)) {
-		return nil
-	}
-	return v
 }
 
 func projectOf(mb state.Mailbox) forges.Project {
@@ -119,7 +127,7 @@ func (d Deps) loadMailbox(id string) (*mailboxView, error) {
 	}
 	v := &mailboxView{Mailbox: mb}
 	for _, r := range runs {
-		row := runRow{Run: r}
+		row := runRow{Run: d.redactRun(r)}
 		row.Run.Log = ""
 		if _, ls, _ := d.Records.RunWithSessions(r.ID); len(ls) > 0 {
 			row.Session = &ls[len(ls)-1]
@@ -130,27 +138,15 @@ func (d Deps) loadMailbox(id string) (*mailboxView, error) {
 }
 
 func (d Deps) mailboxPage(w http.ResponseWriter, r *http.Request) {
-	if v := d.readableMailbox(w, r); v != nil {
+	if v, ok := readable(d, w, r, d.loadMailbox); ok {
 		render(w, d.Logger, "mailbox.html", v)
 	}
 }
 
 func (d Deps) mailboxJSON(w http.ResponseWriter, r *http.Request) {
-	if v := d.readableMailbox(w, r); v != nil {
+	if v, ok := readable(d, w, r, d.loadMailbox); ok {
 		writeJSON(w, v)
 	}
-}
-
-func (d Deps) readableMailbox(w http.ResponseWriter, r *http.Request) *mailboxView {
-	v, err := d.loadMailbox(mux.Vars(r)["id"])
-	if err != nil {
-		d.notFound(w, r, err)
-		return nil
-	}
-	if !d.guard(w, r, projectOf(v.Mailbox)) {
-		return nil
-	}
-	return v
 }
 
 // notFound answers 404 for records that do not exist or cannot be read; the

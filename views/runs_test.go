@@ -41,7 +41,7 @@ func newFixture(t *testing.T) fixture {
 		}
 		runs := []state.Run{
 			{ID: f.fresh, Phase: "analysis", Trigger: "b6f1c2de-delivery", AdapterID: "claude-code", Runner: "image", Status: state.RunSucceeded, CreatedAt: t0, StartedAt: t0, FinishedAt: t0.Add(90 * time.Second),
-				Log: "thinking with key sk-live-0123456789\n", Result: "## Implementation plan\n1. do it"},
+				Log: "thinking with key sk-live-0123456789\n", Result: "## Implementation plan\n1. do it with sk-live-0123456789"},
 			{ID: f.resumed, Phase: "development", AdapterID: "claude-code", Runner: "image", Status: state.RunRunning, CreatedAt: t0.Add(time.Hour), StartedAt: t0.Add(time.Hour)},
 			{ID: f.apiRun, Phase: "answer", AdapterID: "api", Runner: "image", Status: state.RunSucceeded, CreatedAt: t0.Add(2 * time.Hour)},
 		}
@@ -139,6 +139,10 @@ func TestMailboxPage(t *testing.T) {
 	code, body := get(t, srv.URL+"/mailboxes/"+f.mb.ID)
 	if code != 200 || !strings.Contains(body, "agent/issue-7-add-a-greeting") || strings.Count(body, `href="/runs/`) != 3 {
 		t.Fatalf("mailbox page: %d\n%s", code, body)
+	}
+	code, body = get(t, srv.URL+"/api/mailboxes/"+f.mb.ID)
+	if code != 200 || !strings.Contains(body, "1. do it with [redacted]") || strings.Contains(body, "sk-live-0123456789") {
+		t.Errorf("mailbox JSON shows a secret or no result: %d\n%s", code, body)
 	}
 	if code, _ := get(t, srv.URL+"/mailboxes/forgejo/alice/demo/issue/8"); code != 404 {
 		t.Errorf("unknown mailbox: %d", code)
