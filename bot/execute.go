@@ -119,6 +119,9 @@ func (e *Engine) stopRun(ctx context.Context, runID string, cause error) error {
 	}
 }
 
+// canceledOutcome is the recorded outcome of a run stopped on purpose.
+func canceledOutcome(cause error) string { return "canceled: " + cause.Error() }
+
 // recordCanceled records the end of a run canceled before it started.
 func (e *Engine) recordCanceled(mailboxID, runID string, cause error) {
 	err := e.store.Update(e.ctx, func(tx *state.Tx) error {
@@ -126,7 +129,7 @@ func (e *Engine) recordCanceled(mailboxID, runID string, cause error) {
 		if err != nil {
 			return err
 		}
-		run.Status, run.Outcome, run.FinishedAt = state.RunCanceled, "canceled: "+cause.Error(), e.now()
+		run.Status, run.Outcome, run.FinishedAt = state.RunCanceled, canceledOutcome(cause), e.now()
 		return tx.PutRun(run)
 	})
 	if err != nil {
@@ -164,7 +167,7 @@ func (e *Engine) execute(ctx context.Context, mailboxID, runID string) error {
 	case e.ctx.Err() != nil && canceled:
 		return nil // shutting down: leave it running; recoverRuns starts it again
 	case ctx.Err() != nil && canceled: // stopped by stopRun
-		run.Status, run.Outcome = state.RunCanceled, "canceled: "+context.Cause(ctx).Error()
+		run.Status, run.Outcome = state.RunCanceled, canceledOutcome(context.Cause(ctx))
 		log.Info("run canceled", "cause", context.Cause(ctx))
 	case err != nil:
 		run.Status, run.Outcome = state.RunFailed, e.redact(err.Error())

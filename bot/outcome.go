@@ -83,7 +83,6 @@ func (e *Engine) afterAnalysis(ctx context.Context, mb *state.Mailbox, run state
 		}
 	}
 	mb.LLMRetries = 0
-	plan := a.Plan
 	need := e.settings.Bool(scopeOf(mb), "REQUIRE_PLAN_VALIDATION")
 	switch {
 	case a.Questions != "":
@@ -92,13 +91,13 @@ func (e *Engine) afterAnalysis(ctx context.Context, mb *state.Mailbox, run state
 		}
 		return e.transition(ctx, mb, StatusWaitingInfo, "", "", "")
 	case Flow(mb.Flow) == FlowAnalysis:
-		if err := e.comment(ctx, mb, KindPlan, run.ID, textPlanOnly(plan)); err != nil {
+		if err := e.comment(ctx, mb, KindPlan, run.ID, textPlanOnly(a.Plan)); err != nil {
 			return err
 		}
 		return e.transition(ctx, mb, StatusDone, "", "", "")
 	case need && slices.Contains(mb.Labels, CommandValidatePlan.Label()):
 		// Validated while it was being revised (command keeps the label).
-		if err := e.comment(ctx, mb, KindPlan, run.ID, textPlan(plan, false)); err != nil {
+		if err := e.comment(ctx, mb, KindPlan, run.ID, textPlan(a.Plan, false)); err != nil {
 			return err
 		}
 		if err := e.forge.RemoveLabel(ctx, issueTarget(mb), CommandValidatePlan.Label()); err != nil {
@@ -107,12 +106,12 @@ func (e *Engine) afterAnalysis(ctx context.Context, mb *state.Mailbox, run state
 		mb.Labels = slices.DeleteFunc(slices.Clone(mb.Labels), func(l string) bool { return l == CommandValidatePlan.Label() })
 		return e.transition(ctx, mb, StatusInDevelopment, agents.PhaseDevelopment, run.ID, "")
 	case need:
-		if err := e.comment(ctx, mb, KindPlan, run.ID, textPlan(plan, true)); err != nil {
+		if err := e.comment(ctx, mb, KindPlan, run.ID, textPlan(a.Plan, true)); err != nil {
 			return err
 		}
 		return e.transition(ctx, mb, StatusWaitingValidation, "", "", "")
 	default:
-		if err := e.comment(ctx, mb, KindPlan, run.ID, textPlan(plan, false)); err != nil {
+		if err := e.comment(ctx, mb, KindPlan, run.ID, textPlan(a.Plan, false)); err != nil {
 			return err
 		}
 		return e.transition(ctx, mb, StatusInDevelopment, agents.PhaseDevelopment, run.ID, "")

@@ -310,18 +310,15 @@ func anthropicEntry(raw json.RawMessage, req *Request) {
 	if json.Unmarshal(raw, &m) != nil || m.Role != "user" {
 		return
 	}
-	var blocks []struct {
+	type block struct {
 		Type      string `json:"type"`
 		Text      string `json:"text"`
 		ToolUseID string `json:"tool_use_id"`
 	}
+	var blocks []block
 	var str string
 	if json.Unmarshal(m.Content, &str) == nil {
-		blocks = append(blocks, struct {
-			Type      string `json:"type"`
-			Text      string `json:"text"`
-			ToolUseID string `json:"tool_use_id"`
-		}{Type: "text", Text: str})
+		blocks = []block{{Type: "text", Text: str}}
 	} else if json.Unmarshal(m.Content, &blocks) != nil {
 		return
 	}
