@@ -6,9 +6,10 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/alchemic-studio/alfred/forges"
 )
 
 // retryTransport retries transient failures with bounded, jittered,
@@ -52,7 +53,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		retry, after := t.retryable(req.Method, resp)
 		if !retry || attempt >= t.attempts {
-			resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+			resp.Body = forges.CancelOnClose(resp.Body, cancel)
 			return resp, nil
 		}
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
@@ -81,9 +82,9 @@ func (t *retryTransport) rewind(req *http.Request, attempt int) (*http.Request, 
 func (t *retryTransport) retryable(method string, resp *http.Response) (bool, time.Duration) {
 	switch resp.StatusCode {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
-		return true, retryAfter(resp.Header.Get("Retry-After"))
+		return true, retryAfter(resp)
 	case http.StatusBadGateway, http.StatusGatewayTimeout:
-		return idempotent(method), retryAfter(resp.Header.Get("Retry-After"))
+		return idempotent(method), retryAfter(resp)
 	case http.StatusInternalServerError:
 		if !idempotent(method) {
 			return false, 0
@@ -106,27 +107,13 @@ func (t *retryTransport) wait(ctx context.Context, attempt int, after time.Durat
 	if after > d {
 		d = min(after, t.maxBackoff)
 	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-		return nil
-	}
+	return forges.Sleep(ctx, d)
 }
 
-func retryAfter(v string) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second
-	}
-	if at, err := http.ParseTime(v); err == nil {
-		return time.Until(at)
-	}
-	return 0
+// retryAfter is the wait the answer asks for, 0 when it names none.
+func retryAfter(resp *http.Response) time.Duration {
+	d, _ := forges.RetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	return d
 }
 
 func idempotent(method string) bool {
@@ -135,16 +122,4 @@ func idempotent(method string) bool {
 		return true
 	}
 	return false
-}
-
-// cancelBody releases the attempt's timeout once the body is closed.
-type cancelBody struct {
-	io.ReadCloser
-	cancel context.CancelFunc
-}
-
-func (b *cancelBody) Close() error {
-	err := b.ReadCloser.Close()
-	b.cancel()
-	return err
 }

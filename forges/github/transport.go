@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/alchemic-studio/alfred/forges"
 )
 
 // retryTransport retries what GitHub asks to be retried: 5xx answers with a
@@ -44,7 +46,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			_, _ = io.CopyN(io.Discard, resp.Body, 64<<10)
 			resp.Body.Close()
 		}
-		if err := sleep(req.Context(), wait); err != nil {
+		if err := forges.Sleep(req.Context(), wait); err != nil {
 			return nil, err
 		}
 		if req.GetBody != nil {
@@ -70,7 +72,7 @@ func (t *retryTransport) try(req *http.Request) (*http.Response, error) {
 		cancel()
 		return nil, err
 	}
-	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+	resp.Body = forges.CancelOnClose(resp.Body, cancel)
 	return resp, nil
 }
 
@@ -111,13 +113,8 @@ func (t *retryTransport) retryAfter(req *http.Request, resp *http.Response, atte
 // serverWait reads how long GitHub asks us to wait: Retry-After (seconds), or
 // X-RateLimit-Reset (epoch seconds) when X-RateLimit-Remaining is 0.
 func (t *retryTransport) serverWait(resp *http.Response) (time.Duration, bool) {
-	if s := resp.Header.Get("Retry-After"); s != "" {
-		if n, err := strconv.Atoi(s); err == nil && n >= 0 {
-			return time.Duration(n) * time.Second, true
-		}
-		if at, err := http.ParseTime(s); err == nil {
-			return max(at.Sub(t.now()), 0), true
-		}
+	if d, ok := forges.RetryAfter(resp.Header.Get("Retry-After"), t.now()); ok {
+		return d, true
 	}
 	if resp.Header.Get("X-RateLimit-Remaining") == "0" {
 		if n, err := strconv.ParseInt(resp.Header.Get("X-RateLimit-Reset"), 10, 64); err == nil {
@@ -135,30 +132,4 @@ func (t *retryTransport) backoff(attempt int) time.Duration {
 		return 0
 	}
 	return d/2 + rand.N(d)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-		return nil
-	}
-}
-
-// cancelBody releases an attempt's timeout when its body is closed.
-type cancelBody struct {
-	io.ReadCloser
-	cancel context.CancelFunc
-}
-
-func (b *cancelBody) Close() error {
-	err := b.ReadCloser.Close()
-	b.cancel()
-	return err
 }

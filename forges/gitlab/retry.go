@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/alchemic-studio/alfred/forges"
 )
 
 // backoff is the wait before retry attemptNum (0-based) of a request the SDK
@@ -39,13 +41,8 @@ func backoff(minWait, maxWait time.Duration, attemptNum int, resp *http.Response
 
 // serverWait reads how long the server asked us to wait.
 func serverWait(h http.Header, now time.Time) (time.Duration, bool) {
-	if v := h.Get("Retry-After"); v != "" {
-		if s, err := strconv.ParseInt(v, 10, 64); err == nil && s >= 0 {
-			return time.Duration(s) * time.Second, true
-		}
-		if t, err := http.ParseTime(v); err == nil {
-			return max(t.Sub(now), 0), true
-		}
+	if d, ok := forges.RetryAfter(h.Get("Retry-After"), now); ok {
+		return d, true
 	}
 	if v := h.Get("RateLimit-Reset"); v != "" {
 		if s, err := strconv.ParseInt(v, 10, 64); err == nil && s > 0 {
