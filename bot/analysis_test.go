@@ -34,7 +34,7 @@ func (g gated) step(t *testing.T) {
 }
 
 // say posts a person's comment in the issue thread and sends its webhook.
-func (h *harness) say(iid int64, author, body string) {
+func (h *harness) say(iid int64, author, body string) forges.Event {
 	h.t.Helper()
 	h.forge.mu.Lock()
 	h.forge.nextID++
@@ -42,7 +42,7 @@ func (h *harness) say(iid int64, author, body string) {
 	t := forges.Target{Kind: forges.TargetIssue, Number: iid}
 	h.forge.comments[t] = append(h.forge.comments[t], c)
 	h.forge.mu.Unlock()
-	h.send(forges.Event{Type: forges.EventCommentCreated, Actor: author, Target: h.issueTarget(iid), Comment: &c})
+	return h.send(forges.Event{Type: forges.EventCommentCreated, Actor: author, Target: h.issueTarget(iid), Comment: &c})
 }
 
 // TestQuestionsThenPlanFeedback: the analysis asks questions (waiting_info),
@@ -82,8 +82,11 @@ func TestQuestionsThenPlanFeedback(t *testing.T) {
 	}
 
 	// People talk among themselves: nothing runs.
-	h.say(7, "bob", "Looks fine to me.")
-	time.Sleep(100 * time.Millisecond)
+	// (alice has write access: her comment is handled, not refused.)
+	chat := h.say(7, "alice", "Looks fine to me, Bob?")
+	if rec := h.handled(chat.DeliveryID); rec.Outcome != string(IntentQuestion) {
+		t.Errorf("a comment among people was handled as %q", rec.Outcome)
+	}
 	if m := h.mailbox(7); m.ActiveRunID != "" || m.Status != string(StatusWaitingValidation) {
 		t.Fatalf("a comment not for the bot started something: %+v", m)
 	}

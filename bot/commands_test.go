@@ -254,15 +254,9 @@ func TestForgeDownIsRetriedNotLost(t *testing.T) {
 	h.forge.down("CreateComment", 100)
 	h.forge.AddLabels(context.Background(), h.issueTarget(7), "status::in_ci")
 	h.send(forges.Event{Type: forges.EventIssueLabeled, DeliveryID: "while-down", Actor: "alice", Target: h.issueTarget(7), Labels: h.forge.labels(7)})
-	waitUntil(t, func() bool {
-		for _, p := range h.store.List(eventsDir) {
-			raw, _ := h.store.Get(p)
-			if strings.Contains(string(raw), `"delivery_id":"while-down"`) && strings.Contains(string(raw), `"done":true`) {
-				return strings.Contains(string(raw), "504 Gateway Timeout")
-			}
-		}
-		return false
-	})
+	if rec := h.handled("while-down"); !strings.Contains(rec.Outcome, "504 Gateway Timeout") {
+		t.Errorf("event record outcome %q", rec.Outcome)
+	}
 	if mb := h.mailbox(7); mb.Status != string(StatusWaitingValidation) {
 		t.Errorf("status %s", mb.Status)
 	}
@@ -420,17 +414,8 @@ func TestShutdownWhileTheForgeIsDown(t *testing.T) {
 	})
 	cfg := h.engine.cfg
 	h.engine.Close()
-	done := func() (bool, string) {
-		for _, p := range h.store.List(eventsDir) {
-			raw, _ := h.store.Get(p)
-			if strings.Contains(string(raw), `"delivery_id":"during-outage"`) {
-				return strings.Contains(string(raw), `"done":true`), string(raw)
-			}
-		}
-		return false, ""
-	}
-	if ok, raw := done(); ok {
-		t.Fatalf("the event was given up at shutdown: %s", raw)
+	if rec := h.eventRecord("during-outage"); rec.Done {
+		t.Fatalf("the event was given up at shutdown: %+v", rec)
 	}
 
 	h.forge.down("CreateComment", 0)
@@ -443,9 +428,8 @@ func TestShutdownWhileTheForgeIsDown(t *testing.T) {
 	}
 	h.engine = e
 	t.Cleanup(e.Close)
-	waitUntil(t, func() bool { ok, _ := done(); return ok })
-	if _, raw := done(); strings.Contains(raw, "error") {
-		t.Errorf("event record after the restart: %s", raw)
+	if rec := h.handled("during-outage"); strings.Contains(rec.Outcome, "error") {
+		t.Errorf("event record after the restart: %+v", rec)
 	}
 	if n := count(h.forge.commentKinds(h.issueTarget(7)), KindStatusLabelRestored); n != 1 {
 		t.Errorf("%d status_label_restored comments, want 1", n)
@@ -460,19 +444,8 @@ func TestGoneIsNotRetried(t *testing.T) {
 	h := newHarness(t)
 	h.send(forges.Event{Type: forges.EventIssueAssigned, DeliveryID: "deleted-issue", Actor: "alice", Assignee: "alfred",
 		Target: h.issueTarget(404)})
-	var raw string
-	waitUntil(t, func() bool {
-		for _, p := range h.store.List(eventsDir) {
-			b, _ := h.store.Get(p)
-			if strings.Contains(string(b), `"delivery_id":"deleted-issue"`) && strings.Contains(string(b), `"done":true`) {
-				raw = string(b)
-				return true
-			}
-		}
-		return false
-	})
-	if !strings.Contains(raw, "not found") {
-		t.Errorf("event record: %s", raw)
+	if rec := h.handled("deleted-issue"); !strings.Contains(rec.Outcome, "not found") {
+		t.Errorf("event record: %+v", rec)
 	}
 	h.forge.mu.Lock()
 	defer h.forge.mu.Unlock()

@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -185,6 +186,27 @@ func (h *harness) send(ev forges.Event) forges.Event {
 		h.t.Fatal(err)
 	}
 	return ev
+}
+
+// handled waits until the event of delivery is recorded as handled and
+// returns its record.
+func (h *harness) handled(delivery string) eventRecord {
+	h.t.Helper()
+	var rec eventRecord
+	waitUntil(h.t, func() bool { rec = h.eventRecord(delivery); return rec.Done })
+	return rec
+}
+
+// eventRecord is the stored record of delivery (zero when there is none).
+func (h *harness) eventRecord(delivery string) eventRecord {
+	for _, p := range h.store.List(eventsDir) {
+		raw, _ := h.store.Get(p)
+		var rec eventRecord
+		if json.Unmarshal(raw, &rec) == nil && rec.Delivery == delivery {
+			return rec
+		}
+	}
+	return eventRecord{}
 }
 
 func (h *harness) mailbox(iid int64) state.Mailbox {
