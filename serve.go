@@ -65,15 +65,21 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 
 	var engine *bot.Engine
 	if f != nil {
-		e, runner, err := newEngine(ctx, c, st, f, adapters, log)
+		// Runs wait for the first detection, so that an issue's first run
+		// (or one replayed from the journal) already knows if it may resume.
+		detected := make(chan struct{})
+		e, runner, err := newEngine(ctx, c, st, f, adapters, detected, log)
 		if err != nil {
 			return err
 		}
+		go func() {
+			defer close(detected)
+			detectAgents(ctx, c, st, runner, adapters, log)
+		}()
 		if err := e.Start(ctx); err != nil {
 			return err
 		}
 		engine = e
-		go detectAgents(ctx, c, st, runner, adapters, log)
 		r.Handle("/webhooks/"+c.ForgeName, forges.NewWebhookHandler(c.ForgeName, hooks, c.WebhookSecrets, e.Intake, log)).
 			Methods(http.MethodPost)
 	}

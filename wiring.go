@@ -127,7 +127,7 @@ func baseSpec(c *config.Config) sandbox.Spec {
 }
 
 // newEngine assembles the engine from the configuration.
-func newEngine(ctx context.Context, c *config.Config, st *state.Store, f forges.Forge, adapters map[string]agents.Adapter, log *slog.Logger) (*bot.Engine, sandbox.Runner, error) {
+func newEngine(ctx context.Context, c *config.Config, st *state.Store, f forges.Forge, adapters map[string]agents.Adapter, detected <-chan struct{}, log *slog.Logger) (*bot.Engine, sandbox.Runner, error) {
 	runner, err := newRunner(ctx, c, log)
 	if err != nil {
 		return nil, nil, err
@@ -147,6 +147,7 @@ func newEngine(ctx context.Context, c *config.Config, st *state.Store, f forges.
 		PublicURL: c.PublicURL, MaxParallelRuns: c.MaxParallelRuns, PollInterval: c.PollInterval,
 		Secrets:  secrets(c),
 		Defaults: map[string]string{"AGENT_CREDENTIAL_MOUNTS": c.CredentialMounts},
+		Detected: detected,
 		Logger:   log,
 	})
 	return e, runner, err

@@ -18,7 +18,8 @@ const (
 	KindRetryResumed        = "retry_resumed"
 	KindBlocked             = "blocked"
 	KindAnswer              = "answer"
-	KindSession             = "session" // the status comment, edited in place
+	KindNothingToDo         = "nothing_to_do" // a run found its work already done
+	KindSession             = "session"       // the status comment, edited in place
 )
 
 func textAcknowledgement(author string) string {
@@ -63,6 +64,15 @@ func textCIBlocked(attempts int) string {
 		attempts, CommandRetryUntilGreen.Label(), CommandRetryOnce.Label())
 }
 
+func textConflictBlocked(attempts int, target string) string {
+	return fmt.Sprintf("Merging `%s` into this branch still leaves conflicts after %d resolution attempt(s), so I stopped.\n\nResolve them on the branch, or add `%s` for one more attempt (`%s` starts the count again).",
+		target, attempts, CommandRetryOnce.Label(), CommandRetry.Label())
+}
+
+func textNothingToResolve(target string) string {
+	return fmt.Sprintf("`%s` now merges into this branch without conflicts: there was nothing to resolve, so I pushed nothing.", target)
+}
+
 func textMergeRequest(iid int64, summary string) string {
 	return fmt.Sprintf("%s\n\nCloses #%d", strings.TrimSpace(summary), iid)
 }
@@ -98,6 +108,8 @@ func textSession(rows []SessionRow) string {
 					session += " id `" + *s.NativeSessionID + "`"
 				}
 				session += ", " + s.Start()
+			} else if r.Run.NoSession != "" {
+				session = "none: " + r.Run.NoSession
 			}
 			if s.InputTokens+s.OutputTokens > 0 {
 				tokens = fmt.Sprintf("%d in / %d out", s.InputTokens, s.OutputTokens)

@@ -52,7 +52,13 @@ type Config struct {
 	// PollInterval is how often open merge requests are polled for CI and
 	// mergeability (0: never; Forgejo sends no commit-status webhook).
 	PollInterval time.Duration
-	Logger       *slog.Logger
+	// Detected, when set, is closed once the first detection of the agent
+	// CLIs has ended: runs wait for it (at most DetectionWait after Start),
+	// so that the first run of an issue already knows whether it may resume.
+	Detected <-chan struct{}
+	// DetectionWait bounds that wait; default 2 minutes.
+	DetectionWait time.Duration
+	Logger        *slog.Logger
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
 }
@@ -79,6 +85,8 @@ type Engine struct {
 	running map[string]*liveRun // by run id: the runs launched and not yet ended
 	cancel  context.CancelFunc
 	ctx     context.Context
+	// detectBy is when runs stop waiting for the first detection.
+	detectBy time.Time
 
 	closeOnce sync.Once
 
@@ -119,6 +127,9 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Journal == "" {
 		cfg.Journal = filepath.Join(cfg.Repos.Base, "events.journal")
 	}
+	if cfg.DetectionWait <= 0 {
+		cfg.DetectionWait = 2 * time.Minute
+	}
 	if cfg.RetryDelay <= 0 {
 		cfg.RetryDelay = time.Second
 	}
@@ -143,6 +154,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		return fmt.Errorf("engine: who is the bot: %w", err)
 	}
 	e.me = me.Login
+	e.detectBy = time.Now().Add(e.cfg.DetectionWait)
 	j, journaled, err := openJournal(e.cfg.Journal)
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)

@@ -90,6 +90,11 @@ type setup struct {
 	installation *state.AgentInstallation // nil: the fake, resumable, on the image runner
 	settings     []state.SettingOverride
 	secrets      []string // Config.Secrets
+	// detected and detectionWait go to Config; undetected leaves the store
+	// without installations, as before the first detection has ended.
+	detected      chan struct{}
+	detectionWait time.Duration
+	undetected    bool
 }
 
 func newHarness(t *testing.T, opts ...func(*setup)) *harness {
@@ -118,6 +123,9 @@ func newHarness(t *testing.T, opts ...func(*setup)) *harness {
 	}
 	err = h.store.Update(context.Background(), func(tx *state.Tx) error {
 		for id := range su.adapters {
+			if su.undetected {
+				break
+			}
 			i := inst
 			i.AdapterID = id
 			if err := tx.PutInstallation(i); err != nil {
@@ -141,8 +149,8 @@ func newHarness(t *testing.T, opts ...func(*setup)) *harness {
 		Sandbox:  sandbox.Spec{Image: "alfred-test", UID: os.Getuid(), GID: os.Getgid(), Env: map[string]string{"FAKE_API_KEY": "sk-very-secret"}},
 		Repos:    &Repos{Base: h.base, Name: "Alfred", Email: "alfred@example.invalid"},
 		Sessions: SessionStore{Base: h.base}, PublicURL: "http://alfred.test", RetryDelay: 5 * time.Millisecond,
-		Secrets: su.secrets,
-		Logger:  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: testLogLevel()})),
+		Secrets: su.secrets, Detected: su.detected, DetectionWait: su.detectionWait,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: testLogLevel()})),
 	})
 	if err != nil {
 		t.Fatal(err)

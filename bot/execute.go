@@ -217,6 +217,11 @@ func (e *Engine) invoke(ctx context.Context, mb *state.Mailbox, run *state.Run) 
 		if conflicts, err = wt.Merge(ctx, target); err != nil {
 			return nil, nil, err
 		}
+		if len(conflicts) == 0 {
+			// Resolved meanwhile, or never there: no agent, no push.
+			run.NothingToDo, run.Result = true, textNothingToResolve(target)
+			return &agents.Result{Outcome: agents.OutcomeSucceeded, Text: run.Result}, nil, nil
+		}
 	}
 	prompt, err := e.prompt(ctx, mb, run, phase, conflicts)
 	if err != nil {
@@ -240,6 +245,10 @@ func (e *Engine) invoke(ctx context.Context, mb *state.Mailbox, run *state.Run) 
 		return nil, nil, err
 	}
 
+	late, err := e.awaitDetection(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
 	decision, err := SessionResolver{History: e.store, Store: e.cfg.Sessions}.Resolve(SessionInput{
 		Mailbox: *mb, RunID: run.ID, Enabled: e.settings.Bool(sc, "AGENT_SESSION_RESUME"),
 		Adapter: adapter.Capabilities(), AdapterID: adapter.ID(), Installation: e.installation(adapter.ID()),
@@ -256,6 +265,10 @@ func (e *Engine) invoke(ctx context.Context, mb *state.Mailbox, run *state.Run) 
 		}
 		ls.SessionName = &decision.Ref.Name
 	} else {
+		if late != "" && e.installation(adapter.ID()) == nil {
+			decision.Why = late
+		}
+		run.NoSession = decision.Why
 		e.log.Debug("no named session", "run", run.ID, "why", decision.Why)
 	}
 	// session_name is stored before the invocation.
@@ -295,6 +308,25 @@ func (e *Engine) invoke(ctx context.Context, mb *state.Mailbox, run *state.Run) 
 		}
 	}
 	return res, ls, nil
+}
+
+// awaitDetection holds a run until the first detection of the agent CLIs
+// has ended, at most until DetectionWait after Start. Past that the run goes
+// on, and the text returned says why it may have no session.
+func (e *Engine) awaitDetection(ctx context.Context) (string, error) {
+	if e.cfg.Detected == nil {
+		return "", nil
+	}
+	t := time.NewTimer(time.Until(e.detectBy))
+	defer t.Stop()
+	select {
+	case <-e.cfg.Detected:
+		return "", nil
+	case <-t.C:
+		return fmt.Sprintf("the agent CLIs were still being detected %s after the start", e.cfg.DetectionWait), nil
+	case <-ctx.Done():
+		return "", fmt.Errorf("wait for agent detection: %w", context.Cause(ctx))
+	}
 }
 
 // checkout makes the run's working copy: the issue branch for phases that

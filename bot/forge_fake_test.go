@@ -233,3 +233,11 @@ func (f *memForge) commentKinds(t forges.Target) []string {
 	}
 	return out
 }
+
+// setMergeable makes the forge answer m for merge request n, as Forgejo's
+// flag does: false (a conflict) may only mean it is still checking.
+func (f *memForge) setMergeable(n int64, m forges.Mergeable) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.mrs[n].Mergeable = m
+}

@@ -157,11 +157,12 @@ func (e *Engine) command(ctx context.Context, mb *state.Mailbox, ev *forges.Even
 		}
 		switch c {
 		case CommandRetry:
-			mb.LLMRetries, mb.CIFixAttempts, mb.UntilGreen = 0, 0, false
+			mb.LLMRetries, mb.CIFixAttempts, mb.ConflictFixAttempts, mb.UntilGreen = 0, 0, 0, false
 		case CommandRetryOnce:
 			// Exactly one more attempt: the next failure blocks again.
 			mb.LLMRetries = e.settings.Int(scopeOf(mb), "LLM_MAX_RETRIES")
 			mb.CIFixAttempts = max(0, e.settings.Int(scopeOf(mb), "CI_FIX_MAX_ATTEMPTS")-1)
+			mb.ConflictFixAttempts = max(0, e.settings.Int(scopeOf(mb), "CONFLICT_FIX_MAX_ATTEMPTS")-1)
 		case CommandRetryUntilGreen:
 			mb.UntilGreen = true
 			mb.LLMRetries = 0
@@ -286,7 +287,18 @@ func (e *Engine) checkMergeRequest(ctx context.Context, mb *state.Mailbox, trigg
 	if mr.HeadSHA != "" && mr.HeadSHA != mb.HeadSHA {
 		mb.HeadSHA = mr.HeadSHA
 	}
-	if mr.Mergeable == forges.MergeableConflict {
+	conflict, err := e.confirmConflict(ctx, mb, mr)
+	if err != nil {
+		return err
+	}
+	if conflict {
+		if mb.ConflictFixAttempts >= e.settings.Int(scopeOf(mb), "CONFLICT_FIX_MAX_ATTEMPTS") {
+			if status == StatusBlocked {
+				return nil
+			}
+			return e.block(ctx, mb, string(agents.PhaseConflictResolution), textConflictBlocked(mb.ConflictFixAttempts, mr.TargetBranch), "conflict/"+mr.HeadSHA)
+		}
+		mb.ConflictFixAttempts++
 		return e.transition(ctx, mb, StatusInDevelopment, agents.PhaseConflictResolution, trigger+"/conflict/"+mr.HeadSHA, "")
 	}
 	ci, err := e.forge.CIStatus(ctx, p, mr.HeadSHA)
@@ -315,6 +327,43 @@ func (e *Engine) checkMergeRequest(ctx context.Context, mb *state.Mailbox, trigg
 		}
 	}
 	return e.save(ctx, mb)
+}
+
+// confirmConflict tells whether the merge request really has a conflict.
+// Forgejo and Gitea answer mergeable false while they re-check a pull request
+// in the background after every push, so the forge's word alone would start
+// a conflict_resolution run that pushes, which makes the forge check again:
+// a loop. A conflict is believed only when git merge-tree, on the bot's own
+// clone, finds one too. A clean merge resets the conflict counter.
+func (e *Engine) confirmConflict(ctx context.Context, mb *state.Mailbox, mr *forges.MergeRequest) (bool, error) {
+	if mr.Mergeable != forges.MergeableConflict {
+		if mr.Mergeable == forges.MergeableClean {
+			mb.ConflictFixAttempts = 0
+		}
+		return false, nil
+	}
+	p := projectOf(mb)
+	url, err := e.forge.CloneURL(ctx, p)
+	if err != nil {
+		return false, err
+	}
+	user, pass := e.forge.GitCredentials()
+	if _, err := e.cfg.Repos.Fetch(ctx, p, Remote{URL: url, Username: user, Password: pass}); err != nil {
+		return false, err
+	}
+	files, err := e.cfg.Repos.Conflicts(ctx, p, mr.TargetBranch, mr.HeadSHA)
+	if err != nil {
+		// A head the clone cannot reach (a fork's branch): believe the
+		// forge; CONFLICT_FIX_MAX_ATTEMPTS still bounds the runs.
+		e.log.Warn("check for conflicts with git", "mailbox", mb.ID, "merge_request", mr.Number, "err", err)
+		return true, nil
+	}
+	if len(files) == 0 {
+		e.log.Info("the forge reports a conflict that git does not find: still checking", "mailbox", mb.ID, "head", mr.HeadSHA)
+		mb.ConflictFixAttempts = 0
+		return false, nil
+	}
+	return true, nil
 }
 
 // finish closes the mailbox: the run in progress stopped, session state

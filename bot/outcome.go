@@ -55,6 +55,16 @@ func (e *Engine) handleRunDone(ctx context.Context, key, runID string) error {
 		}
 		return e.save(ctx, mb)
 	}
+	if run.NothingToDo {
+		if err := e.comment(ctx, mb, KindNothingToDo, run.ID, run.Result); err != nil {
+			return err
+		}
+		mb.LLMRetries = 0
+		if err := e.transition(ctx, mb, StatusInCI, "", "", ""); err != nil {
+			return err
+		}
+		return e.checkMergeRequest(ctx, mb, run.ID)
+	}
 	// Phases that write: what they changed is pushed by now.
 	if !run.Pushed {
 		return e.retryOrBlock(ctx, mb, run, errNothingPushed.Error())

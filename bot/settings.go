@@ -47,6 +47,8 @@ var Catalogue = catalogue(
 		Help: "ci_fix runs before the mailbox is blocked", Check: intRange(0, 50)},
 	SettingDef{Key: "CI_FIX_HARD_CAP", Type: TypeInt, Default: "10",
 		Help: "ci_fix runs allowed under ai::retry_until_green", Check: intRange(1, 100)},
+	SettingDef{Key: "CONFLICT_FIX_MAX_ATTEMPTS", Type: TypeInt, Default: "3",
+		Help: "conflict_resolution runs in a row before the mailbox is blocked", Check: intRange(0, 20)},
 	SettingDef{Key: "AGENT_ADAPTER", Type: TypeString, Default: "claude-code",
 		Help: "adapter that runs the phases (claude-code, codex, opencode, copilot, gemini, grok, api)", Check: nonEmpty},
 	SettingDef{Key: "AGENT_PROVIDER", Type: TypeString, Default: "",

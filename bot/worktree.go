@@ -196,6 +196,25 @@ func (w *Worktree) Merge(ctx context.Context, target string) ([]string, error) {
 	return files, nil
 }
 
+// Conflicts lists the files that merging target into head would leave in
+// conflict, computed on the project's cache by git merge-tree, without a
+// working copy; none means they merge cleanly. It is the bot's own answer to
+// "is there a conflict", for forges whose mergeable flag also reads false
+// while they are still checking (Forgejo and Gitea after every push). Call
+// Fetch first.
+func (r *Repos) Conflicts(ctx context.Context, p forges.Project, target, head string) ([]string, error) {
+	out, err := git(ctx, r.cacheDir(p), nil, "merge-tree", "-z", "--write-tree", "--name-only", "--no-messages", "refs/heads/"+target, head)
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return nil, nil
+	case errors.As(err, &exit) && exit.ExitCode() == 1: // conflicts: the tree, then the files
+		files := strings.Split(strings.TrimRight(out, "\x00"), "\x00")
+		return files[1:], nil
+	}
+	return nil, fmt.Errorf("merge %s into %s: %w", target, head, err)
+}
+
 // Push sends the branch to the forge. A read-only run's worktree refuses.
 func (w *Worktree) Push(ctx context.Context) error {
 	if !w.Pushable {

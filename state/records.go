@@ -117,23 +117,26 @@ func mailboxDir(id string) (string, error) {
 
 // Mailbox is the bot's record of one issue or merge request.
 type Mailbox struct {
-	FormatVersion   int      `json:"format_version"`
-	ID              string   `json:"id"`
-	Forge           string   `json:"forge"`
-	Owner           string   `json:"owner"`
-	Project         string   `json:"project"`
-	Kind            Kind     `json:"kind"`
-	IID             int64    `json:"iid"`
-	Title           string   `json:"title"`
-	Status          string   `json:"status"`
-	Phase           string   `json:"phase"`
-	BranchName      string   `json:"branch_name"` // empty until frozen at the first run
-	LLMRetries      int      `json:"llm_retries"`
-	CIFixAttempts   int      `json:"ci_fix_attempts"`
-	Labels          []string `json:"labels"` // as last seen on the forge
-	IssueURL        string   `json:"issue_url"`
-	MergeRequestIID int64    `json:"merge_request_iid,omitempty"`
-	MergeRequestURL string   `json:"merge_request_url,omitempty"`
+	FormatVersion int    `json:"format_version"`
+	ID            string `json:"id"`
+	Forge         string `json:"forge"`
+	Owner         string `json:"owner"`
+	Project       string `json:"project"`
+	Kind          Kind   `json:"kind"`
+	IID           int64  `json:"iid"`
+	Title         string `json:"title"`
+	Status        string `json:"status"`
+	Phase         string `json:"phase"`
+	BranchName    string `json:"branch_name"` // empty until frozen at the first run
+	LLMRetries    int    `json:"llm_retries"`
+	CIFixAttempts int    `json:"ci_fix_attempts"`
+	// ConflictFixAttempts counts the conflict_resolution runs since the merge
+	// request last merged cleanly.
+	ConflictFixAttempts int      `json:"conflict_fix_attempts,omitempty"`
+	Labels              []string `json:"labels"` // as last seen on the forge
+	IssueURL            string   `json:"issue_url"`
+	MergeRequestIID     int64    `json:"merge_request_iid,omitempty"`
+	MergeRequestURL     string   `json:"merge_request_url,omitempty"`
 	// Author is who opened the issue.
 	Author string `json:"author,omitempty"`
 	// Flow is what the type label asked for: "task", "analysis" or "question".
@@ -180,6 +183,11 @@ type Run struct {
 	// Pushed says the run pushed HeadSHA to the issue branch.
 	Pushed  bool   `json:"pushed,omitempty"`
 	HeadSHA string `json:"head_sha,omitempty"`
+	// NothingToDo says the run found its work already done and invoked no
+	// agent (a conflict_resolution run whose merge turned out clean).
+	NothingToDo bool `json:"nothing_to_do,omitempty"`
+	// NoSession says why the run had no named session, when it had none.
+	NoSession string `json:"no_session,omitempty"`
 }
 
 // LLMSession is one adapter invocation inside a run.
