@@ -172,7 +172,15 @@ func TestPersonDrivesAnIssueOnForgejo(t *testing.T) {
 		_, k, _ := forges.ParseMarker(c.Body)
 		kinds[k]++
 	}
-	for k, n := range map[string]int{KindAcknowledgement: 1, KindQuestions: 1, KindPlan: 2, KindPlanValidated: 1, KindSession: 1} {
+	// The fake, like Forgejo, said mergeable false after every push while
+	// it checked: none of that was taken for a conflict.
+	runs, _ = st.Runs(mb.ID)
+	for _, r := range runs {
+		if r.Phase == string(agents.PhaseConflictResolution) {
+			t.Errorf("a conflict_resolution run (%s) on a pull request without conflicts", r.Trigger)
+		}
+	}
+	for k, n := range map[string]int{KindAcknowledgement: 1, KindQuestions: 1, KindPlan: 2, KindPlanValidated: 1, KindSession: 1, KindNothingToDo: 0} {
 		if kinds[k] != n {
 			t.Errorf("%d %s comments, want %d (all: %v)", kinds[k], k, n, kinds)
 		}

@@ -120,8 +120,7 @@ func (s *Server) ActPush(branch, sha, by string) []Delivery {
 	outs := []*outgoing{s.hookPush(branch, before, sha, by)}
 	for _, is := range s.pullsByState("open") {
 		if is.pull.head == branch {
-			is.pull.headSHA = sha
-			is.upd = s.now()
+			s.moved(is, sha)
 			outs = append(outs, s.enqueue("pull_request", "pull_request_sync", s.pullPayload(is, "synchronized", by, nil)))
 		}
 	}

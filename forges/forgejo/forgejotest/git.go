@@ -110,8 +110,7 @@ func (s *Server) syncRefs(g *gitHost) {
 		s.hookPush(name, before, sha, Bot)
 		for _, is := range s.pullsByState("open") {
 			if is.pull.head == name {
-				is.pull.headSHA = sha
-				is.upd = s.now()
+				s.moved(is, sha)
 				s.enqueue("pull_request", "pull_request_sync", s.pullPayload(is, "synchronized", Bot, nil))
 			}
 		}

@@ -128,7 +128,10 @@ func (s *Server) pullJSON(is *issue) map[string]any {
 	o["html_url"] = html
 	o["diff_url"] = html + ".diff"
 	o["patch_url"] = html + ".patch"
-	o["mergeable"] = pr.mergeable
+	o["mergeable"] = pr.mergeable && pr.checking == 0
+	if pr.checking > 0 {
+		pr.checking--
+	}
 	o["merged"] = pr.merged
 	o["merged_at"], o["merge_commit_sha"], o["merged_by"] = nil, nil, nil
 	if pr.merged && pr.mergedAt != nil {

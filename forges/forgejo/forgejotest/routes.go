@@ -410,7 +410,7 @@ func (s *Server) createPull(w http.ResponseWriter, r *http.Request) {
 	}
 	is := s.addIssue(s.nextNumber(), in.Title, in.Body, "open", Bot)
 	s.ids.pull++
-	is.pull = &pull{id: s.ids.pull, head: in.Head, base: in.Base, headSHA: headSHA, mergeable: true}
+	is.pull = &pull{id: s.ids.pull, head: in.Head, base: in.Base, headSHA: headSHA, mergeable: true, checking: s.checkingReads}
 	s.enqueue("pull_request", "pull_request", s.pullPayload(is, "opened", Bot, nil))
 	writeJSON(w, 201, s.pullJSON(is))
 }

@@ -60,6 +60,10 @@ type Server struct {
 	git      *gitHost
 	maxItems int
 	requests int
+	// checkingReads is how many reads of a pull request answer mergeable
+	// false after its head moved, as Forgejo does while it re-checks the
+	// pull request in the background.
+	checkingReads int
 }
 
 type user struct {
@@ -92,6 +96,7 @@ type pull struct {
 	head, base, headSHA string
 	mergeable, merged   bool
 	mergedAt            *time.Time
+	checking            int // reads left that answer mergeable false
 }
 
 type comment struct {
@@ -132,6 +137,9 @@ func NewServer(t interface{ Cleanup(func()) }) *Server {
 		reviews:  map[int64][]*review{},
 		clock:    time.Date(2026, 11, 30, 4, 54, 0, 0, time.UTC),
 		maxItems: maxLimit,
+		// Forgejo 7.0.16 and Gitea 1.26 answer false after a push or a
+		// new pull request until their background check has run.
+		checkingReads: 3,
 	}
 	s.hq.idle = sync.NewCond(&s.hq.mu)
 	s.addUser(Bot, "owner", true)
@@ -139,6 +147,14 @@ func NewServer(t interface{ Cleanup(func()) }) *Server {
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
 	return s
+}
+
+// moved records that an open pull request's head moved to sha: Forgejo
+// checks it again, and says mergeable false until it is done.
+func (s *Server) moved(is *issue, sha string) {
+	is.pull.headSHA = sha
+	is.pull.checking = s.checkingReads
+	is.upd = s.now()
 }
 
 // URL is the server's base URL (the API is under /api/v1).
