@@ -23,7 +23,7 @@ const agentReply = "## Functional analysis\n\nThe demo should greet its users.\n
 // middle of it.
 const wrapper = `#!/bin/sh
 /opt/mockllm -addr 127.0.0.1:4000 -reply "$(cat /opt/reply.txt)" -ready /tmp/mockllm.ready \
-	-write-dir /workspace -read-only-phrase "Do not change any file" </dev/null >/tmp/mockllm.log 2>&1 &
+	-write-dir /workspace -read-only-phrase "Do not change any file" -resolve-phrase "left conflicts" </dev/null >/tmp/mockllm.log 2>&1 &
 i=0
 while [ ! -e /tmp/mockllm.ready ] && [ $i -lt 200 ]; do i=$((i+1)); sleep 0.05; done
 if [ -e /home/agent/.claude/projects/e2e-slow ]; then sleep 120; fi

@@ -82,6 +82,10 @@ type Options struct {
 	// gets Reply.
 	WriteDir       string
 	ReadOnlyPhrase string
+	// ResolvePhrase, when set, sends the Write of a prompt that contains it
+	// to the first file listed after it ("- path" lines), with the conflict
+	// gone, as an agent resolving a merge conflict rewrites the file.
+	ResolvePhrase string
 }
 
 // wantsWrite tells whether req is answered with a Write tool use: once per
@@ -366,6 +370,24 @@ func (s *Server) anthropic(w http.ResponseWriter, req Request) {
 	sse.event("message_stop", map[string]any{"type": "message_stop"})
 }
 
+// listedAfter is the first "- item" line of prompt after phrase ("" when
+// phrase is empty or absent).
+func listedAfter(prompt, phrase string) string {
+	if phrase == "" {
+		return ""
+	}
+	_, rest, ok := strings.Cut(prompt, phrase)
+	if !ok {
+		return ""
+	}
+	for _, line := range strings.Split(rest, "\n") {
+		if item, ok := strings.CutPrefix(strings.TrimSpace(line), "- "); ok && !strings.Contains(item, "..") {
+			return strings.TrimSpace(item)
+		}
+	}
+	return ""
+}
+
 // anthropicWrite answers with a Write tool use that creates a new file in
 // WriteDir (a new name each time, so every write phase changes the tree).
 func (s *Server) anthropicWrite(w http.ResponseWriter, req Request) {
@@ -373,6 +395,10 @@ func (s *Server) anthropicWrite(w http.ResponseWriter, req Request) {
 	input := map[string]any{
 		"file_path": path.Join(s.opts.WriteDir, fmt.Sprintf("greeting-%d.txt", now.UnixNano())),
 		"content":   fmt.Sprintf("Hello, users! Written by the agent at %s.\n", now.UTC().Format(time.RFC3339Nano)),
+	}
+	if f := listedAfter(req.Prompt, s.opts.ResolvePhrase); f != "" {
+		input["file_path"] = path.Join(s.opts.WriteDir, f)
+		input["content"] = fmt.Sprintf("Hello, users! Resolved by the agent at %s.\n", now.UTC().Format(time.RFC3339Nano))
 	}
 	usage := map[string]any{"input_tokens": 10, "output_tokens": 20}
 	id := fmt.Sprintf("%s%d", writeID(req), now.UnixNano())

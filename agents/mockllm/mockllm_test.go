@@ -147,3 +147,29 @@ func TestWrite(t *testing.T) {
 		t.Errorf("a request without the Write tool: %d %s", status, body)
 	}
 }
+
+// TestResolve: with ResolvePhrase, the Write of a conflict prompt rewrites
+// the first file listed after the phrase.
+func TestResolve(t *testing.T) {
+	s := Start(Options{Reply: "done", WriteDir: "/workspace", ResolvePhrase: "left conflicts"})
+	defer s.Close()
+	for _, tc := range []struct{ prompt, want string }{
+		{`Merging left conflicts. Resolve them in:\n\n- docs/greeting.txt\n- b.txt\n`, "/workspace/docs/greeting.txt"},
+		{`Implement the plan.`, "/workspace/greeting-"},
+		{`It left conflicts in:\n\n- ../../etc/passwd\n`, "/workspace/greeting-"},
+	} {
+		body := `{"model":"c","tools":[{"name":"Write"}],"messages":[{"role":"user","content":"` + tc.prompt + `"}]}`
+		status, out := post(t, s.URL+"/v1/messages", body)
+		var m struct {
+			Content []struct {
+				Input map[string]any `json:"input"`
+			} `json:"content"`
+		}
+		if status != http.StatusOK || json.Unmarshal([]byte(out), &m) != nil || len(m.Content) != 1 {
+			t.Fatalf("%q: %d %s", tc.prompt, status, out)
+		}
+		if got, _ := m.Content[0].Input["file_path"].(string); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%q: wrote %q, want %q", tc.prompt, got, tc.want)
+		}
+	}
+}

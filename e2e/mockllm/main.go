@@ -23,6 +23,7 @@ func main() {
 	ready := flag.String("ready", "", "file to create once listening")
 	writeDir := flag.String("write-dir", "", "edit files like a coding agent: a Write tool use of a new file in this folder")
 	readOnly := flag.String("read-only-phrase", "", "no file edit for a prompt with this phrase")
+	resolve := flag.String("resolve-phrase", "", "for a prompt with this phrase, rewrite the first file listed after it")
 	flag.Parse()
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -35,7 +36,7 @@ func main() {
 			os.Exit(1)
 		}
 	}
-	h := mockllm.Handler(mockllm.Options{Reply: *reply, Delay: *delay, WriteDir: *writeDir, ReadOnlyPhrase: *readOnly})
+	h := mockllm.Handler(mockllm.Options{Reply: *reply, Delay: *delay, WriteDir: *writeDir, ReadOnlyPhrase: *readOnly, ResolvePhrase: *resolve})
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	if err := srv.Serve(ln); err != nil {
 		fmt.Fprintln(os.Stderr, "mockllm:", err)

@@ -1,0 +1,166 @@
+package e2e
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/alchemic-studio/alfred/state"
+)
+
+// need reads a variable make test sets; without it the test fails (it skips
+// only under -short).
+func need(t *testing.T, name, why string) string {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		if testing.Short() {
+			t.Skipf("%s is not set (%s)", name, why)
+		}
+		t.Fatalf("%s is not set: %s; run make test or make e2e", name, why)
+	}
+	return v
+}
+
+// bot is the built alfred binary with its environment, and the serve process.
+type bot struct {
+	t     *testing.T
+	bin   string
+	env   []string
+	addr  string
+	cmd   *exec.Cmd
+	state string
+	data  string
+}
+
+// run runs one alfred subcommand to its end.
+func (b *bot) run(args ...string) string {
+	b.t.Helper()
+	cmd := exec.Command(b.bin, args...)
+	cmd.Env = b.env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		b.t.Fatalf("alfred %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// serve starts alfred serve and waits until it is ready.
+func (b *bot) serve() {
+	b.t.Helper()
+	b.cmd = exec.Command(b.bin, "serve")
+	b.cmd.Env = b.env
+	logf, err := os.OpenFile(filepath.Join(b.t.TempDir(), "alfred.log"), os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	b.cmd.Stdout, b.cmd.Stderr = logf, logf
+	if err := b.cmd.Start(); err != nil {
+		b.t.Fatal(err)
+	}
+	cmd := b.cmd
+	b.t.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait(); logf.Close(); dumpLog(b.t, logf.Name()) })
+	waitFor(b.t, 30*time.Second, "alfred serve ready", func() bool {
+		resp, err := http.Get("http://" + b.addr + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+}
+
+// kill ends the serve process with SIGKILL, as a crash would.
+func (b *bot) kill() {
+	b.cmd.Process.Signal(syscall.SIGKILL)
+	b.cmd.Wait()
+}
+
+func dumpLog(t *testing.T, path string) {
+	if t.Failed() {
+		b, _ := os.ReadFile(path)
+		t.Logf("alfred's log:\n%s", b)
+	}
+}
+
+// look reads the state branch beside the running bot.
+func (b *bot) look(f func(st *state.Store)) {
+	st, err := state.Open(context.Background(), b.state, state.Options{ReadOnly: true})
+	if err != nil {
+		return
+	}
+	defer st.Close()
+	f(st)
+}
+
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// agentImage builds the e2e agent image (the real Claude Code and the mock
+// model) into the private daemon, under a tag of its own instance.
+func agentImage(t *testing.T) (dockerHost, image, instance string) {
+	t.Helper()
+	dockerHost = need(t, "ALFRED_TEST_DOCKER_HOST", "the private Docker daemon of scripts/dockerd.sh")
+	clis := need(t, "ALFRED_AGENT_CLIS_BIN", "the agent CLIs of scripts/agent-clis.sh")
+	claude, err := filepath.EvalSymlinks(filepath.Join(clis, "claude"))
+	if err != nil {
+		t.Fatalf("claude: %v", err)
+	}
+	instance = "e2e-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")) + "-" + randomSuffix(t)
+	image = "alfred-e2e/claude:" + instance
+	buildImage(t, dockerHost, claude, image)
+	t.Cleanup(func() { exec.Command("docker", "-H", dockerHost, "rmi", "-f", image).Run() })
+	return dockerHost, image, instance
+}
+
+// newBot builds the binary and sets up its environment: the forge's
+// variables, the private daemon and the agent image, a mock model key that
+// must never show.
+func newBot(t *testing.T, forgeEnv []string, dockerHost, image, instance string) *bot {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "alfred")
+	if out, err := exec.Command("go", "build", "-o", bin, "..").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	data := t.TempDir()
+	b := &bot{t: t, bin: bin, addr: freeAddr(t), state: filepath.Join(data, "state.git"), data: data}
+	b.env = append([]string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + data,
+		"ALFRED_LISTEN=" + b.addr, "ALFRED_PUBLIC_URL=http://" + b.addr,
+		"ALFRED_STATE_DIR=" + b.state, "ALFRED_DATA_DIR=" + data, "ALFRED_LOG_FORMAT=json",
+		"ALFRED_WEBHOOK_SECRETS=s3cret", "ALFRED_PUBLIC_PROJECTS=*",
+		"ALFRED_RUNNER=image", "ALFRED_DOCKER_HOST=" + dockerHost, "ALFRED_AGENT_IMAGE=" + image, "ALFRED_INSTANCE=" + instance,
+		"ALFRED_POLL_INTERVAL=300ms",
+		"ALFRED_AGENT_ENV=ANTHROPIC_BASE_URL,ANTHROPIC_API_KEY",
+		"ANTHROPIC_BASE_URL=http://127.0.0.1:4000", "ANTHROPIC_API_KEY=" + apiKey,
+	}, forgeEnv...)
+	return b
+}
+
+// apiKey is the model key the bot hands the agent; no page may show it.
+const apiKey = "sk-e2e-do-not-show"
