@@ -89,7 +89,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("listen on %s: %w", c.Listen, err)
 	}
 	srv := &http.Server{
-		Handler:           r,
+		Handler:           views.Recover(log, r),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,

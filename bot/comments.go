@@ -54,6 +54,10 @@ func textRetry(phase string) string {
 	return fmt.Sprintf("Retrying `%s`.", phase)
 }
 
+func textRetryEvents(n int) string {
+	return fmt.Sprintf("Trying again the %d event(s) I could not process.", n)
+}
+
 func textBlocked(phase, why string, attempts int) string {
 	return fmt.Sprintf("I'm blocked on `%s` after %d attempt(s): %s\n\nAdd `%s` to try again with the counters reset, or `%s` for exactly one more attempt.",
 		phase, attempts, strings.TrimSpace(why), CommandRetry.Label(), CommandRetryOnce.Label())
@@ -94,8 +98,11 @@ type SessionRow struct {
 // textSession renders the managed status comment of a mailbox: the latest
 // runs, newest first, with their session facts. A run without a named session
 // (API mode, host runner, setting off) shows no session fields.
-func textSession(rows []SessionRow) string {
+func textSession(rows []SessionRow, quarantined []state.QuarantinedEvent) string {
 	var b strings.Builder
+	for _, q := range quarantined {
+		fmt.Fprintf(&b, "> Alfred could not process the event %s: %s; add `%s` to try again.\n\n", eventLabel(q), firstLine(q.Error), CommandRetry.Label())
+	}
 	b.WriteString("**Alfred's runs on this issue**\n\n")
 	b.WriteString("| run | phase | outcome | session | tokens | cost |\n|---|---|---|---|---|---|\n")
 	for _, r := range rows {

@@ -98,6 +98,10 @@ type Engine struct {
 
 	seenMu sync.Mutex
 	seen   map[string]time.Time // delivery ids recorded, with when they came
+
+	// beforeEvent, set by tests, runs at the start of each event's handling
+	// (to inject a panic).
+	beforeEvent func(*forges.Event)
 }
 
 // New checks the configuration and builds an engine. Call Start to run it.
@@ -208,9 +212,11 @@ func (e *Engine) handle(ctx context.Context, key string, m message) {
 	switch {
 	case m.event != nil:
 		var outcome string
-		err := e.retrying(ctx, func() (err error) {
-			outcome, err = e.handleEvent(ctx, key, m.event)
-			return err
+		err := e.retrying(ctx, func() error {
+			return e.safely("event", func() (err error) {
+				outcome, err = e.handleEvent(ctx, key, m.event)
+				return err
+			}, "mailbox", key, "delivery", m.event.DeliveryID, "event", m.event.Type)
 		})
 		if err != nil && ctx.Err() != nil {
 			// Shutting down: the event stays in the journal and is handled
@@ -218,12 +224,15 @@ func (e *Engine) handle(ctx context.Context, key string, m message) {
 			return
 		}
 		if err != nil {
-			e.log.Error("event dropped after retries", "mailbox", key, "delivery", m.event.DeliveryID, "err", err)
-			outcome = "error: " + err.Error()
+			e.quarantine(ctx, key, m, err)
+			outcome = quarantinedOutcome + e.redact(err.Error())
 		}
 		e.finishEvent(m, outcome)
 	case m.runDone != "":
-		if err := e.retrying(ctx, func() error { return e.handleRunDone(ctx, key, m.runDone) }); err != nil {
+		err := e.retrying(ctx, func() error {
+			return e.safely("run end", func() error { return e.handleRunDone(ctx, key, m.runDone) }, "mailbox", key, "run", m.runDone)
+		})
+		if err != nil {
 			// The mailbox keeps the run as active: the next start applies it.
 			if ctx.Err() != nil {
 				e.log.Info("shutting down: the run's end is applied at the next start", "mailbox", key, "run", m.runDone)
@@ -232,7 +241,7 @@ func (e *Engine) handle(ctx context.Context, key string, m message) {
 			e.log.Error("after run, given up until the next start", "mailbox", key, "run", m.runDone, "err", err)
 		}
 	case m.poll:
-		if err := e.handlePoll(ctx, key); err != nil {
+		if err := e.safely("poll", func() error { return e.handlePoll(ctx, key) }, "mailbox", key); err != nil {
 			e.log.Warn("poll", "mailbox", key, "err", err)
 		}
 	}

@@ -160,7 +160,12 @@ func (e *Engine) execute(ctx context.Context, mailboxID, runID string) error {
 	log := e.log.With("mailbox", mb.ID, "run", run.ID, "phase", run.Phase)
 	log.Info("run started")
 
-	res, ls, err := e.invoke(ctx, &mb, &run)
+	var res *agents.Result
+	var ls *state.LLMSession
+	err = e.safely("run", func() (err error) {
+		res, ls, err = e.invoke(ctx, &mb, &run)
+		return err
+	}, "mailbox", mb.ID, "run", run.ID)
 	run.FinishedAt = e.now()
 	canceled := err != nil || res.Outcome == agents.OutcomeCanceled
 	switch {

@@ -19,6 +19,9 @@ import (
 // (managed comments by key, labels by name), and a run is started last, so
 // handling an event again changes nothing twice.
 func (e *Engine) handleEvent(ctx context.Context, key string, ev *forges.Event) (string, error) {
+	if e.beforeEvent != nil {
+		e.beforeEvent(ev)
+	}
 	mb, err := e.mailbox(key)
 	if err != nil {
 		return "", fmt.Errorf("read mailbox %s: %w", key, err)
@@ -147,6 +150,16 @@ func (e *Engine) command(ctx context.Context, mb *state.Mailbox, ev *forges.Even
 		}
 		return e.transition(ctx, mb, StatusInDevelopment, agents.PhaseDevelopment, ev.DeliveryID, "")
 	case CommandRetry, CommandRetryOnce, CommandRetryUntilGreen:
+		if len(mb.Quarantined) > 0 && status != StatusBlocked {
+			// What to try again is the events set aside, not a phase.
+			if err := e.comment(ctx, mb, KindRetryResumed, ev.DeliveryID, textRetryEvents(len(mb.Quarantined))); err != nil {
+				return err
+			}
+			return e.release(ctx, mb)
+		}
+		if err := e.release(ctx, mb); err != nil {
+			return err
+		}
 		if mb.ActiveRunID != "" {
 			e.log.Info("retry ignored: a run is in progress", "mailbox", mb.ID, "run", mb.ActiveRunID)
 			return e.save(ctx, mb)

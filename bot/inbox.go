@@ -30,6 +30,9 @@ type eventRecord struct {
 	Outcome       string        `json:"outcome,omitempty"` // what handling did, or why it ignored it
 }
 
+// quarantinedOutcome starts the outcome of an event handling gave up on.
+const quarantinedOutcome = "quarantined: "
+
 const (
 	eventsDir      = "events"
 	eventRetention = 7 * 24 * time.Hour
@@ -197,7 +200,7 @@ func (e *Engine) flushLoop() {
 			e.flushEvents()
 			return
 		}
-		e.flushEvents()
+		e.safely("flush", func() error { e.flushEvents(); return nil })
 	}
 }
 

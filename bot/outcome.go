@@ -183,7 +183,7 @@ func (e *Engine) updateStatusComment(ctx context.Context, mb *state.Mailbox) err
 		}
 		rows = append(rows, row)
 	}
-	return e.comment(ctx, mb, KindSession, "", textSession(rows))
+	return e.comment(ctx, mb, KindSession, "", textSession(rows, mb.Quarantined))
 }
 
 func (e *Engine) runURL(id string) string {
@@ -238,13 +238,18 @@ func (e *Engine) pollLoop() {
 		case <-e.ctx.Done():
 			return
 		case <-t.C:
-			mbs, _ := e.store.Mailboxes()
-			for _, mb := range mbs {
-				s := Status(mb.Status)
-				if mb.MergeRequestIID != 0 && mb.ActiveRunID == "" && (s == StatusInCI || s == StatusInReview) {
-					e.inbox.post(mb.ID, message{poll: true})
-				}
-			}
+			e.safely("poll", func() error { e.pollDue(); return nil })
+		}
+	}
+}
+
+// pollDue queues a poll for each mailbox waiting on its merge request.
+func (e *Engine) pollDue() {
+	mbs, _ := e.store.Mailboxes()
+	for _, mb := range mbs {
+		s := Status(mb.Status)
+		if mb.MergeRequestIID != 0 && mb.ActiveRunID == "" && (s == StatusInCI || s == StatusInReview) {
+			e.inbox.post(mb.ID, message{poll: true})
 		}
 	}
 }

@@ -148,9 +148,12 @@ type Mailbox struct {
 	// ReviewSeenID is the highest review comment id already handed to a run.
 	ReviewSeenID int64 `json:"review_seen_id,omitempty"`
 	// HeadSHA is the last commit the bot pushed or saw on its merge request.
-	HeadSHA   string    `json:"head_sha,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	HeadSHA string `json:"head_sha,omitempty"`
+	// Quarantined are the events whose handling failed (an error or a
+	// panic) every time it was tried; ai::retry handles them again.
+	Quarantined []QuarantinedEvent `json:"quarantined,omitempty"`
+	CreatedAt   time.Time          `json:"created_at"`
+	UpdatedAt   time.Time          `json:"updated_at"`
 }
 
 // Key returns the mailbox's forge identity.
@@ -188,6 +191,16 @@ type Run struct {
 	NothingToDo bool `json:"nothing_to_do,omitempty"`
 	// NoSession says why the run had no named session, when it had none.
 	NoSession string `json:"no_session,omitempty"`
+}
+
+// QuarantinedEvent is an event the engine gave up on: its record in the
+// state branch (Path), what it was, and the last error.
+type QuarantinedEvent struct {
+	Delivery string    `json:"delivery_id"`
+	Type     string    `json:"type"`
+	Path     string    `json:"path"`
+	Error    string    `json:"error"`
+	At       time.Time `json:"at"`
 }
 
 // LLMSession is one adapter invocation inside a run.

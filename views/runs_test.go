@@ -32,7 +32,9 @@ func newFixture(t *testing.T) fixture {
 	f := fixture{store: st, fresh: "11111111-aaaa", resumed: "22222222-bbbb", apiRun: "33333333-cccc"}
 	f.mb = state.Mailbox{Forge: "forgejo", Owner: "alice", Project: "demo", Kind: state.KindIssue, IID: 7, Title: "Add a greeting",
 		Status: "in_ci", BranchName: "agent/issue-7-add-a-greeting", IssueURL: "http://forge.test/alice/demo/issues/7",
-		MergeRequestURL: "http://forge.test/alice/demo/pulls/9"}
+		MergeRequestURL: "http://forge.test/alice/demo/pulls/9",
+		Quarantined: []state.QuarantinedEvent{{Delivery: "delivery-q1", Type: "comment_created", Path: "events/x.json",
+			Error: "panic: nil map", At: time.Date(2026, 11, 30, 9, 30, 0, 0, time.UTC)}}}
 	f.mb.ID = f.mb.Key().ID()
 	t0 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 	err = st.Update(context.Background(), func(tx *state.Tx) error {
@@ -139,6 +141,9 @@ func TestMailboxPage(t *testing.T) {
 	code, body := get(t, srv.URL+"/mailboxes/"+f.mb.ID)
 	if code != 200 || !strings.Contains(body, "agent/issue-7-add-a-greeting") || strings.Count(body, `href="/runs/`) != 3 {
 		t.Fatalf("mailbox page: %d\n%s", code, body)
+	}
+	if !strings.Contains(body, `data-test="quarantined"`) || !strings.Contains(body, "panic: nil map") || !strings.Contains(body, "delivery-q1") {
+		t.Errorf("the mailbox page does not show the quarantined event:\n%s", body)
 	}
 	code, body = get(t, srv.URL+"/api/mailboxes/"+f.mb.ID)
 	if code != 200 || !strings.Contains(body, "1. do it with [redacted]") || strings.Contains(body, "sk-live-0123456789") {
