@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -506,5 +507,28 @@ func TestClosingAQueuedRun(t *testing.T) {
 	case <-started:
 		t.Error("the queued run was started")
 	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+// TestStatusLabelChangedInTwoSteps: Gitea sends a person's change of the
+// status label as two events (the label added, then the old one removed);
+// the status is restored with one comment, not one per event.
+func TestStatusLabelChangedInTwoSteps(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.assign(7)
+	h.waitStatus(7, StatusWaitingValidation)
+	issue := h.issueTarget(7)
+	h.forge.AddLabels(context.Background(), issue, "status::in_ci")
+	added := h.send(forges.Event{Type: forges.EventIssueLabeled, Actor: "alice", Target: issue, Labels: h.forge.labels(7)})
+	h.forge.RemoveLabel(context.Background(), issue, "status::waiting_validation")
+	removed := h.send(forges.Event{Type: forges.EventIssueLabeled, Actor: "alice", Target: issue, Labels: []string{"type::task", "status::in_ci"}})
+	h.handled(added.DeliveryID)
+	h.handled(removed.DeliveryID)
+	if got := h.forge.labels(7); len(statusLabels(got)) != 1 || !slices.Contains(got, StatusWaitingValidation.Label()) {
+		t.Errorf("labels after the restore: %q", got)
+	}
+	if n := count(h.forge.commentKinds(issue), KindStatusLabelRestored); n != 1 {
+		t.Errorf("%d status_label_restored comments for one change, want 1", n)
 	}
 }

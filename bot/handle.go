@@ -201,7 +201,9 @@ func (e *Engine) restoreStatus(ctx context.Context, mb *state.Mailbox, ev *forge
 	if err := e.setStatusLabel(ctx, mb, Status(mb.Status)); err != nil {
 		return err
 	}
-	if err := e.comment(ctx, mb, KindStatusLabelRestored, ev.DeliveryID, textStatusRestored(Status(mb.Status))); err != nil {
+	// One comment per status: Gitea and Forgejo send a person's change of
+	// labels as one event per label added or removed.
+	if err := e.comment(ctx, mb, KindStatusLabelRestored, "status/"+mb.Status, textStatusRestored(Status(mb.Status))); err != nil {
 		return err
 	}
 	return e.save(ctx, mb)
