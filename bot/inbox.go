@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -322,17 +323,28 @@ func (e *Engine) route(ev *forges.Event) string {
 	if ev.Target.Kind == forges.TargetIssue && ev.Target.Number > 0 {
 		return key(state.KindIssue, ev.Target.Number)
 	}
-	mbs, _ := e.store.Mailboxes()
-	for _, mb := range mbs {
-		if mb.Forge != p.Forge || mb.Owner != p.Owner || mb.Project != p.Name || mb.Kind != state.KindIssue {
+	var routes []state.Route
+	via := func(by state.RouteKind, v string) {
+		routes = append(routes, state.Route{Forge: p.Forge, Owner: p.Owner, Project: p.Name, By: by, Value: v})
+	}
+	switch {
+	case ev.Target.Kind == forges.TargetMergeRequest && ev.Target.Number > 0:
+		via(state.ByMergeRequest, strconv.FormatInt(ev.Target.Number, 10))
+	case ev.Target.Number == 0 && ev.Branch != "":
+		via(state.ByBranch, ev.Branch)
+	}
+	if ev.Target.Number == 0 && ev.SHA != "" {
+		via(state.ByHead, ev.SHA)
+	}
+	for _, rt := range routes {
+		mb, ok, err := e.store.Routed(rt)
+		if err != nil {
+			// An unreadable mailbox: the event goes where its own target
+			// says, and the log says why.
+			e.log.Warn("route an event", "delivery", ev.DeliveryID, "by", rt.By, "err", err)
 			continue
 		}
-		switch {
-		case ev.Target.Kind == forges.TargetMergeRequest && ev.Target.Number > 0 && mb.MergeRequestIID == ev.Target.Number:
-			return mb.ID
-		case ev.Target.Number == 0 && ev.Branch != "" && ev.Branch == mb.BranchName:
-			return mb.ID
-		case ev.Target.Number == 0 && ev.SHA != "" && ev.SHA == mb.HeadSHA:
+		if ok {
 			return mb.ID
 		}
 	}

@@ -2,6 +2,7 @@ package state
 
 import (
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +29,44 @@ type snapshot struct {
 	mailboxFiles  map[string]struct{}            // paths of mailbox records
 	runs          map[string]string              // run id -> path
 	sessionsByRun map[string]map[string]struct{} // run id -> llm session paths
+	routes        map[Route]string               // how events find an issue mailbox -> its path
+}
+
+// Route is what an event without an issue number names an issue mailbox
+// by, within one project: its merge request, its branch or its head commit.
+type Route struct {
+	Forge, Owner, Project string
+	By                    RouteKind
+	Value                 string
+}
+
+// RouteKind says what a Route's value is.
+type RouteKind string
+
+// Route kinds.
+const (
+	ByMergeRequest RouteKind = "merge_request" // the number, in decimal
+	ByBranch       RouteKind = "branch"
+	ByHead         RouteKind = "head"
+)
+
+// routesOf are the routes to an issue mailbox.
+func routesOf(m *Mailbox) []Route {
+	if m.Kind != KindIssue {
+		return nil
+	}
+	var out []Route
+	add := func(by RouteKind, v string) {
+		if v != "" {
+			out = append(out, Route{Forge: m.Forge, Owner: m.Owner, Project: m.Project, By: by, Value: v})
+		}
+	}
+	if m.MergeRequestIID != 0 {
+		add(ByMergeRequest, strconv.FormatInt(m.MergeRequestIID, 10))
+	}
+	add(ByBranch, m.BranchName)
+	add(ByHead, m.HeadSHA)
+	return out
 }
 
 // mailboxIndex holds what the session resolver asks of one mailbox.
@@ -44,6 +83,7 @@ func newSnapshot() *snapshot {
 		mailboxFiles:  map[string]struct{}{},
 		runs:          map[string]string{},
 		sessionsByRun: map[string]map[string]struct{}{},
+		routes:        map[Route]string{},
 	}
 }
 
@@ -84,6 +124,11 @@ func (s *snapshot) index(path string, r *record) {
 	switch kindOf(path) {
 	case "mailbox":
 		s.mailboxFiles[path] = struct{}{}
+		if m, ok := r.val.(*Mailbox); ok && r.err == nil {
+			for _, rt := range routesOf(m) {
+				s.routes[rt] = path
+			}
+		}
 	case "run":
 		s.runs[recordName(path)] = path
 	case "llm_session":
@@ -118,6 +163,13 @@ func (s *snapshot) unindex(path string, r *record) {
 	switch kindOf(path) {
 	case "mailbox":
 		delete(s.mailboxFiles, path)
+		if m, ok := r.val.(*Mailbox); ok && r.err == nil {
+			for _, rt := range routesOf(m) {
+				if s.routes[rt] == path {
+					delete(s.routes, rt)
+				}
+			}
+		}
 	case "run":
 		if s.runs[recordName(path)] == path {
 			delete(s.runs, recordName(path))

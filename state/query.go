@@ -86,6 +86,24 @@ func (s *Store) Mailbox(k MailboxKey) (Mailbox, error) {
 	return m, nil
 }
 
+// Routed returns the issue mailbox that rt names, from an index: routing an
+// event costs the same however many mailboxes there are.
+func (s *Store) Routed(rt Route) (Mailbox, bool, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	p, ok := s.snap.routes[rt]
+	if !ok {
+		return Mailbox{}, false, nil
+	}
+	v, err := s.valueLocked(p)
+	if err != nil {
+		return Mailbox{}, false, err
+	}
+	m := *v.(*Mailbox)
+	m.Labels = append([]string(nil), m.Labels...)
+	return m, true, nil
+}
+
 // Mailboxes returns every mailbox record, in path order.
 func (s *Store) Mailboxes() ([]Mailbox, error) {
 	s.mu.RLock()
