@@ -147,47 +147,7 @@ func (s *scenario) kinds() map[string]int {
 // a lost session state, and a bot killed in the middle of a run.
 func (s *scenario) play() {
 	t, w := s.t, s.w
-	// Assign: acknowledgement, analysis, plan, waiting for validation.
-	s.n = w.openIssue("Greet the users", "The demo should greet its users.", "type::task")
-	s.key = state.MailboxKey{Forge: "forgejo", Owner: s.owner, Project: s.name, Kind: state.KindIssue, IID: s.n}
-	assigned := time.Now()
-	w.assign(s.n)
-	s.waitStatus("waiting_validation")
-	first := s.sessions[0]
-	// The llm_session is recorded right before the agent's container is created.
-	s.webhookToAgent = first.CreatedAt.Sub(assigned)
-	branch := fmt.Sprintf("agent/issue-%d-greet-the-users", s.n)
-	if first.SessionName == nil || *first.SessionName != branch || first.NativeSessionID == nil ||
-		first.Resumed || first.ResumeFallback == nil || *first.ResumeFallback != "no_prior_session" {
-		t.Fatalf("first session: %+v", first)
-	}
-	s.native = *first.NativeSessionID
-	if body, _, _ := w.issue(s.n); !strings.Contains(section(body), "The demo should greet its users.") {
-		t.Errorf("description section: %q", body)
-	}
-
-	// ai::validate_plan: development resumes the session, pushes, opens the pull request.
-	w.label(s.n, []string{"ai::validate_plan"}, nil)
-	s.waitStatus("in_ci")
-	if l := s.lastSession(); !l.Resumed || *l.NativeSessionID != s.native {
-		t.Fatalf("development session: %+v", l)
-	}
-	if s.mb.MergeRequestIID == 0 || !s.lastRun().Pushed {
-		t.Fatalf("no pull request or push: %+v", s.mb)
-	}
-	if _, labels, _ := w.issue(s.n); contains(labels, "ai::validate_plan") {
-		t.Error("ai::validate_plan stays on the issue")
-	}
-	// What was pushed is the file Claude Code wrote with its Write tool.
-	var written string
-	for _, f := range w.files(s.mb.HeadSHA) {
-		if strings.HasPrefix(f, "greeting-") {
-			written = w.file(s.mb.HeadSHA, f)
-		}
-	}
-	if !strings.Contains(written, "Written by the agent") {
-		t.Fatalf("the development commit lacks the agent's file: tree %q", w.files(s.mb.HeadSHA))
-	}
+	s.toPullRequest()
 
 	// A red commit status (found by polling): ci_fix, resumed; green: in review.
 	w.status(s.mb.HeadSHA, "failure", "1 test failed")
@@ -217,6 +177,61 @@ func (s *scenario) play() {
 	}
 	s.native = *s.lastSession().NativeSessionID
 	s.killMidRun()
+}
+
+// toPullRequest works the issue from assignment to its pull request:
+// analysis and plan, ai::validate_plan, development resuming the analysis'
+// session, the agent's file pushed.
+func (s *scenario) toPullRequest() {
+	t, w := s.t, s.w
+	// Assign: acknowledgement, analysis, plan, waiting for validation.
+	s.n = w.openIssue("Greet the users", "The demo should greet its users.", "type::task")
+	s.key = state.MailboxKey{Forge: "forgejo", Owner: s.owner, Project: s.name, Kind: state.KindIssue, IID: s.n}
+	assigned := time.Now()
+	w.assign(s.n)
+	s.waitStatus("waiting_validation")
+	if len(s.sessions) != 1 {
+		t.Fatalf("sessions after the analysis: %d, want 1: %+v", len(s.sessions), s.sessions)
+	}
+	first := s.sessions[0]
+	// The llm_session is recorded right before the agent's container is created.
+	s.webhookToAgent = first.CreatedAt.Sub(assigned)
+	branch := fmt.Sprintf("agent/issue-%d-greet-the-users", s.n)
+	if first.SessionName == nil || *first.SessionName != branch || first.NativeSessionID == nil ||
+		first.Resumed || first.ResumeFallback == nil || *first.ResumeFallback != "no_prior_session" {
+		t.Fatalf("first session: %+v", first)
+	}
+	s.native = *first.NativeSessionID
+	if body, _, _ := w.issue(s.n); !strings.Contains(section(body), "The demo should greet its users.") {
+		t.Errorf("description section: %q", body)
+	}
+	// The agent's container wrote its session where the bot keeps it.
+	if entries, err := os.ReadDir(s.stateDir()); err != nil || len(entries) == 0 {
+		t.Fatalf("no session state in %s: %v", s.stateDir(), err)
+	}
+
+	// ai::validate_plan: development resumes the session, pushes, opens the pull request.
+	w.label(s.n, []string{"ai::validate_plan"}, nil)
+	s.waitStatus("in_ci")
+	if l := s.lastSession(); s.lastRun().Phase != "development" || !l.Resumed || l.NativeSessionID == nil || *l.NativeSessionID != s.native {
+		t.Fatalf("development session (run %s): %+v; want resumed %s", s.lastRun().Phase, l, s.native)
+	}
+	if s.mb.MergeRequestIID == 0 || !s.lastRun().Pushed {
+		t.Fatalf("no pull request or push: %+v", s.mb)
+	}
+	if _, labels, _ := w.issue(s.n); contains(labels, "ai::validate_plan") {
+		t.Error("ai::validate_plan stays on the issue")
+	}
+	// What was pushed is the file Claude Code wrote with its Write tool.
+	var written string
+	for _, f := range w.files(s.mb.HeadSHA) {
+		if strings.HasPrefix(f, "greeting-") {
+			written = w.file(s.mb.HeadSHA, f)
+		}
+	}
+	if !strings.Contains(written, "Written by the agent") {
+		t.Fatalf("the development commit lacks the agent's file: tree %q", w.files(s.mb.HeadSHA))
+	}
 }
 
 // pages checks the run page and the status comment show the session.

@@ -83,7 +83,9 @@ func (w *fakeWorld) accepted(d forgejotest.Delivery, err error) {
 	}
 }
 
-func (w *fakeWorld) assign(n int64) { w.accepted(w.fj.ActAssign(n, forgejotest.Bot, forgejotest.Owner)) }
+func (w *fakeWorld) assign(n int64) {
+	w.accepted(w.fj.ActAssign(n, forgejotest.Bot, forgejotest.Owner))
+}
 
 func (w *fakeWorld) label(n int64, add, remove []string) {
 	w.accepted(w.fj.ActLabel(n, forgejotest.Owner, add, remove))
