@@ -42,7 +42,10 @@ func (h *harness) Want() forgetest.Want {
 		GitUsername: forgejotest.Bot, GitPassword: forgejotest.BotToken}
 }
 
-func (h *harness) SeedIssue(t testing.TB, is forges.Issue) { h.srv.AddIssue(is) }
+func (h *harness) SeedIssue(t testing.TB, is forges.Issue) int64 {
+	h.srv.AddIssue(is)
+	return is.Number
+}
 
 func (h *harness) SeedUser(t testing.TB, login string, p forges.Permission) {
 	h.srv.SetUser(login, map[forges.Permission]string{
@@ -50,9 +53,20 @@ func (h *harness) SeedUser(t testing.TB, login string, p forges.Permission) {
 	}[p])
 }
 
-func (h *harness) SeedBranch(t testing.TB, name, sha string) { h.srv.AddBranch(name, sha) }
+func (h *harness) SeedBranch(t testing.TB, name string) string {
+	sha := forgetest.FakeSHA(name)
+	h.srv.AddBranch(name, sha)
+	return sha
+}
 
-func (h *harness) SeedMergeRequest(t testing.TB, mr forges.MergeRequest) { h.srv.AddPull(mr) }
+func (h *harness) SeedMergeRequest(t testing.TB, mr forges.MergeRequest) forges.MergeRequest {
+	mr.HeadSHA = forgetest.FakeSHA(mr.SourceBranch)
+	h.srv.AddPull(mr)
+	if mr.State == forges.MergeRequestMerged {
+		h.srv.DeleteBranch(mr.SourceBranch)
+	}
+	return mr
+}
 
 func (h *harness) SeedComment(t testing.TB, tg forges.Target, author, body string) int64 {
 	id, err := h.srv.AddComment(tg.Number, author, body)
@@ -68,7 +82,7 @@ func (h *harness) SeedCI(t testing.TB, sha string, checks []forges.Check) {
 	}
 }
 
-func (h *harness) SeedReviewComment(t testing.TB, mr int64, c forges.ReviewComment) {
+func (h *harness) SeedReviewComment(t testing.TB, mr int64, c forges.ReviewComment) time.Time {
 	var err error
 	if c.Path == "" {
 		err = h.srv.AddReview(mr, c.Author, "COMMENT", c.Body, c.CreatedAt)
@@ -78,6 +92,7 @@ func (h *harness) SeedReviewComment(t testing.TB, mr int64, c forges.ReviewComme
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c.CreatedAt
 }
 
 func (h *harness) FailNext(t testing.TB, status, n int) { h.srv.FailNext(status, n) }

@@ -3,6 +3,8 @@
 // Forgejo 7 (Gitea 1.21) and newer, and builds around what a real Forgejo
 // 7.0.16 answers (see testdata/README.md): label ids instead of names, uneven
 // paging, 201 for PATCH, 500 for some missing objects, no commit-status webhook.
+// The contract suite also runs it against a real Gitea 1.26
+// (TestContractRealGitea, with scripts/gitea.sh).
 package forgejo
 
 import (
@@ -166,7 +168,9 @@ func (f *Forge) Me(ctx context.Context) (forges.User, error) {
 
 // Permission maps Forgejo's collaborator permission: owner and admin are
 // PermissionAdmin. An unknown user is PermissionNone. A site admin is "owner"
-// everywhere, and any signed-in user may "read" a public repository.
+// everywhere, and any signed-in user may "read" a public repository. Only a
+// site admin or an admin of the repository may read another user's
+// permission: for a bot with write access, Gitea (1.26, at least) answers 403.
 func (f *Forge) Permission(ctx context.Context, p forges.Project, user string) (forges.Permission, error) {
 	c, err := f.api(ctx)
 	if err != nil {
@@ -245,7 +249,7 @@ func (f *Forge) Comments(ctx context.Context, t forges.Target) ([]forges.Comment
 		return c.ListIssueComments(p.Owner, p.Name, t.Number, gitea.ListIssueCommentOptions{ListOptions: gitea.ListOptions{Page: page, PageSize: pageSize}})
 	}, func(c *gitea.Comment) int64 { return c.ID })
 	if err != nil {
-		return nil, fmt.Errorf("list comments of %s %d of %s: %w", t.Kind, t.Number, p.FullName(), err)
+		return nil, fmt.Errorf("list comments of %s %d of %s: %w", t.Kind, t.Number, p.FullName(), orMissing(c, t, err))
 	}
 	out := make([]forges.Comment, 0, len(list))
 	for _, cm := range list {
@@ -270,10 +274,24 @@ func (f *Forge) CreateComment(ctx context.Context, t forges.Target, body string)
 	}
 	cm, resp, err := c.CreateIssueComment(t.Project.Owner, t.Project.Name, t.Number, gitea.CreateIssueCommentOption{Body: body})
 	if err != nil {
-		return nil, fmt.Errorf("comment on %s %d of %s: %w", t.Kind, t.Number, t.Project.FullName(), apiErr(resp, err))
+		return nil, fmt.Errorf("comment on %s %d of %s: %w", t.Kind, t.Number, t.Project.FullName(), orMissing(c, t, apiErr(resp, err)))
 	}
 	out := toComment(cm)
 	return &out, nil
+}
+
+// orMissing makes err, the failure of a request on t's thread, wrap
+// forges.ErrNotFound when the issue or pull request does not exist. Gitea
+// (1.26, at least) answers comments of a missing issue with a bare 500, where
+// Forgejo 7 says "issue does not exist" (which apiErr maps already).
+func orMissing(c *gitea.Client, t forges.Target, err error) error {
+	if errors.Is(err, forges.ErrNotFound) {
+		return err
+	}
+	if _, resp, gerr := c.GetIssue(t.Project.Owner, t.Project.Name, t.Number); gerr != nil && resp != nil && resp.StatusCode == http.StatusNotFound {
+		return fmt.Errorf("%w: %s %d: %v", forges.ErrNotFound, t.Kind, t.Number, err)
+	}
+	return err
 }
 
 // EditComment replaces a comment's text.
@@ -428,16 +446,18 @@ func (f *Forge) MergeRequest(ctx context.Context, p forges.Project, number int64
 	return toMergeRequest(pr), nil
 }
 
-// toMergeRequest maps a pull request. Forgejo computes mergeable in the
-// background and says only true or false: false on an open pull request is
-// reported as a conflict (it may also mean "still checking"; the bot polls).
+// toMergeRequest maps a pull request. Forgejo and Gitea compute mergeable in
+// the background and say only true or false: false on an open pull request is
+// reported as a conflict, although after every push it also means "still
+// checking". The engine therefore believes a conflict only when git merge-tree
+// on its own clone finds one too (bot.Engine.confirmConflict).
 func toMergeRequest(pr *gitea.PullRequest) *forges.MergeRequest {
 	out := &forges.MergeRequest{Number: pr.Index, Title: pr.Title, Body: pr.Body, URL: pr.HTMLURL, Mergeable: forges.MergeableUnknown}
 	if pr.Poster != nil {
 		out.Author = pr.Poster.UserName
 	}
 	if pr.Head != nil {
-		out.SourceBranch, out.HeadSHA = pr.Head.Ref, pr.Head.Sha
+		out.SourceBranch, out.HeadSHA = headBranch(pr.Head.Name, pr.Head.Ref), pr.Head.Sha
 	}
 	if pr.Base != nil {
 		out.TargetBranch = pr.Base.Ref
@@ -457,6 +477,16 @@ func toMergeRequest(pr *gitea.PullRequest) *forges.MergeRequest {
 	return out
 }
 
+// headBranch is the name of a pull request's source branch: its label.
+// Forgejo and Gitea give the branch as ref only while it exists; once deleted
+// (as after a merge), ref is the pull request's own "refs/pull/N/head".
+func headBranch(label, ref string) string {
+	if label != "" {
+		return label
+	}
+	return ref
+}
+
 // MergeRequestForBranch finds the open pull request from branch by listing
 // open pull requests (GET /pulls/{base}/{head} needs the base and Gitea 1.22).
 func (f *Forge) MergeRequestForBranch(ctx context.Context, p forges.Project, branch string) (*forges.MergeRequest, error) {
@@ -471,7 +501,7 @@ func (f *Forge) MergeRequestForBranch(ctx context.Context, p forges.Project, bra
 		return nil, fmt.Errorf("find pull request from %s on %s: %w", branch, p.FullName(), err)
 	}
 	for _, pr := range list {
-		if pr.Head != nil && pr.Head.Ref == branch && pr.State == gitea.StateOpen {
+		if pr.Head != nil && headBranch(pr.Head.Name, pr.Head.Ref) == branch && pr.State == gitea.StateOpen {
 			return toMergeRequest(pr), nil
 		}
 	}

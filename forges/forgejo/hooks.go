@@ -111,8 +111,9 @@ type hookIssue struct {
 }
 
 type hookBranch struct {
-	Ref string `json:"ref"`
-	SHA string `json:"sha"`
+	Label string `json:"label"`
+	Ref   string `json:"ref"`
+	SHA   string `json:"sha"`
 }
 
 type hookPull struct {
@@ -165,7 +166,7 @@ func (i *hookIssue) issue() *forges.Issue {
 func (p *hookPull) mergeRequest() *forges.MergeRequest {
 	mr := &forges.MergeRequest{Number: p.Number, Title: p.Title, Body: p.Body, Author: p.User.name(), URL: p.HTMLURL, Mergeable: forges.MergeableUnknown}
 	if p.Head != nil {
-		mr.SourceBranch, mr.HeadSHA = p.Head.Ref, p.Head.SHA
+		mr.SourceBranch, mr.HeadSHA = headBranch(p.Head.Label, p.Head.Ref), p.Head.SHA
 	}
 	if p.Base != nil {
 		mr.TargetBranch = p.Base.Ref

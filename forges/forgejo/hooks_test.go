@@ -298,3 +298,22 @@ func BenchmarkVerifyAndParse(b *testing.B) {
 		}
 	}
 }
+
+// TestParsePullRequestOfDeletedBranch: once the source branch is deleted,
+// Forgejo and Gitea send the pull request's own ref as head.ref; the branch
+// name stays in head.label.
+func TestParsePullRequestOfDeletedBranch(t *testing.T) {
+	h, body := delivery(t, "hook-pull_request-closed")
+	const branch = "agent/issue-1-add-a-name-on-ai-client-and-resume-from"
+	body = []byte(strings.Replace(string(body), `"ref": "`+branch+`"`, `"ref": "refs/pull/3/head"`, 1))
+	if !strings.Contains(string(body), `"ref": "refs/pull/3/head"`) {
+		t.Fatal("the fixture's head.ref was not replaced")
+	}
+	ev, err := Hooks{}.Parse(h, body)
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if ev.MergeRequest == nil || ev.MergeRequest.SourceBranch != branch {
+		t.Errorf("MergeRequest = %+v, want SourceBranch %s (head.label)", ev.MergeRequest, branch)
+	}
+}

@@ -12,6 +12,8 @@ import (
 	"github.com/alchemic-studio/alfred/forges"
 )
 
+// ctxFor bounds the calls of the Forge under test. Cases take it once seeded:
+// seeding a real forge takes seconds per merge request.
 func ctxFor(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
@@ -89,40 +91,46 @@ func testIssue(t *testing.T, h Harness) {
 		Body:   "Première ligne\r\nsecond line ✓\r\n\r\n```go\nx := 1\n```\n",
 		Author: "alice", Labels: []string{"type::task", "status::in_ci"}, Assignees: []string{h.Want().BotLogin},
 	}
-	h.SeedIssue(t, want)
-	h.SeedIssue(t, forges.Issue{Number: 8, Title: "closed one", Body: "x", Author: "alice", State: "closed"})
-	got, err := f.Issue(ctx, p, 7)
+	want.Number = h.SeedIssue(t, want)
+	closedNumber := h.SeedIssue(t, forges.Issue{Number: 8, Title: "closed one", Body: "x", Author: "alice", State: "closed"})
+	got, err := f.Issue(ctx, p, want.Number)
 	if err != nil {
-		t.Fatalf("Issue(7): %v", err)
+		t.Fatalf("Issue(%d): %v", want.Number, err)
 	}
-	if got.Number != 7 || got.Title != want.Title || got.Body != want.Body || got.Author != "alice" || got.State != "open" {
-		t.Errorf("Issue(7) = %+v, want %+v with state open", got, want)
+	if got.Number != want.Number || got.Title != want.Title || got.Body != want.Body || got.Author != "alice" || got.State != "open" {
+		t.Errorf("Issue(%d) = %+v, want %+v with state open", want.Number, got, want)
 	}
 	if !sameSet(got.Labels, want.Labels) {
-		t.Errorf("Issue(7).Labels = %q, want %q", got.Labels, want.Labels)
+		t.Errorf("Issue(%d).Labels = %q, want %q", want.Number, got.Labels, want.Labels)
 	}
 	if !sameSet(got.Assignees, want.Assignees) {
-		t.Errorf("Issue(7).Assignees = %q, want %q", got.Assignees, want.Assignees)
+		t.Errorf("Issue(%d).Assignees = %q, want %q", want.Number, got.Assignees, want.Assignees)
 	}
-	closed, err := f.Issue(ctx, p, 8)
+	closed, err := f.Issue(ctx, p, closedNumber)
 	if err != nil {
-		t.Fatalf("Issue(8): %v", err)
+		t.Fatalf("Issue(%d): %v", closedNumber, err)
 	}
 	if closed.State != "closed" {
-		t.Errorf("Issue(8).State = %q, want closed", closed.State)
+		t.Errorf("Issue(%d).State = %q, want closed", closedNumber, closed.State)
 	}
 }
 
 func testNotFound(t *testing.T, h Harness) {
 	ctx, f, p := ctxFor(t), h.Forge(), h.Project()
-	h.SeedIssue(t, forges.Issue{Number: 1, Title: "t", Author: "alice"})
+	n := h.SeedIssue(t, forges.Issue{Number: 1, Title: "t", Author: "alice"})
 	if _, err := f.Issue(ctx, p, 999); !errors.Is(err, forges.ErrNotFound) {
 		t.Errorf("Issue(999) error = %v, want one wrapping ErrNotFound", err)
 	}
 	if _, err := f.MergeRequest(ctx, p, 999); !errors.Is(err, forges.ErrNotFound) {
 		t.Errorf("MergeRequest(999) error = %v, want one wrapping ErrNotFound", err)
 	}
-	if _, err := f.EditComment(ctx, issueTarget(h, 1), 999999, "x"); !errors.Is(err, forges.ErrNotFound) {
+	if _, err := f.Comments(ctx, issueTarget(h, 999)); !errors.Is(err, forges.ErrNotFound) {
+		t.Errorf("Comments(issue 999) error = %v, want one wrapping ErrNotFound", err)
+	}
+	if _, err := f.CreateComment(ctx, issueTarget(h, 999), "x"); !errors.Is(err, forges.ErrNotFound) {
+		t.Errorf("CreateComment(issue 999) error = %v, want one wrapping ErrNotFound", err)
+	}
+	if _, err := f.EditComment(ctx, issueTarget(h, n), 999999, "x"); !errors.Is(err, forges.ErrNotFound) {
 		t.Errorf("EditComment(999999) error = %v, want one wrapping ErrNotFound", err)
 	}
 	err := f.UpdateLabel(ctx, p, forges.Label{Name: "no-such-label", Color: "ededed"})
@@ -133,20 +141,20 @@ func testNotFound(t *testing.T, h Harness) {
 
 func testSetIssueBody(t *testing.T, h Harness) {
 	ctx, f, p := ctxFor(t), h.Forge(), h.Project()
-	h.SeedIssue(t, forges.Issue{Number: 3, Title: "t", Body: "old", Author: "alice"})
+	n := h.SeedIssue(t, forges.Issue{Number: 3, Title: "t", Body: "old", Author: "alice"})
 	body := "People wrote this.\r\n\r\n<!-- agent:section:start -->\r\n## Agent ✓\r\n<!-- agent:section:end -->\r\n"
-	if err := f.SetIssueBody(ctx, p, 3, body); err != nil {
+	if err := f.SetIssueBody(ctx, p, n, body); err != nil {
 		t.Fatalf("SetIssueBody: %v", err)
 	}
-	if got := h.IssueBody(t, 3); got != body {
+	if got := h.IssueBody(t, n); got != body {
 		t.Errorf("stored body = %q, want %q", got, body)
 	}
-	got, err := f.Issue(ctx, p, 3)
+	got, err := f.Issue(ctx, p, n)
 	if err != nil {
-		t.Fatalf("Issue(3): %v", err)
+		t.Fatalf("Issue(%d): %v", n, err)
 	}
 	if got.Body != body {
-		t.Errorf("Issue(3).Body = %q, want %q", got.Body, body)
+		t.Errorf("Issue(%d).Body = %q, want %q", n, got.Body, body)
 	}
 	if err := f.SetIssueBody(ctx, p, 999, "x"); !errors.Is(err, forges.ErrNotFound) {
 		t.Errorf("SetIssueBody(999) error = %v, want one wrapping ErrNotFound", err)
@@ -154,9 +162,8 @@ func testSetIssueBody(t *testing.T, h Harness) {
 }
 
 func testCommentsPaginated(t *testing.T, h Harness) {
-	ctx, f := ctxFor(t), h.Forge()
-	h.SeedIssue(t, forges.Issue{Number: 2, Title: "t", Author: "alice"})
-	tg := issueTarget(h, 2)
+	f := h.Forge()
+	tg := issueTarget(h, h.SeedIssue(t, forges.Issue{Number: 2, Title: "t", Author: "alice"}))
 	var ids []int64
 	for i := range 120 {
 		author := "alice"
@@ -165,7 +172,7 @@ func testCommentsPaginated(t *testing.T, h Harness) {
 		}
 		ids = append(ids, h.SeedComment(t, tg, author, fmt.Sprintf("comment %03d", i)))
 	}
-	got, err := f.Comments(ctx, tg)
+	got, err := f.Comments(ctxFor(t), tg)
 	if err != nil {
 		t.Fatalf("Comments: %v", err)
 	}
@@ -188,8 +195,7 @@ func testCommentsPaginated(t *testing.T, h Harness) {
 
 func testCreateAndEditComment(t *testing.T, h Harness) {
 	ctx, f := ctxFor(t), h.Forge()
-	h.SeedIssue(t, forges.Issue{Number: 4, Title: "t", Author: "alice"})
-	tg := issueTarget(h, 4)
+	tg := issueTarget(h, h.SeedIssue(t, forges.Issue{Number: 4, Title: "t", Author: "alice"}))
 	h.SeedComment(t, tg, "alice", "first")
 	c, err := f.CreateComment(ctx, tg, "hello ✓\n\n<!-- agent:key=0123456789ab:kind=acknowledgement -->")
 	if err != nil {
@@ -215,16 +221,17 @@ func testCreateAndEditComment(t *testing.T, h Harness) {
 }
 
 func testMergeRequestComments(t *testing.T, h Harness) {
-	ctx, f := ctxFor(t), h.Forge()
-	h.SeedIssue(t, forges.Issue{Number: 5, Title: "issue", Author: "alice"})
-	h.SeedMergeRequest(t, forges.MergeRequest{Number: 20, Title: "mr", Author: h.Want().BotLogin, State: forges.MergeRequestOpen,
-		SourceBranch: "agent/issue-5-x", TargetBranch: h.Want().DefaultBranch, HeadSHA: sha('a'), Mergeable: forges.MergeableClean})
-	h.SeedComment(t, issueTarget(h, 5), "alice", "on the issue")
-	h.SeedComment(t, mrTarget(h, 20), "alice", "on the mr")
-	if _, err := f.CreateComment(ctx, mrTarget(h, 20), "bot on the mr"); err != nil {
+	f := h.Forge()
+	is := h.SeedIssue(t, forges.Issue{Number: 5, Title: "issue", Author: "alice"})
+	mr := h.SeedMergeRequest(t, forges.MergeRequest{Number: 20, Title: "mr", Author: h.Want().BotLogin, State: forges.MergeRequestOpen,
+		SourceBranch: "agent/issue-5-x", TargetBranch: h.Want().DefaultBranch, Mergeable: forges.MergeableUnknown})
+	h.SeedComment(t, issueTarget(h, is), "alice", "on the issue")
+	h.SeedComment(t, mrTarget(h, mr.Number), "alice", "on the mr")
+	ctx := ctxFor(t)
+	if _, err := f.CreateComment(ctx, mrTarget(h, mr.Number), "bot on the mr"); err != nil {
 		t.Fatalf("CreateComment on mr: %v", err)
 	}
-	got, err := f.Comments(ctx, mrTarget(h, 20))
+	got, err := f.Comments(ctx, mrTarget(h, mr.Number))
 	if err != nil {
 		t.Fatalf("Comments(mr): %v", err)
 	}
@@ -233,7 +240,7 @@ func testMergeRequestComments(t *testing.T, h Harness) {
 		bodies = append(bodies, c.Body)
 	}
 	if !slices.Equal(bodies, []string{"on the mr", "bot on the mr"}) {
-		t.Errorf("Comments(mr 20) bodies = %q, want [on the mr, bot on the mr]", bodies)
+		t.Errorf("Comments(mr %d) bodies = %q, want [on the mr, bot on the mr]", mr.Number, bodies)
 	}
 }
 
@@ -279,10 +286,11 @@ func testAddRemoveLabels(t *testing.T, h Harness) {
 			t.Fatalf("CreateLabel(%s): %v", n, err)
 		}
 	}
-	h.SeedIssue(t, forges.Issue{Number: 6, Title: "t", Author: "alice", Labels: []string{"type::bug"}})
-	h.SeedMergeRequest(t, forges.MergeRequest{Number: 21, Title: "mr", Author: h.Want().BotLogin, State: forges.MergeRequestOpen,
-		SourceBranch: "agent/issue-6-x", TargetBranch: h.Want().DefaultBranch, HeadSHA: sha('b'), Mergeable: forges.MergeableClean})
-	for _, tg := range []forges.Target{issueTarget(h, 6), mrTarget(h, 21)} {
+	is := h.SeedIssue(t, forges.Issue{Number: 6, Title: "t", Author: "alice", Labels: []string{"type::bug"}})
+	mr := h.SeedMergeRequest(t, forges.MergeRequest{Number: 21, Title: "mr", Author: h.Want().BotLogin, State: forges.MergeRequestOpen,
+		SourceBranch: "agent/issue-6-x", TargetBranch: h.Want().DefaultBranch, Mergeable: forges.MergeableUnknown})
+	ctx = ctxFor(t)
+	for _, tg := range []forges.Target{issueTarget(h, is), mrTarget(h, mr.Number)} {
 		before := h.TargetLabels(t, tg)
 		if err := f.AddLabels(ctx, tg, "status::in_ci", "ai::retry"); err != nil {
 			t.Fatalf("AddLabels(%v): %v", tg, err)
@@ -302,29 +310,29 @@ func testAddRemoveLabels(t *testing.T, h Harness) {
 			t.Errorf("labels of %s %d after RemoveLabel = %q, want %q", tg.Kind, tg.Number, got, want)
 		}
 	}
-	is, err := f.Issue(ctx, p, 6)
+	got, err := f.Issue(ctx, p, is)
 	if err != nil {
-		t.Fatalf("Issue(6): %v", err)
+		t.Fatalf("Issue(%d): %v", is, err)
 	}
-	if !sameSet(is.Labels, []string{"type::bug", "status::in_ci"}) {
-		t.Errorf("Issue(6).Labels = %q, want [type::bug status::in_ci]", is.Labels)
+	if !sameSet(got.Labels, []string{"type::bug", "status::in_ci"}) {
+		t.Errorf("Issue(%d).Labels = %q, want [type::bug status::in_ci]", is, got.Labels)
 	}
 }
 
-func sha(c byte) string { return strings.Repeat(string(c), 40) }
-
+// seedMRs seeds an open clean, an open conflicting, a merged and a closed
+// merge request, merged first (see the package comment), and returns them in
+// that order: open clean, open conflict, merged, closed.
 func seedMRs(t *testing.T, h Harness) []forges.MergeRequest {
 	bot, main := h.Want().BotLogin, h.Want().DefaultBranch
-	mrs := []forges.MergeRequest{
-		{Number: 22, Title: "open clean", Body: "Closes #1", Author: bot, State: forges.MergeRequestOpen, SourceBranch: "agent/issue-1-open", TargetBranch: main, HeadSHA: sha('1'), Mergeable: forges.MergeableClean},
-		{Number: 23, Title: "open conflict", Body: "Closes #2", Author: bot, State: forges.MergeRequestOpen, SourceBranch: "agent/issue-2-conflict", TargetBranch: main, HeadSHA: sha('2'), Mergeable: forges.MergeableConflict},
-		{Number: 24, Title: "merged", Body: "Closes #3", Author: "alice", State: forges.MergeRequestMerged, SourceBranch: "feature/merged", TargetBranch: main, HeadSHA: sha('3'), Mergeable: forges.MergeableClean},
-		{Number: 25, Title: "closed", Body: "nope", Author: "alice", State: forges.MergeRequestClosed, SourceBranch: "feature/closed", TargetBranch: main, HeadSHA: sha('4'), Mergeable: forges.MergeableClean},
-	}
-	for _, mr := range mrs {
-		h.SeedMergeRequest(t, mr)
-	}
-	return mrs
+	merged := h.SeedMergeRequest(t, forges.MergeRequest{Number: 24, Title: "merged", Body: "Closes #3", Author: "alice", State: forges.MergeRequestMerged,
+		SourceBranch: "feature/merged", TargetBranch: main, Mergeable: forges.MergeableClean})
+	closed := h.SeedMergeRequest(t, forges.MergeRequest{Number: 25, Title: "closed", Body: "nope", Author: "alice", State: forges.MergeRequestClosed,
+		SourceBranch: "feature/closed", TargetBranch: main, Mergeable: forges.MergeableClean})
+	clean := h.SeedMergeRequest(t, forges.MergeRequest{Number: 22, Title: "open clean", Body: "Closes #1", Author: bot, State: forges.MergeRequestOpen,
+		SourceBranch: "agent/issue-1-open", TargetBranch: main, Mergeable: forges.MergeableClean})
+	conflict := h.SeedMergeRequest(t, forges.MergeRequest{Number: 23, Title: "open conflict", Body: "Closes #2", Author: bot, State: forges.MergeRequestOpen,
+		SourceBranch: "agent/issue-2-conflict", TargetBranch: main, Mergeable: forges.MergeableConflict})
+	return []forges.MergeRequest{clean, conflict, merged, closed}
 }
 
 func checkMR(t *testing.T, what string, got *forges.MergeRequest, want forges.MergeRequest, mergeable bool) {
@@ -340,8 +348,10 @@ func checkMR(t *testing.T, what string, got *forges.MergeRequest, want forges.Me
 }
 
 func testMergeRequest(t *testing.T, h Harness) {
-	ctx, f, p := ctxFor(t), h.Forge(), h.Project()
-	for _, want := range seedMRs(t, h) {
+	f, p := h.Forge(), h.Project()
+	mrs := seedMRs(t, h)
+	ctx := ctxFor(t)
+	for _, want := range mrs {
 		got, err := f.MergeRequest(ctx, p, want.Number)
 		if err != nil {
 			t.Errorf("MergeRequest(%d): %v", want.Number, err)
@@ -352,13 +362,14 @@ func testMergeRequest(t *testing.T, h Harness) {
 }
 
 func testMergeRequestForBranch(t *testing.T, h Harness) {
-	ctx, f, p := ctxFor(t), h.Forge(), h.Project()
+	f, p := h.Forge(), h.Project()
 	mrs := seedMRs(t, h)
 	for i := range 30 { // more open merge requests than one page holds
 		h.SeedMergeRequest(t, forges.MergeRequest{Number: int64(30 + i), Title: fmt.Sprintf("filler %d", i), Author: "alice",
 			State: forges.MergeRequestOpen, SourceBranch: fmt.Sprintf("filler/%d", i), TargetBranch: h.Want().DefaultBranch,
-			HeadSHA: sha('5'), Mergeable: forges.MergeableClean})
+			Mergeable: forges.MergeableUnknown})
 	}
+	ctx := ctxFor(t)
 	for _, want := range mrs[:2] {
 		got, err := f.MergeRequestForBranch(ctx, p, want.SourceBranch)
 		if err != nil {
@@ -375,16 +386,17 @@ func testMergeRequestForBranch(t *testing.T, h Harness) {
 }
 
 func testCreateMergeRequest(t *testing.T, h Harness) {
-	ctx, f, p := ctxFor(t), h.Forge(), h.Project()
-	h.SeedIssue(t, forges.Issue{Number: 9, Title: "t", Author: "alice"})
-	h.SeedBranch(t, "agent/issue-9-add-x", sha('9'))
-	nmr := forges.NewMergeRequest{Title: "Add x", Body: "Closes #9\n\nDone ✓", SourceBranch: "agent/issue-9-add-x", TargetBranch: h.Want().DefaultBranch}
+	f, p := h.Forge(), h.Project()
+	is := h.SeedIssue(t, forges.Issue{Number: 9, Title: "t", Author: "alice"})
+	head := h.SeedBranch(t, "agent/issue-9-add-x")
+	ctx := ctxFor(t)
+	nmr := forges.NewMergeRequest{Title: "Add x", Body: fmt.Sprintf("Closes #%d\n\nDone ✓", is), SourceBranch: "agent/issue-9-add-x", TargetBranch: h.Want().DefaultBranch}
 	got, err := f.CreateMergeRequest(ctx, p, nmr)
 	if err != nil {
 		t.Fatalf("CreateMergeRequest: %v", err)
 	}
 	want := forges.MergeRequest{Number: got.Number, Title: nmr.Title, Body: nmr.Body, State: forges.MergeRequestOpen, Author: h.Want().BotLogin,
-		SourceBranch: nmr.SourceBranch, TargetBranch: nmr.TargetBranch, HeadSHA: sha('9')}
+		SourceBranch: nmr.SourceBranch, TargetBranch: nmr.TargetBranch, HeadSHA: head}
 	if got.Number == 0 {
 		t.Fatal("CreateMergeRequest returned number 0")
 	}
@@ -401,7 +413,7 @@ func testCreateMergeRequest(t *testing.T, h Harness) {
 }
 
 func testCIStatus(t *testing.T, h Harness) {
-	ctx, f, p := ctxFor(t), h.Forge(), h.Project()
+	f, p := h.Forge(), h.Project()
 	for i, tc := range []struct {
 		name   string
 		checks []forges.Check
@@ -413,11 +425,11 @@ func testCIStatus(t *testing.T, h Harness) {
 		{"failure", []forges.Check{{Name: "ci/test", State: forges.CIFailure, Description: "2 tests failed"}, {Name: "ci/lint", State: forges.CISuccess}}, forges.CIFailure},
 		{"failure beats pending", []forges.Check{{Name: "ci/test", State: forges.CIFailure}, {Name: "ci/lint", State: forges.CIPending}}, forges.CIFailure},
 	} {
-		commit := fmt.Sprintf("%040x", 0xc1000+i)
+		commit := h.SeedBranch(t, fmt.Sprintf("ci/%d", i))
 		if tc.checks != nil {
 			h.SeedCI(t, commit, tc.checks)
 		}
-		got, err := f.CIStatus(ctx, p, commit)
+		got, err := f.CIStatus(ctxFor(t), p, commit)
 		if err != nil {
 			t.Errorf("%s: CIStatus: %v", tc.name, err)
 			continue
@@ -441,28 +453,30 @@ func testCIStatus(t *testing.T, h Harness) {
 }
 
 func testReviewComments(t *testing.T, h Harness) {
-	ctx, f, p := ctxFor(t), h.Forge(), h.Project()
-	h.SeedMergeRequest(t, forges.MergeRequest{Number: 26, Title: "mr", Author: h.Want().BotLogin, State: forges.MergeRequestOpen,
-		SourceBranch: "agent/issue-1-review", TargetBranch: h.Want().DefaultBranch, HeadSHA: sha('6'), Mergeable: forges.MergeableClean})
+	f, p := h.Forge(), h.Project()
+	mr := h.SeedMergeRequest(t, forges.MergeRequest{Number: 26, Title: "mr", Author: h.Want().BotLogin, State: forges.MergeRequestOpen,
+		SourceBranch: "agent/issue-1-review", TargetBranch: h.Want().DefaultBranch, Mergeable: forges.MergeableUnknown})
 	t0 := time.Date(2026, 11, 30, 4, 0, 0, 0, time.UTC)
 	seeded := []forges.ReviewComment{
 		{Author: "alice", Body: "old nit", Path: "src/a.go", Line: 3, CreatedAt: t0},
 		{Author: "wendy", Body: "`name` must not be empty here.", Path: "src/client.py", Line: 8, CreatedAt: t0.Add(time.Hour)},
 		{Author: "alice", Body: "Please validate the name before resuming.", CreatedAt: t0.Add(2 * time.Hour)},
 	}
-	for _, c := range seeded {
-		h.SeedReviewComment(t, 26, c)
+	for i := range seeded {
+		seeded[i].CreatedAt = h.SeedReviewComment(t, mr.Number, seeded[i])
 	}
-	all, err := f.ReviewComments(ctx, p, 26, time.Time{})
+	ctx := ctxFor(t)
+	all, err := f.ReviewComments(ctx, p, mr.Number, time.Time{})
 	if err != nil {
 		t.Fatalf("ReviewComments(zero): %v", err)
 	}
 	checkReview(t, "ReviewComments(zero time)", all, seeded)
-	recent, err := f.ReviewComments(ctx, p, 26, t0.Add(30*time.Minute))
+	between := seeded[0].CreatedAt.Add(seeded[1].CreatedAt.Sub(seeded[0].CreatedAt) / 2)
+	recent, err := f.ReviewComments(ctx, p, mr.Number, between)
 	if err != nil {
 		t.Fatalf("ReviewComments(since): %v", err)
 	}
-	checkReview(t, "ReviewComments(since t0+30m)", recent, seeded[1:])
+	checkReview(t, "ReviewComments(since between the first two)", recent, seeded[1:])
 }
 
 func checkReview(t *testing.T, what string, got, want []forges.ReviewComment) {
@@ -479,8 +493,9 @@ func checkReview(t *testing.T, what string, got, want []forges.ReviewComment) {
 }
 
 func testBranchExists(t *testing.T, h Harness) {
-	ctx, f, p := ctxFor(t), h.Forge(), h.Project()
-	h.SeedBranch(t, "agent/issue-7-add-a-name", sha('7'))
+	f, p := h.Forge(), h.Project()
+	h.SeedBranch(t, "agent/issue-7-add-a-name")
+	ctx := ctxFor(t)
 	for _, tc := range []struct {
 		branch string
 		want   bool
@@ -498,10 +513,10 @@ func testBranchExists(t *testing.T, h Harness) {
 
 func testRetryTransient(t *testing.T, h Harness) {
 	ctx, f, p := ctxFor(t), h.Forge(), h.Project()
-	h.SeedIssue(t, forges.Issue{Number: 1, Title: "retry me", Author: "alice"})
+	n := h.SeedIssue(t, forges.Issue{Number: 1, Title: "retry me", Author: "alice"})
 	for _, tc := range []struct{ status, n int }{{503, 2}, {502, 1}, {500, 1}, {429, 1}} {
 		h.FailNext(t, tc.status, tc.n)
-		got, err := f.Issue(ctx, p, 1)
+		got, err := f.Issue(ctx, p, n)
 		if err != nil {
 			t.Errorf("Issue after %d x %d: %v, want a retry to succeed", tc.n, tc.status, err)
 			continue
@@ -511,18 +526,18 @@ func testRetryTransient(t *testing.T, h Harness) {
 		}
 	}
 	h.FailNext(t, 503, 1)
-	if _, err := f.Comments(ctx, issueTarget(h, 1)); err != nil {
+	if _, err := f.Comments(ctx, issueTarget(h, n)); err != nil {
 		t.Errorf("Comments after one 503: %v, want a retry to succeed", err)
 	}
 }
 
 func testPersistentServerError(t *testing.T, h Harness) {
 	f, p := h.Forge(), h.Project()
-	h.SeedIssue(t, forges.Issue{Number: 1, Title: "t", Author: "alice"})
+	n := h.SeedIssue(t, forges.Issue{Number: 1, Title: "t", Author: "alice"})
 	h.FailNext(t, 503, 1000)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	_, err := f.Issue(ctx, p, 1)
+	_, err := f.Issue(ctx, p, n)
 	if err == nil {
 		t.Fatal("Issue succeeded while every answer is 503")
 	}
@@ -533,24 +548,24 @@ func testPersistentServerError(t *testing.T, h Harness) {
 
 func testContextDeadline(t *testing.T, h Harness) {
 	f, p := h.Forge(), h.Project()
-	h.SeedIssue(t, forges.Issue{Number: 1, Title: "t", Author: "alice"})
+	n := h.SeedIssue(t, forges.Issue{Number: 1, Title: "t", Author: "alice"})
 	h.Hang(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	if _, err := f.Issue(ctx, p, 1); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := f.Issue(ctx, p, n); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Issue with a hanging server = %v, want an error wrapping context.DeadlineExceeded", err)
 	}
 	canceled, cancel2 := context.WithCancel(context.Background())
 	cancel2()
-	if _, err := f.Issue(canceled, p, 1); !errors.Is(err, context.Canceled) {
+	if _, err := f.Issue(canceled, p, n); !errors.Is(err, context.Canceled) {
 		t.Errorf("Issue with a canceled context = %v, want an error wrapping context.Canceled", err)
 	}
 }
 
 func testEnsureComment(t *testing.T, h Harness) {
-	ctx, f := ctxFor(t), h.Forge()
-	h.SeedIssue(t, forges.Issue{Number: 3, Title: "t", Author: "alice"})
-	tg := issueTarget(h, 3)
+	f := h.Forge()
+	n := h.SeedIssue(t, forges.Issue{Number: 3, Title: "t", Author: "alice"})
+	tg := issueTarget(h, n)
 	for i := range 60 {
 		h.SeedComment(t, tg, "alice", fmt.Sprintf("chatter %d", i))
 	}
@@ -560,6 +575,7 @@ func testEnsureComment(t *testing.T, h Harness) {
 	for i := range 60 {
 		h.SeedComment(t, tg, "alice", fmt.Sprintf("more chatter %d", i))
 	}
+	ctx := ctxFor(t)
 
 	c1, changed, err := forges.EnsureComment(ctx, f, tg, key, "session", "Run 1: analysis ✓")
 	if err != nil || !changed {
@@ -600,26 +616,26 @@ func testEnsureComment(t *testing.T, h Harness) {
 func testEnsureSection(t *testing.T, h Harness) {
 	ctx, f, p := ctxFor(t), h.Forge(), h.Project()
 	human := "We want to name an AI client session.\r\n\r\nRelated: #6 #7 — ✓\r\n"
-	h.SeedIssue(t, forges.Issue{Number: 1, Title: "t", Body: human, Author: "alice"})
-	changed, err := forges.EnsureSection(ctx, f, p, 1, "## Agent status\n- state: analysis")
+	n := h.SeedIssue(t, forges.Issue{Number: 1, Title: "t", Body: human, Author: "alice"})
+	changed, err := forges.EnsureSection(ctx, f, p, n, "## Agent status\n- state: analysis")
 	if err != nil || !changed {
 		t.Fatalf("EnsureSection = %v, %v; want changed", changed, err)
 	}
-	body := h.IssueBody(t, 1)
+	body := h.IssueBody(t, n)
 	if !strings.HasPrefix(body, human) {
 		t.Errorf("body after EnsureSection = %q, want the text people wrote kept byte for byte", body)
 	}
 	if s, ok := forges.Section(body); !ok || s != "## Agent status\n- state: analysis" {
 		t.Errorf("Section of stored body = %q, %v", s, ok)
 	}
-	changed, err = forges.EnsureSection(ctx, f, p, 1, "## Agent status\n- state: analysis")
+	changed, err = forges.EnsureSection(ctx, f, p, n, "## Agent status\n- state: analysis")
 	if err != nil || changed {
 		t.Errorf("EnsureSection with the same text = %v, %v; want unchanged", changed, err)
 	}
-	if _, err := forges.EnsureSection(ctx, f, p, 1, "## Agent status\n- state: development"); err != nil {
+	if _, err := forges.EnsureSection(ctx, f, p, n, "## Agent status\n- state: development"); err != nil {
 		t.Fatalf("EnsureSection (update): %v", err)
 	}
-	body = h.IssueBody(t, 1)
+	body = h.IssueBody(t, n)
 	if s, _ := forges.Section(body); s != "## Agent status\n- state: development" || !strings.HasPrefix(body, human) {
 		t.Errorf("body after update = %q", body)
 	}

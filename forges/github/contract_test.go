@@ -75,7 +75,7 @@ func (h *harness) ensureLabels(names []string) {
 	}
 }
 
-func (h *harness) SeedIssue(t testing.TB, is forges.Issue) {
+func (h *harness) SeedIssue(t testing.TB, is forges.Issue) int64 {
 	defer h.lock()()
 	if h.srv.issues[is.Number] != nil {
 		t.Fatalf("seed issue %d: number taken", is.Number)
@@ -89,6 +89,7 @@ func (h *harness) SeedIssue(t testing.TB, is forges.Issue) {
 		number: is.Number, title: is.Title, body: is.Body, state: cmpState(is.State), author: is.Author,
 		labels: slices.Clone(is.Labels), assignees: slices.Clone(is.Assignees), updated: h.srv.tick(),
 	}
+	return is.Number
 }
 
 func cmpState(s string) string {
@@ -103,13 +104,16 @@ func (h *harness) SeedUser(t testing.TB, login string, p forges.Permission) {
 	h.srv.users[login] = p
 }
 
-func (h *harness) SeedBranch(t testing.TB, name, sha string) {
+func (h *harness) SeedBranch(t testing.TB, name string) string {
 	defer h.lock()()
+	sha := forgetest.FakeSHA(name)
 	h.srv.branches[name] = sha
+	return sha
 }
 
-func (h *harness) SeedMergeRequest(t testing.TB, mr forges.MergeRequest) {
+func (h *harness) SeedMergeRequest(t testing.TB, mr forges.MergeRequest) forges.MergeRequest {
 	defer h.lock()()
+	mr.HeadSHA = forgetest.FakeSHA(mr.SourceBranch)
 	if h.srv.issues[mr.Number] != nil {
 		t.Fatalf("seed merge request %d: number taken", mr.Number)
 	}
@@ -133,6 +137,10 @@ func (h *harness) SeedMergeRequest(t testing.TB, mr forges.MergeRequest) {
 	}
 	h.srv.issues[mr.Number] = &fakeIssue{number: mr.Number, title: mr.Title, body: mr.Body, state: state,
 		author: mr.Author, updated: h.srv.tick(), pr: pr}
+	if pr.merged {
+		delete(h.srv.branches, mr.SourceBranch)
+	}
+	return mr
 }
 
 func sha40(c byte) string {
@@ -169,7 +177,7 @@ func (h *harness) SeedCI(t testing.TB, sha string, checks []forges.Check) {
 // SeedReviewComment records, as GitHub does, a submitted review for each
 // comment: an inline comment belongs to a review with an empty body, a review
 // body is the review itself.
-func (h *harness) SeedReviewComment(t testing.TB, mr int64, c forges.ReviewComment) {
+func (h *harness) SeedReviewComment(t testing.TB, mr int64, c forges.ReviewComment) time.Time {
 	defer h.lock()()
 	is := h.srv.issues[mr]
 	if is == nil || is.pr == nil {
@@ -180,11 +188,12 @@ func (h *harness) SeedReviewComment(t testing.TB, mr int64, c forges.ReviewComme
 	h.srv.reviews = append(h.srv.reviews, rv)
 	if c.Path == "" {
 		rv.body = c.Body
-		return
+		return c.CreatedAt
 	}
 	h.srv.rcomments = append(h.srv.rcomments, &fakeReviewComment{
 		id: h.srv.id(), review: rv.id, pr: mr, author: c.Author, body: c.Body, path: c.Path, line: c.Line, created: c.CreatedAt,
 	})
+	return c.CreatedAt
 }
 
 func (h *harness) FailNext(t testing.TB, status, n int) {

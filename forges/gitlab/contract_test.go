@@ -55,13 +55,24 @@ func (h *harness) Want() forgetest.Want {
 	}
 }
 
-func (h *harness) SeedIssue(t testing.TB, is forges.Issue) { h.srv.AddIssue(is) }
+func (h *harness) SeedIssue(t testing.TB, is forges.Issue) int64 {
+	h.srv.AddIssue(is)
+	return is.Number
+}
 
 func (h *harness) SeedUser(t testing.TB, login string, p forges.Permission) { h.srv.SetUser(login, p) }
 
-func (h *harness) SeedBranch(t testing.TB, name, sha string) { h.srv.AddBranch(name, sha) }
+func (h *harness) SeedBranch(t testing.TB, name string) string {
+	sha := forgetest.FakeSHA(name)
+	h.srv.AddBranch(name, sha)
+	return sha
+}
 
-func (h *harness) SeedMergeRequest(t testing.TB, mr forges.MergeRequest) { h.srv.AddMergeRequest(mr) }
+func (h *harness) SeedMergeRequest(t testing.TB, mr forges.MergeRequest) forges.MergeRequest {
+	mr.HeadSHA = forgetest.FakeSHA(mr.SourceBranch)
+	h.srv.AddMergeRequest(mr)
+	return mr
+}
 
 func (h *harness) SeedComment(t testing.TB, tg forges.Target, author, body string) int64 {
 	return h.srv.AddComment(tg, author, body)
@@ -69,10 +80,11 @@ func (h *harness) SeedComment(t testing.TB, tg forges.Target, author, body strin
 
 func (h *harness) SeedCI(t testing.TB, sha string, checks []forges.Check) { h.srv.AddCI(sha, checks) }
 
-func (h *harness) SeedReviewComment(t testing.TB, mr int64, c forges.ReviewComment) {
+func (h *harness) SeedReviewComment(t testing.TB, mr int64, c forges.ReviewComment) time.Time {
 	if err := h.srv.AddReviewComment(mr, c); err != nil {
 		t.Fatalf("SeedReviewComment: %v", err)
 	}
+	return c.CreatedAt
 }
 
 func (h *harness) FailNext(t testing.TB, status, n int) { h.srv.FailNext(status, n) }

@@ -111,6 +111,17 @@ func (s *Server) branchInfo(ref, sha string) map[string]any {
 	return map[string]any{"label": ref, "ref": ref, "sha": sha, "repo_id": 1, "repo": s.repoJSON()}
 }
 
+// headInfo is a pull request's head: like Forgejo and Gitea, its ref is the
+// branch while it exists and the pull request's own refs/pull/N/head once the
+// branch is deleted; the label keeps the branch name.
+func (s *Server) headInfo(is *issue) map[string]any {
+	o := s.branchInfo(is.pull.head, is.pull.headSHA)
+	if _, ok := s.branches[is.pull.head]; !ok {
+		o["ref"] = fmt.Sprintf("refs/pull/%d/head", is.number)
+	}
+	return o
+}
+
 func (s *Server) pullJSON(is *issue) map[string]any {
 	o := object("api-066-pull-get.json", 0)
 	pr := is.pull
@@ -140,7 +151,7 @@ func (s *Server) pullJSON(is *issue) map[string]any {
 		o["merged_by"] = s.userJSON(Owner)
 	}
 	o["base"] = s.branchInfo(pr.base, s.branches[pr.base])
-	o["head"] = s.branchInfo(pr.head, pr.headSHA)
+	o["head"] = s.headInfo(is)
 	o["merge_base"] = s.branches[pr.base]
 	o["created_at"] = ts(is.created)
 	o["updated_at"] = ts(is.upd)
