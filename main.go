@@ -24,6 +24,7 @@ Usage:
   alfred serve [flags]                        serve webhooks and pages (alfred serve -h lists the flags)
   alfred labels sync -project OWNER/NAME      create or update the status::, ai:: and type:: labels
   alfred agents detect                        detect the agent CLIs on the configured runner
+  alfred doctor [-project OWNER/NAME]...      check the whole setup, one OK/FAIL line each
   alfred state log [-n N]                     the state branch's history, newest first
   alfred state show PATH                      one record of the state branch
   alfred settings get KEY -project OWNER/NAME the effective value of a per-project setting
@@ -75,6 +76,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = sub(rest, map[string]func([]string) error{
 			"reference": func([]string) error { return config.Reference(stdout) },
 		})
+	case "doctor":
+		err = doctorCmd(ctx, rest, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, version)
 	case "help", "-h", "--help":

@@ -25,6 +25,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	m := r.Method
+	if s.inspect(w, r, segs) {
+		return
+	}
 	switch {
 	case m == "GET" && raw == "version":
 		writeJSON(w, 200, map[string]any{"version": Version})

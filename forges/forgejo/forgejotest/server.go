@@ -64,6 +64,7 @@ type Server struct {
 	// false after its head moved, as Forgejo does while it re-checks the
 	// pull request in the background.
 	checkingReads int
+	inspected     inspectState // what alfred doctor reads: the token's scopes
 }
 
 type user struct {

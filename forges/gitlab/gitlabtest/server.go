@@ -53,6 +53,7 @@ type Server struct {
 	failCode  int
 	failN     int
 	hangN     int
+	inspected inspectState // what alfred doctor reads: scopes, hooks
 }
 
 // DefaultBranch is the project's default branch.
@@ -128,17 +129,18 @@ type fakeStatus struct {
 
 func NewServer(t interface{ Cleanup(func()) }) *Server {
 	f := &Server{
-		token:    "glpat-fake-" + strconv.FormatInt(time.Now().UnixNano(), 36),
-		path:     "acme/platform/demo",
-		project:  4242,
-		bot:      "alfred-bot",
-		nextID:   1000,
-		clock:    time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC),
-		users:    map[string]*fakeUser{},
-		issues:   map[int64]*fakeIssue{},
-		mrs:      map[int64]*fakeMR{},
-		notes:    map[noteKey][]*fakeNote{},
-		branches: map[string]string{DefaultBranch: strings.Repeat("0", 39) + "1"},
+		token:     "glpat-fake-" + strconv.FormatInt(time.Now().UnixNano(), 36),
+		path:      "acme/platform/demo",
+		project:   4242,
+		bot:       "alfred-bot",
+		nextID:    1000,
+		clock:     time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC),
+		users:     map[string]*fakeUser{},
+		issues:    map[int64]*fakeIssue{},
+		mrs:       map[int64]*fakeMR{},
+		notes:     map[noteKey][]*fakeNote{},
+		branches:  map[string]string{DefaultBranch: strings.Repeat("0", 39) + "1"},
+		inspected: inspectState{scopes: []string{"api"}},
 	}
 	f.user(f.bot).Access = 40
 	f.srv = httptest.NewServer(f)
@@ -252,6 +254,9 @@ func (f *Server) failure(w http.ResponseWriter, status int) {
 }
 
 func (f *Server) route(w http.ResponseWriter, r *http.Request, seg []string) {
+	if f.inspect(w, r, seg) {
+		return
+	}
 	m := r.Method
 	switch {
 	case match(seg, "user") && m == http.MethodGet:
