@@ -49,7 +49,7 @@ func TestAgentImage(t *testing.T) {
 	d := newDocker(t)
 	image := need(t, envAgentImage)
 	pins := agentPins(t)
-	node := strings.TrimSpace(d.must(t, "run", "--rm", "--network", "none", image, "node", "--version"))
+	node := strings.TrimSpace(d.Must(t, "run", "--rm", "--network", "none", image, "node", "--version"))
 	t.Logf("Node.js in %s: %s", image, node)
 
 	t.Run("the pins are the CLIs checked here", func(t *testing.T) {
@@ -73,7 +73,7 @@ func TestAgentImage(t *testing.T) {
 		if cfg.User != want {
 			t.Errorf("USER = %q; want ALFRED_AGENT_USER's default %q", cfg.User, want)
 		}
-		if got := strings.TrimSpace(d.must(t, "run", "--rm", "--network", "none", image, "id", "-un")); got != "agent" {
+		if got := strings.TrimSpace(d.Must(t, "run", "--rm", "--network", "none", image, "id", "-un")); got != "agent" {
 			t.Errorf("id -un = %q; want agent", got)
 		}
 	})
@@ -96,7 +96,7 @@ func TestAgentImage(t *testing.T) {
 	})
 
 	t.Run("alfred agents detect", func(t *testing.T) {
-		rows := detect(t, d.host, image)
+		rows := detect(t, d.Host, image)
 		major := nodeMajor(t, node)
 		for _, c := range agentCLIs {
 			t.Run(c.adapter, func(t *testing.T) {
@@ -162,7 +162,7 @@ for (const exe of fs.readdirSync("/usr/local/bin")) {
 	const pj = dir === "/" ? {} : JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8"));
 	console.log(exe, (pj.name || "?") + "@" + (pj.version || "?"));
 }`
-	out := d.must(t, "run", "--rm", "--network", "none", image, "node", "-e", script)
+	out := d.Must(t, "run", "--rm", "--network", "none", image, "node", "-e", script)
 	got := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		if exe, pkg, ok := strings.Cut(line, " "); ok {

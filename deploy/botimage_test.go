@@ -24,7 +24,7 @@ func TestBotImage(t *testing.T) {
 		if label == "" {
 			t.Fatalf("label org.opencontainers.image.version is missing; labels: %v", cfg.Labels)
 		}
-		got := strings.TrimSpace(d.must(t, "run", "--rm", "--network", "none", image, "version"))
+		got := strings.TrimSpace(d.Must(t, "run", "--rm", "--network", "none", image, "version"))
 		if got != label {
 			t.Errorf("%s version = %q; the label says %q", image, got, label)
 		}
@@ -40,7 +40,7 @@ func TestBotImage(t *testing.T) {
 		}
 		want := strings.SplitN(agentUser, ":", 2)
 		for i, flag := range []string{"-u", "-g"} {
-			got := strings.TrimSpace(d.must(t, "run", "--rm", "--network", "none", "--entrypoint", "id", image, flag))
+			got := strings.TrimSpace(d.Must(t, "run", "--rm", "--network", "none", "--entrypoint", "id", image, flag))
 			if got == "0" || got != want[i] {
 				t.Errorf("id %s in %s = %s; want %s", flag, image, got, want[i])
 			}
@@ -64,15 +64,15 @@ func TestBotImage(t *testing.T) {
 		name := containerName("bot")
 		// The daemon has no bridge: the container shares this machine's
 		// network and listens on loopback only.
-		d.must(t, "run", "-d", "--name", name, "--network", "host",
+		d.Must(t, "run", "-d", "--name", name, "--network", "host",
 			"--tmpfs", fmt.Sprintf("/var/lib/alfred:rw,uid=%s,gid=%s,mode=0700", uid, gid),
 			"-e", "ALFRED_LISTEN="+addr,
 			"--health-interval", "1s", "--health-timeout", "5s", "--health-retries", "2",
 			image)
-		t.Cleanup(func() { d.run("rm", "-f", name) })
+		t.Cleanup(func() { d.Run("rm", "-f", name) })
 		defer func() {
 			if t.Failed() {
-				logs, _ := d.run("logs", name)
+				logs, _ := d.Run("logs", name)
 				t.Logf("logs of %s:\n%s", name, logs)
 			}
 		}()
@@ -85,18 +85,18 @@ func TestBotImage(t *testing.T) {
 		if status := waitHealth(t, d, name, "healthy", 30*time.Second); status != "healthy" {
 			t.Errorf("health status %q; want healthy", status)
 		}
-		d.must(t, "stop", "-t", "20", name)
-		if code := strings.TrimSpace(d.must(t, "inspect", "--format", "{{.State.ExitCode}}", name)); code != "0" {
+		d.Must(t, "stop", "-t", "20", name)
+		if code := strings.TrimSpace(d.Must(t, "inspect", "--format", "{{.State.ExitCode}}", name)); code != "0" {
 			t.Errorf("exit code after docker stop = %s; want 0 (a clean shutdown on SIGTERM)", code)
 		}
 	})
 
 	t.Run("health check fails when nothing serves", func(t *testing.T) {
 		name := containerName("idle")
-		d.must(t, "run", "-d", "--name", name, "--network", "none", "--entrypoint", "sleep",
+		d.Must(t, "run", "-d", "--name", name, "--network", "none", "--entrypoint", "sleep",
 			"--health-interval", "1s", "--health-timeout", "5s", "--health-retries", "1",
 			"--health-start-period", "1s", image, "120")
-		t.Cleanup(func() { d.run("rm", "-f", name) })
+		t.Cleanup(func() { d.Run("rm", "-f", name) })
 		if status := waitHealth(t, d, name, "unhealthy", 30*time.Second); status != "unhealthy" {
 			t.Errorf("health status %q with no server; want unhealthy", status)
 		}
@@ -151,14 +151,14 @@ func waitHealth(t *testing.T, d dockerCLI, name, want string, timeout time.Durat
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		status := strings.TrimSpace(d.must(t, "inspect", "--format", "{{if .State.Health}}{{.State.Health.Status}}{{end}}", name))
+		status := strings.TrimSpace(d.Must(t, "inspect", "--format", "{{if .State.Health}}{{.State.Health.Status}}{{end}}", name))
 		switch {
 		case status == want:
 			return status
 		case status == "":
 			t.Fatalf("%s has no health check", name)
 		case status != "starting" || time.Now().After(deadline):
-			log, _ := d.run("inspect", "--format", "{{json .State.Health.Log}}", name)
+			log, _ := d.Run("inspect", "--format", "{{json .State.Health.Log}}", name)
 			t.Logf("health log of %s: %s", name, log)
 			return status
 		}

@@ -158,8 +158,8 @@ func checkComposeImages(t *testing.T, project composeProject, ref map[string]str
 		if want := repo(c.built) + ":latest"; c.image != want {
 			t.Errorf("%s: image %q; scripts/images.sh builds %q", c.service, c.image, want)
 		}
-		latest, err := d.run("image", "inspect", "--format", "{{.Id}}", c.image)
-		built := d.must(t, "image", "inspect", "--format", "{{.Id}}", c.built)
+		latest, err := d.Run("image", "inspect", "--format", "{{.Id}}", c.image)
+		built := d.Must(t, "image", "inspect", "--format", "{{.Id}}", c.built)
 		if err != nil || latest != built {
 			t.Errorf("%s: %s is not %s in the daemon (%v)", c.service, c.image, c.built, err)
 		}

@@ -1,8 +1,6 @@
 package deploy
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -11,7 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/alchemic-studio/alfred/internal/dockertest"
 )
 
 // Variables the suite's scripts set (scripts/test.sh runs them before go test).
@@ -48,7 +47,7 @@ func need(t *testing.T, name string) string {
 }
 
 // dockerCLI runs the docker CLI against the suite's daemon.
-type dockerCLI struct{ host string }
+type dockerCLI struct{ dockertest.CLI }
 
 func newDocker(t *testing.T) dockerCLI {
 	t.Helper()
@@ -56,31 +55,7 @@ func newDocker(t *testing.T) dockerCLI {
 	if _, err := exec.LookPath("docker"); err != nil {
 		t.Fatalf("the docker CLI is missing (Debian's docker.io, which scripts/dockerd.sh installs): %v", err)
 	}
-	return dockerCLI{host: host}
-}
-
-// run runs docker with args and returns its standard output; the error
-// carries the standard error.
-func (d dockerCLI) run(args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "docker", append([]string{"-H", d.host}, args...)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return stdout.String(), fmt.Errorf("docker %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return stdout.String(), nil
-}
-
-// must is run, failing the test on an error.
-func (d dockerCLI) must(t *testing.T, args ...string) string {
-	t.Helper()
-	out, err := d.run(args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return dockerCLI{dockertest.CLI{Host: host}}
 }
 
 // imageConfig is the part of `docker image inspect` the tests read.
@@ -95,7 +70,7 @@ type imageConfig struct {
 func (d dockerCLI) imageConfig(t *testing.T, image string) imageConfig {
 	t.Helper()
 	var c imageConfig
-	out := d.must(t, "image", "inspect", "--format", "{{json .Config}}", image)
+	out := d.Must(t, "image", "inspect", "--format", "{{json .Config}}", image)
 	if err := json.Unmarshal([]byte(out), &c); err != nil {
 		t.Fatalf("decode the config of %s: %v\n%s", image, err, out)
 	}
@@ -116,7 +91,7 @@ func (d dockerCLI) filesNamed(t *testing.T, image string, patterns ...string) []
 	}
 	expr = append(expr, ")")
 	args := append([]string{"run", "--rm", "--network", "none", "--user", "0", "--entrypoint", "find", image}, expr...)
-	return strings.Fields(d.must(t, args...))
+	return strings.Fields(d.Must(t, args...))
 }
 
 // repo is the repository part of an image reference (name:tag).

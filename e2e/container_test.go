@@ -1,9 +1,6 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/alchemic-studio/alfred/internal/dockertest"
 )
 
 // The user of the bot image and of the agent image (ALFRED_AGENT_USER's
@@ -28,38 +27,7 @@ const (
 const testLabel = "alfred.e2e.instance"
 
 // dockerCLI runs the docker CLI against the private daemon.
-type dockerCLI struct{ host string }
-
-// run runs docker with args and returns its standard output; the error
-// carries the standard error.
-func (d dockerCLI) run(args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "docker", append([]string{"-H", d.host}, args...)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return stdout.String(), fmt.Errorf("docker %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return stdout.String(), nil
-}
-
-// must is run, failing the test on an error.
-func (d dockerCLI) must(t *testing.T, args ...string) string {
-	t.Helper()
-	out, err := d.run(args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// labelled lists the ids of the containers, running or not, that carry label
-// (key=value).
-func (d dockerCLI) labelled(label string) ([]string, error) {
-	out, err := d.run("ps", "-aq", "--filter", "label="+label)
-	return strings.Fields(out), err
-}
+type dockerCLI = dockertest.CLI
 
 // botContainer is alfred of the built bot image, run the way deploy/compose.yaml
 // runs it: the daemon's socket mounted with its group, the data folder at the
@@ -83,9 +51,9 @@ type botContainer struct {
 // cannot be removed.
 func newBotContainer(t *testing.T, d dockerCLI, image, instance string, env []string) *botContainer {
 	t.Helper()
-	sock, ok := strings.CutPrefix(d.host, "unix://")
+	sock, ok := strings.CutPrefix(d.Host, "unix://")
 	if !ok {
-		t.Fatalf("ALFRED_TEST_DOCKER_HOST = %q: the bot's container needs a unix socket to mount", d.host)
+		t.Fatalf("ALFRED_TEST_DOCKER_HOST = %q: the bot's container needs a unix socket to mount", d.Host)
 	}
 	fi, err := os.Stat(sock)
 	if err != nil {
@@ -131,7 +99,7 @@ func (b *botContainer) view() *bot {
 func (b *botContainer) run(args ...string) string {
 	b.t.Helper()
 	opts := append([]string{"run", "--rm"}, b.common...)
-	out, err := b.d.run(append(append(opts, b.image), args...)...)
+	out, err := b.d.Run(append(append(opts, b.image), args...)...)
 	if err != nil {
 		b.t.Fatalf("alfred %v in %s: %v", args, b.image, err)
 	}
@@ -145,7 +113,7 @@ func (b *botContainer) serve() {
 	b.t.Helper()
 	opts := append([]string{"run", "-d", "--name", b.name,
 		"--health-interval", "1s", "--health-timeout", "5s", "--health-retries", "3"}, b.common...)
-	b.d.must(b.t, append(opts, b.image)...)
+	b.d.Must(b.t, append(opts, b.image)...)
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
 		if resp, err := http.Get("http://" + b.addr + "/readyz"); err == nil {
 			resp.Body.Close()
@@ -165,7 +133,7 @@ func (b *botContainer) serve() {
 // inspect reads one field of the bot's container (a docker inspect format).
 func (b *botContainer) inspect(format string) string {
 	b.t.Helper()
-	return strings.TrimSpace(b.d.must(b.t, "inspect", "--format", format, b.name))
+	return strings.TrimSpace(b.d.Must(b.t, "inspect", "--format", format, b.name))
 }
 
 // waitHealthy waits until Docker calls the bot's container healthy.
@@ -190,7 +158,7 @@ func (b *botContainer) waitHealthy() {
 // stop stops the bot as docker stop does (SIGTERM) and checks it ended cleanly.
 func (b *botContainer) stop() {
 	b.t.Helper()
-	b.d.must(b.t, "stop", "-t", "30", b.name)
+	b.d.Must(b.t, "stop", "-t", "30", b.name)
 	if code := b.inspect("{{.State.ExitCode}}"); code != "0" {
 		b.t.Errorf("the bot's exit code after docker stop = %s; want 0 (a clean shutdown on SIGTERM)", code)
 	}
@@ -200,24 +168,24 @@ func (b *botContainer) stop() {
 // of the test and of the bot's instance, and checks none is left.
 func (b *botContainer) removeAll() {
 	if b.t.Failed() {
-		out, err := exec.Command("docker", "-H", b.d.host, "logs", b.name).CombinedOutput()
+		out, err := exec.Command("docker", "-H", b.d.Host, "logs", b.name).CombinedOutput()
 		b.t.Logf("log of the bot's container %s (%v):\n%s", b.name, err, out)
 	}
 	labels := []string{testLabel + "=" + b.instance, "alfred.instance=" + b.instance}
 	for _, label := range labels {
-		ids, err := b.d.labelled(label)
+		ids, err := b.d.Labelled(label)
 		if err != nil {
 			b.t.Errorf("list the containers of %s: %v", label, err)
 			continue
 		}
 		if len(ids) > 0 {
-			if _, err := b.d.run(append([]string{"rm", "-f"}, ids...)...); err != nil {
+			if _, err := b.d.Run(append([]string{"rm", "-f"}, ids...)...); err != nil {
 				b.t.Errorf("remove the containers of %s: %v", label, err)
 			}
 		}
 	}
 	for _, label := range labels {
-		if ids, err := b.d.labelled(label); err != nil || len(ids) > 0 {
+		if ids, err := b.d.Labelled(label); err != nil || len(ids) > 0 {
 			b.t.Errorf("containers of %s left after the cleanup: %v %v", label, ids, err)
 		}
 	}

@@ -26,14 +26,14 @@ import (
 // shipped images.
 func TestE2EDeployed(t *testing.T) {
 	started := time.Now()
-	d := dockerCLI{host: need(t, "ALFRED_TEST_DOCKER_HOST", "the private Docker daemon of scripts/dockerd.sh")}
+	d := dockerCLI{Host: need(t, "ALFRED_TEST_DOCKER_HOST", "the private Docker daemon of scripts/dockerd.sh")}
 	botImage := need(t, "ALFRED_TEST_BOT_IMAGE", "the bot image scripts/images.sh builds")
 	agentImg := need(t, "ALFRED_TEST_AGENT_IMAGE", "the agent image scripts/images.sh builds")
 	if _, err := exec.LookPath("docker"); err != nil {
 		t.Fatalf("the docker CLI is missing (Debian's docker.io, which scripts/dockerd.sh installs): %v", err)
 	}
 	for _, image := range []string{botImage, agentImg} {
-		if _, err := d.run("image", "inspect", "--format", "{{.Id}}", image); err != nil {
+		if _, err := d.Run("image", "inspect", "--format", "{{.Id}}", image); err != nil {
 			t.Fatalf("%s is not in the private daemon; run scripts/images.sh: %v", image, err)
 		}
 	}
@@ -50,7 +50,7 @@ func TestE2EDeployed(t *testing.T) {
 	}, w.forgeEnv()...)) // the fake listens on the host's loopback, which the container shares
 
 	owner, name, _ := strings.Cut(w.project(), "/")
-	s := &scenario{t: t, w: w, b: b.view(), docker: d.host, instance: instance, owner: owner, name: name}
+	s := &scenario{t: t, w: w, b: b.view(), docker: d.Host, instance: instance, owner: owner, name: name}
 	if out := b.run("labels", "sync", "-project", w.project()); !strings.Contains(out, "17 labels created") {
 		t.Fatalf("labels sync: %s", out)
 	}
@@ -62,7 +62,7 @@ func TestE2EDeployed(t *testing.T) {
 	if user := b.inspect("{{.Config.User}}"); user != fmt.Sprintf("%d:%d", deployUID, deployGID) {
 		t.Errorf("the bot's container runs as %q; want %d:%d", user, deployUID, deployGID)
 	}
-	if uid := strings.TrimSpace(d.must(t, "exec", b.name, "id", "-u")); uid != fmt.Sprint(deployUID) {
+	if uid := strings.TrimSpace(d.Must(t, "exec", b.name, "id", "-u")); uid != fmt.Sprint(deployUID) {
 		t.Errorf("id -u in the bot's container = %s; want %d", uid, deployUID)
 	}
 	b.waitHealthy()
@@ -87,7 +87,7 @@ func TestE2EDeployed(t *testing.T) {
 	// Stopped as docker stop does, the bot leaves no agent container behind.
 	b.stop()
 	waitFor(t, 30*time.Second, "no container of instance "+instance+" left", func() bool {
-		ids, err := d.labelled("alfred.instance=" + instance)
+		ids, err := d.Labelled("alfred.instance=" + instance)
 		return err == nil && len(ids) == 0
 	})
 	t.Logf("deployed e2e wall time %s; webhook to the agent being started %s", time.Since(started).Round(time.Millisecond), s.webhookToAgent.Round(time.Millisecond))
