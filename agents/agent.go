@@ -55,6 +55,14 @@ type Capabilities struct {
 	// and must not contain credentials (choose the narrowest subpath).
 	// Empty when not resumable.
 	SessionStatePath string
+	// WorktreeFiles are gitignore patterns (relative to the worktree root) of
+	// the files the CLI writes into its working directory that are not the
+	// change it was asked for: its own configuration, session or cache
+	// files. The engine adds them to the working copy's .git/info/exclude
+	// before the run, so committing the change (git add --all) leaves them
+	// out; the project's .gitignore is not touched. Only paths a real run
+	// was seen writing belong here.
+	WorktreeFiles []string
 }
 
 // Validate reports whether the capabilities are coherent. Constructors of
@@ -64,6 +72,9 @@ func (c Capabilities) Validate() error {
 	case KindLocal, KindAPI:
 	default:
 		return fmt.Errorf("capabilities: unknown kind %q", c.Kind)
+	}
+	if err := c.validateWorktreeFiles(); err != nil {
+		return err
 	}
 	if !c.ResumableSessions {
 		if c.SessionStatePath != "" {
@@ -80,6 +91,22 @@ func (c Capabilities) Validate() error {
 	}
 	if !strings.HasPrefix(p, AgentHome+"/") {
 		return fmt.Errorf("capabilities: session state path %q must sit under %s", p, AgentHome)
+	}
+	return nil
+}
+
+// validateWorktreeFiles: only a local CLI runs in the worktree, and each
+// pattern is one plain exclude line (not empty, no line break, no leading or
+// trailing space, not a comment or a negation).
+func (c Capabilities) validateWorktreeFiles() error {
+	if len(c.WorktreeFiles) > 0 && c.Kind != KindLocal {
+		return errors.New("capabilities: only local adapters write worktree files")
+	}
+	for _, p := range c.WorktreeFiles {
+		if p == "" || strings.TrimSpace(p) != p || strings.ContainsAny(p, "\r\n") ||
+			strings.HasPrefix(p, "#") || strings.HasPrefix(p, "!") {
+			return fmt.Errorf("capabilities: worktree file pattern %q is not one plain exclude line", p)
+		}
 	}
 	return nil
 }

@@ -80,7 +80,11 @@ type Output struct {
 //     resume with the earlier messages, silent fallback after the state
 //     folder is emptied). clitest.Host plays /home/agent in a temporary
 //     folder emptied before each run, like the container's tmpfs;
-//     HomeRunner.Setup writes configuration there (as a mount would).
+//     HomeRunner.Setup writes configuration there (as a mount would);
+//   - clitest.CleanWorktree: after real runs in a git working copy, git
+//     status holds only the asked change, and every pattern of
+//     Capabilities.WorktreeFiles (what the CLI writes there on its own) was
+//     really written.
 type CLI interface {
 	// ID is the adapter id (see Adapter.ID).
 	ID() string

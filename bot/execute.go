@@ -213,6 +213,9 @@ func (e *Engine) invoke(ctx context.Context, mb *state.Mailbox, run *state.Run) 
 			e.log.Warn("remove working copy", "run", run.ID, "err", err)
 		}
 	}()
+	if err := excludeAgentFiles(wt.Dir, adapter); err != nil {
+		return nil, nil, err
+	}
 	var conflicts []string
 	if phase == agents.PhaseConflictResolution {
 		target, err := e.forge.DefaultBranch(ctx, p)

@@ -66,7 +66,9 @@ func New() (*agents.Local, error) { return agents.NewLocal(CLI{}) }
 // ID implements agents.CLI.
 func (CLI) ID() string { return ID }
 
-// Capabilities implements agents.CLI.
+// Capabilities implements agents.CLI. No WorktreeFiles: real runs in a git
+// working copy (TestRealWorktreeHoldsOnlyTheChange) leave nothing there
+// but the change asked for.
 func (CLI) Capabilities() agents.Capabilities {
 	return agents.Capabilities{Kind: agents.KindLocal, ResumableSessions: true, SessionStatePath: SessionStatePath}
 }

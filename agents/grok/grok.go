@@ -6,7 +6,8 @@
 // 1.0.1) has no sessions at all. Its headless path (processPromptHeadless in
 // dist/index.js) builds a new GrokAgent per run, sends the one prompt and
 // prints the resulting messages; it has no session id, no resume or continue
-// flag, and persists nothing but ~/.grok/user-settings.json. xAI's official
+// flag, and persists nothing but ~/.grok/user-settings.json and its
+// "project settings" .grok/settings.json in the working directory. xAI's official
 // "Grok Build" CLI has -s/--session-id and -r/--resume, but it is installed
 // by a curl|bash installer outside the npm registry, so none of its session
 // behaviour can be verified here; it stays non-resumable until it can be.
@@ -20,6 +21,11 @@
 //   - An API error still exits 0, with the assistant content "Sorry, I
 //     encountered an error: …"; a thrown error exits 1 with "Error: …"; a
 //     missing key exits 1 with "❌ Error: API key required…" on stderr.
+//   - Every run creates .grok/settings.json ({"model": …}) in its working
+//     directory when it is missing (SettingsManager.loadProjectSettings, also
+//     with --model or GROK_MODEL set): WorktreeFiles keeps it out of the
+//     commit. Only that file: .grok/GROK.md is the project's instructions,
+//     which grok reads and never writes.
 package grok
 
 import (
@@ -53,8 +59,12 @@ func New() (*agents.Local, error) { return agents.NewLocal(CLI{}) }
 // ID implements agents.CLI.
 func (CLI) ID() string { return ID }
 
-// Capabilities implements agents.CLI: local, never resumable.
-func (CLI) Capabilities() agents.Capabilities { return agents.Capabilities{Kind: agents.KindLocal} }
+// Capabilities implements agents.CLI: local, never resumable, and the
+// project settings file every run creates kept out of the commit (see the
+// package doc).
+func (CLI) Capabilities() agents.Capabilities {
+	return agents.Capabilities{Kind: agents.KindLocal, WorktreeFiles: []string{"/.grok/settings.json"}}
+}
 
 // VerifiedRange implements agents.CLI.
 func (CLI) VerifiedRange() string { return VerifiedRange }

@@ -1,0 +1,26 @@
+package copilot
+
+import (
+	"testing"
+	"time"
+
+	"github.com/alchemic-studio/alfred/agents/internal/clitest"
+	"github.com/alchemic-studio/alfred/agents/mockllm"
+)
+
+// TestRealWorktreeHoldsOnlyTheChange: after real runs (no session, fresh,
+// resumed) in a git working copy, asked for no change, git status is empty.
+func TestRealWorktreeHoldsOnlyTheChange(t *testing.T) {
+	bin := clitest.Bin(t, Executable)
+	mock := mockllm.Start(mockllm.Options{})
+	defer mock.Close()
+	a, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner := clitest.Host(t)
+	runner.Setup = sharedCache(t)
+	clitest.CleanWorktree{
+		Adapter: a, Runner: runner, Mock: mock, Env: byok(bin, mock), Timeout: 3 * time.Minute,
+	}.Check(t)
+}
