@@ -44,7 +44,7 @@ func labelsSync(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if len(rest) > 0 || project == "" {
 		return errUsage("labels sync takes -project OWNER/NAME")
 	}
-	f, _, err := newForge(c)
+	f, _, err := newForge(c, nil)
 	if err != nil {
 		return err
 	}

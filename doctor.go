@@ -148,7 +148,7 @@ func (d *doctor) checkForge(ctx context.Context) []checkLine {
 	if d.c.ForgeKind == "" {
 		return nil // checkConfig said so
 	}
-	f, _, err := newForge(d.c)
+	f, _, err := newForge(d.c, nil)
 	if err != nil {
 		return []checkLine{failLine("forge", err.Error(), "set ALFRED_FORGE, ALFRED_FORGE_URL and ALFRED_FORGE_TOKEN")}
 	}

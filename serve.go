@@ -17,6 +17,7 @@ import (
 	"github.com/alchemic-studio/alfred/bot"
 	"github.com/alchemic-studio/alfred/config"
 	"github.com/alchemic-studio/alfred/forges"
+	"github.com/alchemic-studio/alfred/metrics"
 	"github.com/alchemic-studio/alfred/state"
 	"github.com/alchemic-studio/alfred/views"
 )
@@ -49,10 +50,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	m := metrics.New(version)
 	var f forges.Forge
 	var hooks forges.Hooks
 	if c.ForgeKind != "" {
-		if f, hooks, err = newForge(c); err != nil {
+		if f, hooks, err = newForge(c, m); err != nil {
 			return err
 		}
 	}
@@ -62,13 +64,14 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	views.Register(r, pages)
+	r.Handle("/metrics", m.Handler(c.MetricsToken)).Methods(http.MethodGet)
 
 	var engine *bot.Engine
 	if f != nil {
 		// Runs wait for the first detection, so that an issue's first run
 		// (or one replayed from the journal) already knows if it may resume.
 		detected := make(chan struct{})
-		e, runner, err := newEngine(ctx, c, st, f, adapters, detected, log)
+		e, runner, err := newEngine(ctx, c, st, f, adapters, detected, m, log)
 		if err != nil {
 			return err
 		}
@@ -80,8 +83,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 			return err
 		}
 		engine = e
-		r.Handle("/webhooks/"+c.ForgeName, forges.NewWebhookHandler(c.ForgeName, hooks, c.WebhookSecrets, e.Intake, log)).
+		r.Handle("/webhooks/"+c.ForgeName, m.Webhooks(c.ForgeName, forges.NewWebhookHandler(c.ForgeName, hooks, c.WebhookSecrets, e.Intake, log))).
 			Methods(http.MethodPost)
+		m.Gauge("alfred_runs_in_flight", "Runs launched and not ended (queued or running).", func() float64 { return float64(e.RunsInFlight()) })
 	}
 
 	ln, err := net.Listen("tcp", c.Listen)

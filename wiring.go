@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -29,22 +30,26 @@ import (
 	"github.com/alchemic-studio/alfred/forges/forgejo"
 	"github.com/alchemic-studio/alfred/forges/github"
 	"github.com/alchemic-studio/alfred/forges/gitlab"
+	"github.com/alchemic-studio/alfred/metrics"
 	"github.com/alchemic-studio/alfred/sandbox"
 	"github.com/alchemic-studio/alfred/state"
 	"github.com/alchemic-studio/alfred/views"
 )
 
 // newForge builds the configured forge and its webhook parser.
-func newForge(c *config.Config) (forges.Forge, forges.Hooks, error) {
+func newForge(c *config.Config, m *metrics.Metrics) (forges.Forge, forges.Hooks, error) {
+	// Every API request is counted and timed (a nil m counts nothing).
+	hc := &http.Client{Transport: m.Transport(c.ForgeName, http.DefaultTransport)}
 	switch c.ForgeKind {
 	case "forgejo":
-		f, err := forgejo.New(forgejo.Options{BaseURL: c.ForgeURL, Token: c.ForgeToken})
+		f, err := forgejo.New(forgejo.Options{BaseURL: c.ForgeURL, Token: c.ForgeToken, HTTPClient: hc})
 		return f, forgejo.Hooks{}, err
 	case "github":
-		f, err := github.New(github.Options{BaseURL: c.ForgeURL, Token: c.ForgeToken})
+		f, err := github.New(github.Options{BaseURL: c.ForgeURL, Token: c.ForgeToken, HTTPClient: hc})
 		return f, github.Hooks{}, err
 	case "gitlab":
-		f, err := gitlab.New(gitlab.Options{BaseURL: c.ForgeURL, Token: c.ForgeToken})
+		hc.Timeout = gitlab.DefaultTimeout
+		f, err := gitlab.New(gitlab.Options{BaseURL: c.ForgeURL, Token: c.ForgeToken, HTTPClient: hc})
 		return f, gitlab.Hooks{}, err
 	}
 	return nil, nil, errors.New("no forge configured: set ALFRED_FORGE and ALFRED_FORGE_URL")
@@ -127,7 +132,7 @@ func baseSpec(c *config.Config) sandbox.Spec {
 }
 
 // newEngine assembles the engine from the configuration.
-func newEngine(ctx context.Context, c *config.Config, st *state.Store, f forges.Forge, adapters map[string]agents.Adapter, detected <-chan struct{}, log *slog.Logger) (*bot.Engine, sandbox.Runner, error) {
+func newEngine(ctx context.Context, c *config.Config, st *state.Store, f forges.Forge, adapters map[string]agents.Adapter, detected <-chan struct{}, m *metrics.Metrics, log *slog.Logger) (*bot.Engine, sandbox.Runner, error) {
 	runner, err := newRunner(ctx, c, log)
 	if err != nil {
 		return nil, nil, err
@@ -148,6 +153,7 @@ func newEngine(ctx context.Context, c *config.Config, st *state.Store, f forges.
 		Secrets:  secrets(c),
 		Defaults: map[string]string{"AGENT_CREDENTIAL_MOUNTS": c.CredentialMounts},
 		Detected: detected,
+		Metrics:  m,
 		Logger:   log,
 	})
 	return e, runner, err
@@ -191,7 +197,7 @@ func ready(dir string) func(context.Context) error {
 // secrets lists every secret value the service holds, for the engine and
 // the pages to hide wherever they show what an agent wrote.
 func secrets(c *config.Config) []string {
-	out := append([]string{c.ForgeToken, c.APIKey, c.OAuthClientSecret}, c.WebhookSecrets...)
+	out := append([]string{c.ForgeToken, c.APIKey, c.OAuthClientSecret, c.MetricsToken}, c.WebhookSecrets...)
 	for k, v := range baseSpec(c).Env {
 		if bot.SecretName(k) {
 			out = append(out, v)

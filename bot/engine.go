@@ -12,6 +12,7 @@ import (
 
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/forges"
+	"github.com/alchemic-studio/alfred/metrics"
 	"github.com/alchemic-studio/alfred/sandbox"
 	"github.com/alchemic-studio/alfred/state"
 )
@@ -58,7 +59,10 @@ type Config struct {
 	Detected <-chan struct{}
 	// DetectionWait bounds that wait; default 2 minutes.
 	DetectionWait time.Duration
-	Logger        *slog.Logger
+	// Metrics counts runs, sessions, panics and quarantined events (nil:
+	// nothing is counted).
+	Metrics *metrics.Metrics
+	Logger  *slog.Logger
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
 }
@@ -201,6 +205,13 @@ func (e *Engine) close() {
 	if err := e.journal.close(); err != nil {
 		e.log.Warn("close the event journal", "err", err)
 	}
+}
+
+// RunsInFlight is the number of runs launched and not ended.
+func (e *Engine) RunsInFlight() int {
+	e.runsMu.Lock()
+	defer e.runsMu.Unlock()
+	return len(e.running)
 }
 
 // Me is the bot's login, known after Start.

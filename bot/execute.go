@@ -184,6 +184,10 @@ func (e *Engine) execute(ctx context.Context, mailboxID, runID string) error {
 		}
 		log.Info("run finished", "outcome", res.Outcome, "resumed", res.Resumed, "fallback", res.ResumeFallback)
 	}
+	e.cfg.Metrics.RunEnded(run.Phase, run.AdapterID, string(run.Status), run.FinishedAt.Sub(run.StartedAt))
+	if ls != nil {
+		e.cfg.Metrics.SessionStarted(sessionStart(ls))
+	}
 	return e.store.Update(context.WithoutCancel(ctx), func(tx *state.Tx) error {
 		if ls != nil {
 			if err := tx.PutLLMSession(*ls); err != nil {
@@ -192,6 +196,20 @@ func (e *Engine) execute(ctx context.Context, mailboxID, runID string) error {
 		}
 		return tx.PutRun(run)
 	})
+}
+
+// sessionStart names how a run's session started, for the metrics:
+// "resumed", "fresh:<reason>", or "none" without a named session.
+func sessionStart(ls *state.LLMSession) string {
+	switch {
+	case ls.SessionName == nil:
+		return "none"
+	case ls.Resumed:
+		return "resumed"
+	case ls.ResumeFallback != nil:
+		return "fresh:" + *ls.ResumeFallback
+	}
+	return "fresh"
 }
 
 // invoke does the work of a run and fills run (log, result, push) and the

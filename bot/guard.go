@@ -27,6 +27,7 @@ func (e *Engine) safely(what string, f func() error, attrs ...any) (err error) {
 			return
 		}
 		p := &PanicError{Value: e.redact(fmt.Sprint(v)), Stack: debug.Stack()}
+		e.cfg.Metrics.PanicRecovered(what)
 		e.log.Error("panic recovered", append([]any{"in", what, "panic", p.Value, "stack", string(p.Stack)}, attrs...)...)
 		err = p
 	}()
@@ -37,6 +38,7 @@ func (e *Engine) safely(what string, f func() error, attrs ...any) (err error) {
 // tried: its record says so (journal replay skips it), and its mailbox lists
 // it, in the status comment too, until ai::retry handles it again.
 func (e *Engine) quarantine(ctx context.Context, key string, m message, cause error) {
+	e.cfg.Metrics.EventQuarantined()
 	e.log.Error("event quarantined", "mailbox", key, "delivery", m.event.DeliveryID, "event", m.event.Type, "err", e.redact(cause.Error()))
 	mb, err := e.mailbox(key)
 	if err != nil || mb == nil {

@@ -49,6 +49,8 @@ type Config struct {
 	OAuthClientID     string
 	OAuthClientSecret string
 	PublicProjects    []string
+
+	MetricsToken string
 }
 
 // Setting describes one configuration value: its flag, its ALFRED_* variable,
@@ -152,6 +154,9 @@ var Settings = []Setting{
 	{Flag: "public-projects", Env: "ALFRED_PUBLIC_PROJECTS", Default: "", Accepts: "comma-separated OWNER/NAME, or *",
 		Help: "projects whose run pages anyone may read without signing in",
 		set:  func(c *Config, v string) error { c.PublicProjects = splitList(v); return nil }, get: func(c *Config) string { return strings.Join(c.PublicProjects, ",") }},
+	{Flag: "metrics-token", Env: "ALFRED_METRICS_TOKEN", Default: "", Accepts: "a bearer token", Secret: true,
+		Help: "token Prometheus must send (Authorization: Bearer ...) to read /metrics; empty: /metrics is open",
+		set:  func(c *Config, v string) error { c.MetricsToken = v; return nil }, get: func(c *Config) string { return c.MetricsToken }},
 	{Flag: "credential-mounts", Env: "AGENT_CREDENTIAL_MOUNTS", Default: "", Accepts: "adapter=/host/path:/home/agent/path, comma-separated",
 		Help: "read-only credential mounts per adapter (default for the setting of the same name)",
 		set:  func(c *Config, v string) error { c.CredentialMounts = v; return nil }, get: func(c *Config) string { return c.CredentialMounts }},

@@ -31,6 +31,7 @@ func TestE2E(t *testing.T) {
 	s.w.close(s.n)
 	s.waitStatus("done")
 	s.stateGone()
+	s.metricsAfterRestart()
 	t.Logf("e2e wall time %s; webhook to the agent being started %s", time.Since(started).Round(time.Millisecond), s.webhookToAgent.Round(time.Millisecond))
 }
 
@@ -318,6 +319,57 @@ func (s *scenario) killMidRun() {
 			t.Fatalf("containers left behind: %s", out)
 		}
 	}
+}
+
+// metricsAfterRestart scrapes /metrics of the bot started again after the
+// kill: since then it redid the interrupted ci_fix (resumed) and handled
+// the close, over the forge's API, with no panic.
+func (s *scenario) metricsAfterRestart() {
+	t := s.t
+	resp, err := http.Get("http://" + s.b.addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	body := string(raw)
+	for _, want := range []string{
+		`alfred_runs_total{adapter="claude-code",phase="ci_fix",status="succeeded"} 1`,
+		`alfred_sessions_total{start="resumed"} 1`,
+		`alfred_build_info{version=`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	for _, series := range []string{
+		`alfred_webhooks_total{forge="forgejo",outcome="accepted"}`,
+		`alfred_forge_calls_total{forge="forgejo",method="GET",status="2xx"}`,
+		`alfred_forge_calls_total{forge="forgejo",method="POST",status="2xx"}`,
+	} {
+		if n := seriesValue(body, series); n < 1 {
+			t.Errorf("%s = %v, want at least 1", series, n)
+		}
+	}
+	for _, absent := range []string{`alfred_panics_recovered_total{`, `alfred_runs_total{adapter="claude-code",phase="development"`} {
+		if strings.Contains(body, absent) {
+			t.Errorf("/metrics has %s", absent)
+		}
+	}
+}
+
+// seriesValue is the value of one series in a Prometheus text scrape (-1
+// when it is not there).
+func seriesValue(body, series string) float64 {
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			var f float64
+			if _, err := fmt.Sscan(v, &f); err == nil {
+				return f
+			}
+		}
+	}
+	return -1
 }
 
 func section(body string) string {
