@@ -131,9 +131,10 @@ func (p Phase) TextOnly() bool { return p == PhaseAnalysis || p == PhaseAnswer }
 // FallbackReason says why a session-enabled run did not resume.
 type FallbackReason string
 
-// Fallback reasons. The first two are set by the engine's session resolver
-// (in SessionRef.FreshReason); the last three by the adapter when a resume
-// attempt failed in a way it recognises.
+// Fallback reasons. no_prior_session, adapter_changed and resume_failed are
+// set by the engine's session resolver (in SessionRef.FreshReason); the
+// other three by the adapter when a resume attempt failed in a way it
+// recognises.
 const (
 	FallbackNone               FallbackReason = ""
 	FallbackNoPriorSession     FallbackReason = "no_prior_session"    // no earlier native id for this mailbox
@@ -141,6 +142,9 @@ const (
 	FallbackStateMissing       FallbackReason = "state_missing"       // the CLI found no state for the id
 	FallbackUnsupportedVersion FallbackReason = "unsupported_version" // the CLI cannot resume this way
 	FallbackRefused            FallbackReason = "refused"             // the CLI refused (id in use, invalid, …)
+	// FallbackResumeFailed is the resolver's: the last resumes of the prior
+	// id failed in ways the adapter did not recognise, twice in a row.
+	FallbackResumeFailed FallbackReason = "resume_failed"
 )
 
 // SessionRef asks for a named session. Nil in a Request means the feature

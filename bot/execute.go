@@ -290,12 +290,15 @@ func (e *Engine) invoke(ctx context.Context, mb *state.Mailbox, run *state.Run) 
 			return nil, nil, err
 		}
 		ls.SessionName = &decision.Ref.Name
+		if id := decision.Ref.ResumeID; id != "" {
+			ls.ResumeOf = &id
+		}
 	} else {
 		if late != "" && e.installation(adapter.ID()) == nil {
 			decision.Why = late
 		}
 		run.NoSession = decision.Why
-		e.log.Debug("no named session", "run", run.ID, "why", decision.Why)
+		e.log.Info("no named session", "run", run.ID, "why", decision.Why)
 	}
 	// session_name is stored before the invocation.
 	if err := e.store.Update(ctx, func(tx *state.Tx) error { return tx.PutLLMSession(*ls) }); err != nil {

@@ -18,7 +18,13 @@ import (
 type SessionHistory interface {
 	PriorSession(mailboxID, adapterID, excludeRunID string) (state.LLMSession, bool, error)
 	OtherAdapterSession(mailboxID, adapterID string) (bool, error)
+	FailedResumes(mailboxID, adapterID, nativeID, excludeRunID string) int
 }
+
+// deadResume is how many resumes of one native id may fail, in ways the
+// adapter does not recognise, before the next run starts fresh
+// (resume_failed): no mailbox loops on a dead session.
+const deadResume = 2
 
 // SessionInput is everything the resolver weighs for one run.
 type SessionInput struct {
@@ -99,6 +105,8 @@ func (r SessionResolver) Resolve(in SessionInput) (SessionDecision, error) {
 		}
 	}
 	switch {
+	case found && r.History.FailedResumes(in.Mailbox.ID, in.AdapterID, *prior.NativeSessionID, in.RunID) >= deadResume:
+		ref.FreshReason = agents.FallbackResumeFailed
 	case found:
 		ref.ResumeID = *prior.NativeSessionID
 	default:

@@ -159,3 +159,31 @@ func TestSessionStoreEnsureAndRemove(t *testing.T) {
 		t.Errorf("another mailbox's state was removed: %v", err)
 	}
 }
+
+// TestDeadSessionStartsFresh: two resumes of the same native id that fail in
+// a way the adapter does not recognise, and the next run starts fresh
+// (resume_failed) instead of looping on a dead session.
+func TestDeadSessionStartsFresh(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(s *setup) { s.settings = append(s.settings, projectSetting("LLM_MAX_RETRIES", "3")) })
+	h.assign(7)
+	h.waitStatus(7, StatusWaitingValidation)
+	h.adapter.FailNext("the CLI crashed: SIGSEGV")
+	h.adapter.FailNext("the CLI crashed: SIGSEGV")
+	h.command(7, CommandValidatePlan)
+	mb := h.waitStatus(7, StatusInCI)
+	ls := h.sessions(t, mb)
+	if len(ls) != 4 {
+		t.Fatalf("%d sessions, want 4 (analysis, two failed resumes, a fresh development): %+v", len(ls), ls)
+	}
+	native := *ls[0].NativeSessionID
+	for i, s := range ls[1:3] {
+		if s.ResumeOf == nil || *s.ResumeOf != native || s.Outcome != "failed" {
+			t.Errorf("session %d: resume of %v, outcome %s; want a failed resume of %s", i+1, s.ResumeOf, s.Outcome, native)
+		}
+	}
+	last := ls[3]
+	if last.Resumed || last.ResumeOf != nil || last.ResumeFallback == nil || *last.ResumeFallback != string(agents.FallbackResumeFailed) || last.Outcome != "succeeded" {
+		t.Errorf("the run after two failed resumes: %+v; want fresh with resume_failed", last)
+	}
+}

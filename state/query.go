@@ -213,6 +213,31 @@ func (s *Store) PriorSession(mailboxID, adapterID, excludeRunID string) (ls LLMS
 	return ls, found, err
 }
 
+// FailedResumes counts the latest llm sessions of the mailbox for
+// adapterID, newest first, that tried to resume nativeID and failed without
+// falling back (a failure the adapter did not recognise), ignoring run
+// excludeRunID; it stops at the first that did anything else.
+func (s *Store) FailedResumes(mailboxID, adapterID, nativeID, excludeRunID string) int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	m := s.snap.mailboxes[mailboxID]
+	if m == nil {
+		return 0
+	}
+	n := 0
+	for i := len(m.sessions) - 1; i >= 0; i-- {
+		x := m.sessions[i]
+		if x.AdapterID != adapterID || x.RunID == excludeRunID {
+			continue
+		}
+		if x.ResumeOf == nil || *x.ResumeOf != nativeID || x.Outcome != "failed" || x.ResumeFallback != nil {
+			break
+		}
+		n++
+	}
+	return n
+}
+
 // OtherAdapterSession reports whether an adapter other than adapterID has an
 // llm session with a native session id in the mailbox.
 func (s *Store) OtherAdapterSession(mailboxID, adapterID string) (bool, error) {

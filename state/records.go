@@ -205,23 +205,26 @@ type QuarantinedEvent struct {
 
 // LLMSession is one adapter invocation inside a run.
 type LLMSession struct {
-	FormatVersion   int       `json:"format_version"`
-	ID              string    `json:"id"`
-	RunID           string    `json:"run_id"`
-	MailboxID       string    `json:"mailbox_id"`
-	AdapterID       string    `json:"adapter_id"`
-	Provider        string    `json:"provider"`
-	Model           string    `json:"model"`
-	InputTokens     int64     `json:"input_tokens"`
-	OutputTokens    int64     `json:"output_tokens"`
-	CostUSD         float64   `json:"cost_usd"`
-	DurationMS      int64     `json:"duration_ms"`
-	Outcome         string    `json:"outcome"`
-	SessionName     *string   `json:"session_name"`
-	NativeSessionID *string   `json:"native_session_id"`
-	Resumed         bool      `json:"resumed"`
-	ResumeFallback  *string   `json:"resume_fallback"`
-	CreatedAt       time.Time `json:"created_at"`
+	FormatVersion   int     `json:"format_version"`
+	ID              string  `json:"id"`
+	RunID           string  `json:"run_id"`
+	MailboxID       string  `json:"mailbox_id"`
+	AdapterID       string  `json:"adapter_id"`
+	Provider        string  `json:"provider"`
+	Model           string  `json:"model"`
+	InputTokens     int64   `json:"input_tokens"`
+	OutputTokens    int64   `json:"output_tokens"`
+	CostUSD         float64 `json:"cost_usd"`
+	DurationMS      int64   `json:"duration_ms"`
+	Outcome         string  `json:"outcome"`
+	SessionName     *string `json:"session_name"`
+	NativeSessionID *string `json:"native_session_id"`
+	Resumed         bool    `json:"resumed"`
+	ResumeFallback  *string `json:"resume_fallback"`
+	// ResumeOf is the native id the run tried to resume, set before the
+	// invocation (nil for a fresh start or no session).
+	ResumeOf  *string   `json:"resume_of,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 // Start says how the session started, as the status comment and the run
