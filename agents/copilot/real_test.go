@@ -53,13 +53,7 @@ func sharedCache(t *testing.T) func(home string) error {
 // TestRealRoundTrip: fresh, resumed (the mock sees the earlier messages),
 // and silently fresh again after the state folder was emptied.
 func TestRealRoundTrip(t *testing.T) {
-	bin := clitest.Bin(t, Executable)
-	mock := mockllm.Start(mockllm.Options{})
-	defer mock.Close()
-	a, err := New()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin, mock, a := clitest.Real(t, Executable, CLI{})
 	runner := clitest.Host(t)
 	runner.Setup = sharedCache(t)
 	clitest.RoundTrip{
@@ -72,13 +66,7 @@ func TestRealRoundTrip(t *testing.T) {
 // adapter chose and the session name as its label, with a prompt that
 // starts with dashes and spans lines.
 func TestRealFreshIDAndLabel(t *testing.T) {
-	bin := clitest.Bin(t, Executable)
-	mock := mockllm.Start(mockllm.Options{})
-	defer mock.Close()
-	a, err := New()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin, mock, a := clitest.Real(t, Executable, CLI{})
 	runner := clitest.Host(t)
 	runner.Setup = sharedCache(t)
 	rec := &recorder{inner: runner.Inner}

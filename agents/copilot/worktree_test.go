@@ -5,19 +5,12 @@ import (
 	"time"
 
 	"github.com/alchemic-studio/alfred/agents/internal/clitest"
-	"github.com/alchemic-studio/alfred/agents/mockllm"
 )
 
 // TestRealWorktreeHoldsOnlyTheChange: after real runs (no session, fresh,
 // resumed) in a git working copy, asked for no change, git status is empty.
 func TestRealWorktreeHoldsOnlyTheChange(t *testing.T) {
-	bin := clitest.Bin(t, Executable)
-	mock := mockllm.Start(mockllm.Options{})
-	defer mock.Close()
-	a, err := New()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin, mock, a := clitest.Real(t, Executable, CLI{})
 	runner := clitest.Host(t)
 	runner.Setup = sharedCache(t)
 	clitest.CleanWorktree{

@@ -11,7 +11,6 @@ import (
 
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/agents/internal/clitest"
-	"github.com/alchemic-studio/alfred/agents/mockllm"
 )
 
 // Tests against the real CLI, installed by scripts/agent-clis.sh and found
@@ -49,13 +48,7 @@ func apiKeyAuth(home string) error {
 // named: with the default "auto" model, Gemini first asks a router model for
 // a JSON classification, which the mock does not give, and retries for ~80 s.
 func TestRealRoundTrip(t *testing.T) {
-	bin := clitest.Bin(t, Executable)
-	mock := mockllm.Start(mockllm.Options{})
-	defer mock.Close()
-	a, err := New()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin, mock, a := clitest.Real(t, Executable, CLI{})
 	runner := clitest.Host(t)
 	runner.Setup = apiKeyAuth
 	clitest.RoundTrip{

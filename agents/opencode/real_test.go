@@ -10,7 +10,6 @@ import (
 
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/agents/internal/clitest"
-	"github.com/alchemic-studio/alfred/agents/mockllm"
 	"github.com/alchemic-studio/alfred/sandbox"
 )
 
@@ -58,13 +57,7 @@ func mockConfig(url string) string {
 // TestRealRoundTrip: fresh, resumed (the mock sees the earlier messages),
 // and silently fresh again after the state folder was emptied.
 func TestRealRoundTrip(t *testing.T) {
-	bin := clitest.Bin(t, Executable)
-	mock := mockllm.Start(mockllm.Options{})
-	defer mock.Close()
-	a, err := New()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin, mock, a := clitest.Real(t, Executable, CLI{})
 	clitest.RoundTrip{
 		Adapter: a, Runner: clitest.Host(t), Mock: mock, Timeout: 3 * time.Minute,
 		Env: clitest.Env(bin, offered(map[string]string{"OPENCODE_CONFIG_CONTENT": mockConfig(mock.URL)})),
@@ -81,13 +74,7 @@ func TestRealRoundTrip(t *testing.T) {
 // mount: the relocated database folder must still be usable) with a prompt
 // that argv would not carry verbatim, and checks where the database went.
 func TestRealNoSessionAndVerbatimPrompt(t *testing.T) {
-	bin := clitest.Bin(t, Executable)
-	mock := mockllm.Start(mockllm.Options{})
-	defer mock.Close()
-	a, err := New()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin, mock, a := clitest.Real(t, Executable, CLI{})
 	runner := clitest.Host(t)
 	var db bool
 	runner.Inner = inspect{inner: runner.Inner, after: func() {

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/agents/mockllm"
 	"github.com/alchemic-studio/alfred/sandbox"
 )
 
@@ -114,4 +115,19 @@ func (r *HomeRunner) Run(ctx context.Context, spec sandbox.Spec) (*sandbox.Resul
 func Host(t testing.TB) *HomeRunner {
 	t.Helper()
 	return &HomeRunner{Home: t.TempDir(), Inner: sandbox.NewHostRunner(sandbox.HostOptions{})}
+}
+
+// Real is what a real-CLI test starts from: the folder of the CLI's
+// executable (as Bin), a mock model server closed when the test ends, and
+// the adapter of cli.
+func Real(t testing.TB, exe string, cli agents.CLI) (bin string, mock *mockllm.Server, a *agents.Local) {
+	t.Helper()
+	bin = Bin(t, exe)
+	mock = mockllm.Start(mockllm.Options{})
+	t.Cleanup(mock.Close)
+	a, err := agents.NewLocal(cli)
+	if err != nil {
+		t.Fatalf("adapter of %s: %v", exe, err)
+	}
+	return bin, mock, a
 }
