@@ -333,6 +333,13 @@ func (s *scenario) metricsAfterRestart() {
 	raw, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	body := string(raw)
+	var ours []string
+	for _, line := range strings.Split(body, "\n") {
+		if strings.HasPrefix(line, "alfred_") && !strings.Contains(line, "_bucket{") {
+			ours = append(ours, line)
+		}
+	}
+	t.Logf("Alfred's series on /metrics after the restart:\n%s", strings.Join(ours, "\n"))
 	for _, want := range []string{
 		`alfred_runs_total{adapter="claude-code",phase="ci_fix",status="succeeded"} 1`,
 		`alfred_sessions_total{start="resumed"} 1`,
