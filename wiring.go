@@ -165,11 +165,15 @@ func detectAgents(ctx context.Context, c *config.Config, st *state.Store, runner
 	found := agents.Detect(ctx, runner, baseSpec(c), localCLIs(adapters), nil)
 	err := st.Update(ctx, func(tx *state.Tx) error {
 		for _, in := range found {
-			if !in.Installed() {
+			reason := in.Reason
+			switch {
+			case in.Broken(): // say why on the agents screen, not "not detected"
+				reason += ": " + in.Error
+			case !in.Installed():
 				continue
 			}
 			if err := tx.PutInstallation(state.AgentInstallation{AdapterID: in.AdapterID, Runner: in.Runner, Image: in.Image,
-				Version: in.Version, ResumableSessions: in.ResumableSessions, Reason: in.Reason}); err != nil {
+				Version: in.Version, ResumableSessions: in.ResumableSessions, Reason: reason}); err != nil {
 				return err
 			}
 		}

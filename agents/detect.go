@@ -31,12 +31,22 @@ type Installation struct {
 	// Reason says why ResumableSessions is false.
 	Reason string `json:"reason,omitempty"`
 	// Error is set when the CLI could not be run or its version not read:
-	// the CLI is then taken as not installed.
+	// Reason is then ReasonNotInstalled, or ReasonBroken when the CLI is
+	// there but fails (exits with an error or hangs).
 	Error string `json:"error,omitempty"`
 }
 
+// Why a detection found no usable CLI.
+const (
+	ReasonNotInstalled = "not installed"
+	ReasonBroken       = "installed but does not start" // e.g. a Node.js too old for it
+)
+
 // Installed reports whether the version command worked.
 func (i Installation) Installed() bool { return i.Error == "" && i.Version != "" }
+
+// Broken reports whether the CLI is there but its version command failed.
+func (i Installation) Broken() bool { return i.Reason == ReasonBroken }
 
 // Detect runs each CLI's version command through runner (base gives the image,
 // user, environment offered and workdir) and reports what it found. ranges
@@ -74,20 +84,27 @@ func detectOne(ctx context.Context, runner sandbox.Runner, base sandbox.Spec, c 
 	case res.ExitCode != 0:
 		inst.Error = fmt.Sprintf("%s exited %d: %s", strings.Join(spec.Argv, " "), res.ExitCode, firstLine(res.Stderr))
 	}
-	if inst.Error != "" {
-		inst.Reason = "not installed"
+	switch {
+	case inst.Error != "" && (err == nil && res.ExitCode != notFound):
+		inst.Reason = ReasonBroken
+		return inst
+	case inst.Error != "":
+		inst.Reason = ReasonNotInstalled
 		return inst
 	}
 	v, err := c.ParseVersion(res.Stdout, res.Stderr)
 	if err != nil {
 		inst.Error = fmt.Sprintf("read version: %v", err)
-		inst.Reason = "not installed"
+		inst.Reason = ReasonNotInstalled
 		return inst
 	}
 	inst.Version = v.String()
 	inst.ResumableSessions, inst.Reason = resumable(c, runner.Name(), v, inst.VerifiedRange)
 	return inst
 }
+
+// notFound is the exit status of a command that does not exist (sh, tini).
+const notFound = 127
 
 // resumable applies the rule: capability, image runner, version in range.
 func resumable(c CLI, runner string, v *semver.Version, rng string) (bool, string) {

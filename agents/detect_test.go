@@ -43,6 +43,7 @@ func TestDetect(t *testing.T) {
 		{"not capable", plain, &versionRunner{name: "image", out: "stub 1.2.3"}, nil, "1.2.3", false, "does not resume"},
 		{"command fails", resumable, &versionRunner{name: "image", rc: 127}, nil, "", false, "not installed"},
 		{"no version printed", resumable, &versionRunner{name: "image", out: "hello"}, nil, "", false, "not installed"},
+		{"there but failing", resumable, &versionRunner{name: "image", rc: 1}, nil, "", false, "installed but does not start"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -108,8 +108,8 @@ func TestAgentImage(t *testing.T) {
 					if major >= c.needsNode {
 						t.Fatalf("expected %s not to run on Node.js %s (it needs %d); the image has a newer one: update agentCLIs", c.adapter, node, c.needsNode)
 					}
-					if row.version != "-" || row.resumable || !strings.Contains(row.reason, "not installed") || !strings.Contains(row.reason, c.failure) {
-						t.Fatalf("%s: %+v; want not installed, failing with %q", c.adapter, row, c.failure)
+					if row.version != "-" || row.resumable || !strings.Contains(row.reason, "installed but does not start") || !strings.Contains(row.reason, c.failure) {
+						t.Fatalf("%s: %+v; want installed but not starting, failing with %q", c.adapter, row, c.failure)
 					}
 					t.Logf("%s %s does NOT run on Debian's Node.js %s (it needs Node.js >= %d): %s", c.pkg, pins[c.pkg], node, c.needsNode, row.reason)
 					return

@@ -160,9 +160,19 @@ func TestMailboxPage(t *testing.T) {
 func TestAgentsScreenSaysWhyNot(t *testing.T) {
 	f := newFixture(t)
 	d := f.deps()
+	// A CLI that is there but does not start (Gemini on a Node.js too old).
+	d.Agents = append(d.Agents, Agent{ID: "gemini", Kind: "local", Resumable: true, SessionStatePath: "/home/agent/.gemini/tmp"})
+	err := f.store.Update(context.Background(), func(tx *state.Tx) error {
+		return tx.PutInstallation(state.AgentInstallation{AdapterID: "gemini", Runner: "image", Image: "alfred-agent:1",
+			Reason: "installed but does not start: gemini --version exited 1: SyntaxError: Invalid regular expression flags"})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := serve(t, d)
 	_, body := get(t, srv.URL+"/agents")
-	for _, want := range []string{"2.1.197", `<span class="ok">resumable</span>`, "not detected on the image runner", "does not declare resumable sessions"} {
+	for _, want := range []string{"2.1.197", `<span class="ok">resumable</span>`, "not detected on the image runner", "does not declare resumable sessions",
+		"installed, does not start", "SyntaxError: Invalid regular expression flags"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("agents screen lacks %q", want)
 		}
@@ -175,7 +185,7 @@ func TestAgentsScreenSaysWhyNot(t *testing.T) {
 	d.Runner = "host"
 	_, body = get(t, serve(t, d).URL+"/api/agents")
 	var rows []agentRow
-	if err := json.Unmarshal([]byte(body), &rows); err != nil || len(rows) != 3 || rows[0].ResumesHere {
+	if err := json.Unmarshal([]byte(body), &rows); err != nil || len(rows) != len(d.Agents) || rows[0].ResumesHere {
 		t.Errorf("agents JSON on the host runner: %v %+v", err, rows)
 	}
 }
