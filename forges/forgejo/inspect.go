@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strings"
 
+	"code.gitea.io/sdk/gitea"
+
 	"github.com/alchemic-studio/alfred/forges"
 )
 
@@ -24,31 +26,21 @@ func (f *Forge) WebhookEvents() []string { return append([]string(nil), hookEven
 // Webhooks lists the project's webhooks. Forgejo never returns a hook's
 // secret, nor whether it has one: SecretKnown is false.
 func (f *Forge) Webhooks(ctx context.Context, p forges.Project) ([]forges.Webhook, error) {
-	var out []forges.Webhook
-	for page := 1; ; page++ {
-		var hooks []struct {
-			Config map[string]string `json:"config"`
-			Events []string          `json:"events"`
-			Active bool              `json:"active"`
-		}
-		path := fmt.Sprintf("%s/hooks?page=%d&limit=50", repoPath(p), page)
-		status, body, err := f.call(ctx, http.MethodGet, path)
-		if err != nil {
-			return nil, fmt.Errorf("list webhooks of %s: %w", p.FullName(), err)
-		}
-		if status != http.StatusOK {
-			return nil, fmt.Errorf("list webhooks of %s: HTTP %d: %s", p.FullName(), status, message(body))
-		}
-		if err := json.Unmarshal(body, &hooks); err != nil {
-			return nil, fmt.Errorf("list webhooks of %s: %w", p.FullName(), err)
-		}
-		for _, h := range hooks {
-			out = append(out, forges.Webhook{URL: h.Config["url"], Events: h.Events, Active: h.Active})
-		}
-		if len(hooks) < 50 {
-			return out, nil
-		}
+	c, err := f.api(ctx)
+	if err != nil {
+		return nil, err
 	}
+	hooks, err := collect(func(page int) ([]*gitea.Hook, *gitea.Response, error) {
+		return c.ListRepoHooks(p.Owner, p.Name, gitea.ListHooksOptions{ListOptions: gitea.ListOptions{Page: page, PageSize: pageSize}})
+	}, func(h *gitea.Hook) int64 { return h.ID })
+	if err != nil {
+		return nil, fmt.Errorf("list webhooks of %s: %w", p.FullName(), err)
+	}
+	out := make([]forges.Webhook, 0, len(hooks))
+	for _, h := range hooks {
+		out = append(out, forges.Webhook{URL: h.Config["url"], Events: h.Events, Active: h.Active})
+	}
+	return out, nil
 }
 
 // TokenAccess probes each area with a harmless request, since Forgejo does
