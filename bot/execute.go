@@ -198,18 +198,14 @@ func (e *Engine) execute(ctx context.Context, mailboxID, runID string) error {
 	})
 }
 
-// sessionStart names how a run's session started, for the metrics:
-// "resumed", "fresh:<reason>", or "none" without a named session.
+// sessionStart names how a run's session started, for the metrics: as the
+// status comment says it (state.LLMSession.Start), or "none" without a named
+// session.
 func sessionStart(ls *state.LLMSession) string {
-	switch {
-	case ls.SessionName == nil:
+	if ls.SessionName == nil {
 		return "none"
-	case ls.Resumed:
-		return "resumed"
-	case ls.ResumeFallback != nil:
-		return "fresh:" + *ls.ResumeFallback
 	}
-	return "fresh"
+	return ls.Start()
 }
 
 // invoke does the work of a run and fills run (log, result, push) and the

@@ -51,7 +51,7 @@ func New(version string) *Metrics {
 		Help: "Wall time of a run, from its start to its end.", Buckets: prometheus.ExponentialBuckets(1, 2, 13)},
 		[]string{"phase"})
 	m.sessions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "alfred_sessions_total",
-		Help: "Agent sessions by how they started: resumed, fresh with its reason, or none (no named session)."},
+		Help: "Agent sessions by how they started, as the status comment says it: resumed, fresh (reason), or none (no named session)."},
 		[]string{"start"})
 	m.forgeCalls = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "alfred_forge_calls_total",
 		Help: "HTTP requests to the forge's API, by forge, method and status class (2xx, 4xx, 5xx, error)."},

@@ -26,7 +26,7 @@ func TestSeries(t *testing.T) {
 	m.RunEnded("analysis", "claude-code", "succeeded", 3*time.Second)
 	m.RunEnded("ci_fix", "claude-code", "failed", time.Second)
 	m.SessionStarted("resumed")
-	m.SessionStarted("fresh:no_prior_session")
+	m.SessionStarted("fresh (no prior session)")
 	m.PanicRecovered("event")
 	m.EventQuarantined()
 	m.Gauge("alfred_runs_in_flight", "runs", func() float64 { return 2 })
@@ -67,7 +67,7 @@ func TestSeries(t *testing.T) {
 		`alfred_runs_total{adapter="claude-code",phase="ci_fix",status="failed"} 1`,
 		`alfred_run_duration_seconds_count{phase="analysis"} 1`,
 		`alfred_sessions_total{start="resumed"} 1`,
-		`alfred_sessions_total{start="fresh:no_prior_session"} 1`,
+		`alfred_sessions_total{start="fresh (no prior session)"} 1`,
 		`alfred_panics_recovered_total{in="event"} 1`,
 		`alfred_events_quarantined_total 1`,
 		`alfred_runs_in_flight 2`,
