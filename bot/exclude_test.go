@@ -136,7 +136,7 @@ func TestExcludeAgentFiles(t *testing.T) {
 			excludePath := filepath.Join(wt.Dir, ".git", "info", "exclude")
 			before, _ := os.ReadFile(excludePath)
 
-			if err := excludeAgentFiles(wt.Dir, excludeStub{tt.patterns}); err != nil {
+			if err := agents.ExcludeWorktreeFiles(wt.Dir, excludeStub{tt.patterns}); err != nil {
 				t.Fatal(err)
 			}
 			after, err := os.ReadFile(excludePath)
@@ -192,8 +192,8 @@ func TestExcludeAgentFilesFailure(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(excludePath, "blocker"), 0o755); err != nil { // a folder where the file goes
 		t.Fatal(err)
 	}
-	err := excludeAgentFiles(wt.Dir, excludeStub{[]string{"/.grok/settings.json"}})
+	err := agents.ExcludeWorktreeFiles(wt.Dir, excludeStub{[]string{"/.grok/settings.json"}})
 	if err == nil || !strings.Contains(err.Error(), "exclude the stub-cli agent's files") {
-		t.Fatalf("excludeAgentFiles = %v, want an error naming the adapter", err)
+		t.Fatalf("ExcludeWorktreeFiles = %v, want an error naming the adapter", err)
 	}
 }

@@ -227,7 +227,7 @@ func (e *Engine) invoke(ctx context.Context, mb *state.Mailbox, run *state.Run) 
 			e.log.Warn("remove working copy", "run", run.ID, "err", err)
 		}
 	}()
-	if err := excludeAgentFiles(wt.Dir, adapter); err != nil {
+	if err := agents.ExcludeWorktreeFiles(wt.Dir, adapter); err != nil {
 		return nil, nil, err
 	}
 	var conflicts []string

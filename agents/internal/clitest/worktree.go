@@ -3,7 +3,6 @@ package clitest
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path"
@@ -75,29 +74,6 @@ func Status(t testing.TB, dir string, ignored bool) []string {
 	return lines
 }
 
-// Exclude appends patterns to dir's .git/info/exclude, one a line, as the
-// engine does before a run (bot's excludeAgentFiles, which adds a comment
-// line naming the adapter; the agents tree cannot import the bot).
-func Exclude(t testing.TB, dir string, patterns []string) {
-	t.Helper()
-	info := filepath.Join(dir, ".git", "info")
-	if err := os.MkdirAll(info, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.OpenFile(filepath.Join(info, "exclude"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range patterns {
-		if _, err := fmt.Fprintln(f, p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // CleanWorktree runs a real CLI through the shared flow in a git working
 // copy, the way the engine does (worktree at /workspace, phase
 // development), and checks that afterwards `git status` lists only what the
@@ -134,7 +110,9 @@ func (c CleanWorktree) Check(t *testing.T) {
 		c.Dir = GitWorktree(t)
 	}
 	caps := c.Adapter.Capabilities()
-	Exclude(t, c.Dir, caps.WorktreeFiles)
+	if err := agents.ExcludeWorktreeFiles(c.Dir, c.Adapter); err != nil {
+		t.Fatal(err)
+	}
 	if s := Status(t, c.Dir, true); len(s) != 0 {
 		t.Fatalf("the working copy is not clean before the run: %q", s)
 	}

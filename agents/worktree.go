@@ -1,4 +1,4 @@
-package bot
+package agents
 
 import (
 	"bytes"
@@ -6,18 +6,16 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/alchemic-studio/alfred/agents"
 )
 
-// excludeAgentFiles keeps the agent CLI's own files out of the run's commit:
+// ExcludeWorktreeFiles keeps the agent CLI's own files out of the run's commit:
 // it appends the adapter's Capabilities.WorktreeFiles to the info/exclude of
-// the working copy in dir, before the agent runs, so that CommitAll's `git
+// the working copy in dir, before the agent runs, so that the engine's `git
 // add --all` never stages them. The project's .gitignore is not touched, and
 // a file the project tracks stays tracked (git applies excludes to untracked
 // files only). An adapter without patterns leaves the file as it is. A run
 // whose excludes cannot be written fails: it must not commit those files.
-func excludeAgentFiles(dir string, adapter agents.Adapter) error {
+func ExcludeWorktreeFiles(dir string, adapter Adapter) error {
 	patterns := adapter.Capabilities().WorktreeFiles
 	if len(patterns) == 0 {
 		return nil
@@ -26,7 +24,7 @@ func excludeAgentFiles(dir string, adapter agents.Adapter) error {
 }
 
 // appendExcludes adds a commented block of patterns to dir/.git/info/exclude
-// (Repos.Checkout makes full clones, so .git is a folder).
+// (the engine's working copies are full clones, so .git is a folder).
 func appendExcludes(dir, adapterID string, patterns []string) error {
 	path := filepath.Join(dir, ".git", "info", "exclude")
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
