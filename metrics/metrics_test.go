@@ -106,8 +106,12 @@ func TestNil(t *testing.T) {
 	m.PanicRecovered("poll")
 	m.EventQuarantined()
 	m.Gauge("x", "y", func() float64 { return 1 })
-	next := http.NotFoundHandler()
-	if m.Webhooks("forgejo", next) == nil || m.Transport("forgejo", http.DefaultTransport) != http.DefaultTransport {
-		t.Error("a nil Metrics changed what it wraps")
+	rec := httptest.NewRecorder()
+	m.Webhooks("forgejo", http.NotFoundHandler()).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/webhooks/forgejo", nil))
+	if rec.Code != http.StatusNotFound {
+		t.Errorf("a nil Metrics' webhook handler answered %d, want the wrapped handler's 404", rec.Code)
+	}
+	if m.Transport("forgejo", http.DefaultTransport) != http.DefaultTransport {
+		t.Error("a nil Metrics wrapped the forge's transport")
 	}
 }
