@@ -32,6 +32,8 @@
 #   ALFRED_TEST_IMAGE            name of the imported test image
 #                                (default alfred-test/busybox:latest)
 set -eu
+# shellcheck source-path=SCRIPTDIR source=lib/pidfile.sh
+. "$(dirname "$0")/lib/pidfile.sh"
 # dockerd lives in /usr/sbin, which a non-login root shell may lack.
 PATH=$PATH:/usr/sbin:/sbin:/usr/bin:/bin
 export PATH
@@ -60,14 +62,7 @@ now_ms() { date +%s%3N; }
 # ours_pid prints the PID of the daemon this script started, if it is alive.
 # A PID is ours only when the process is a dockerd started with our pidfile,
 # so a recycled PID or another daemon is never touched.
-ours_pid() {
-	[ -f "$PIDFILE" ] || return 1
-	pid=$(cat "$PIDFILE" 2>/dev/null) || return 1
-	case "$pid" in '' | *[!0-9]*) return 1 ;; esac
-	[ -r "/proc/$pid/cmdline" ] || return 1
-	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "--pidfile $PIDFILE " || return 1
-	echo "$pid"
-}
+ours_pid() { pid_of "$PIDFILE" "--pidfile $PIDFILE "; }
 
 print_env() {
 	printf 'export ALFRED_TEST_DOCKER_HOST=%s\n' "$DOCKER_HOST_URL"

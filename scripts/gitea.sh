@@ -45,6 +45,8 @@
 #   ALFRED_GITEA_PORT     HTTP port on 127.0.0.1 (default: a free one)
 #   ALFRED_GITEA_WAIT     seconds to wait for Gitea to answer (default 120)
 set -eu
+# shellcheck source-path=SCRIPTDIR source=lib/pidfile.sh
+. "$(dirname "$0")/lib/pidfile.sh"
 PATH=$PATH:/usr/local/go/bin:/usr/sbin:/sbin:/usr/bin:/bin
 export PATH
 
@@ -80,14 +82,7 @@ now_ms() { date +%s%3N; }
 # ours_pid prints the PID of the Gitea this script started, if it is alive. A
 # PID is ours only when the process is a `gitea web` started with our pidfile,
 # so a recycled PID or another Gitea is never touched.
-ours_pid() {
-	[ -f "$PIDFILE" ] || return 1
-	pid=$(cat "$PIDFILE" 2>/dev/null) || return 1
-	case "$pid" in '' | *[!0-9]*) return 1 ;; esac
-	[ -r "/proc/$pid/cmdline" ] || return 1
-	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "web --pid $PIDFILE " || return 1
-	echo "$pid"
-}
+ours_pid() { pid_of "$PIDFILE" "web --pid $PIDFILE "; }
 
 # AS_GITEA prefixes a command to run it as the user Gitea runs as; setpriv and
 # env exec, so the command keeps their PID. (Split on spaces on purpose: it
