@@ -67,15 +67,20 @@ func labelsSync(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
-// agentsDetect is `alfred agents detect`: it prints what it finds and
-// records nothing (the server records at its start).
+// agentsDetect is `alfred agents detect [--refresh]`: it prints what it
+// finds and records nothing (the server records at its start). With
+// --refresh the installations are recorded again: by the server holding the
+// state store, asked with SIGHUP, or by this command when none does.
 func agentsDetect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c, rest, err := load("agents detect", args, stderr, nil)
+	var refresh bool
+	c, rest, err := load("agents detect", args, stderr, func(fs *flag.FlagSet) {
+		fs.BoolVar(&refresh, "refresh", false, "record the detection: ask the server holding the state store (SIGHUP), or record it here when none does")
+	})
 	if err != nil {
 		return err
 	}
 	if len(rest) > 0 {
-		return errUsage("agents detect takes no argument")
+		return errUsage("agents detect takes no argument but --refresh")
 	}
 	log := newLogger(c, stderr)
 	runner, err := newRunner(ctx, c, log)
@@ -86,7 +91,14 @@ func agentsDetect(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	return agents.DetectCommand(ctx, stdout, runner, baseSpec(c), localCLIs(adapters), nil)
+	ranges, err := verifiedRanges(c, adapters)
+	if err != nil {
+		return err
+	}
+	if refresh {
+		return newRefresher(c, runner, adapters, ranges, log).run(ctx, stdout)
+	}
+	return agents.DetectCommand(ctx, stdout, runner, baseSpec(c), localCLIs(adapters), ranges)
 }
 
 // openReadOnly opens the state repository for inspection, beside a running server.

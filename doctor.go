@@ -325,7 +325,11 @@ func (d *doctor) checkSandbox(ctx context.Context) []checkLine {
 	if err != nil {
 		return append(out, failLine("agents", err.Error(), "fix the API adapter's settings (ALFRED_API_*)"))
 	}
-	return append(out, d.checkAgents(ctx, runner, localCLIs(adapters))...)
+	ranges, err := verifiedRanges(d.c, adapters)
+	if err != nil {
+		return append(out, failLine("agents", err.Error(), "name only the agent CLIs' adapters in ALFRED_AGENT_VERIFIED_RANGES"))
+	}
+	return append(out, d.checkAgents(ctx, runner, localCLIs(adapters), ranges)...)
 }
 
 // checkImage asks the daemon for the agent image: the docker line, then
@@ -358,10 +362,10 @@ func (d *doctor) checkImage(ctx context.Context) []checkLine {
 
 // checkAgents detects each CLI: every CLI installed must be resumable on the
 // image runner, and at least one must be installed.
-func (d *doctor) checkAgents(ctx context.Context, runner sandbox.Runner, clis []agents.CLI) []checkLine {
+func (d *doctor) checkAgents(ctx context.Context, runner sandbox.Runner, clis []agents.CLI, ranges map[string]string) []checkLine {
 	var out []checkLine
 	var absent []string
-	for _, in := range agents.Detect(ctx, runner, baseSpec(d.c), clis, nil) {
+	for _, in := range agents.Detect(ctx, runner, baseSpec(d.c), clis, ranges) {
 		name := "agent " + in.AdapterID
 		switch {
 		case !in.Installed():

@@ -23,7 +23,8 @@ const usage = `alfred: a forge-native bot that works issues with coding-agent CL
 Usage:
   alfred serve [flags]                        serve webhooks and pages (alfred serve -h lists the flags)
   alfred labels sync -project OWNER/NAME      create or update the status::, ai:: and type:: labels
-  alfred agents detect                        detect the agent CLIs on the configured runner
+  alfred agents detect [--refresh]            detect the agent CLIs on the configured runner
+                                              (--refresh: the server detects again and records it)
   alfred doctor [-project OWNER/NAME]...      check the whole setup, one OK/FAIL line each
   alfred state log [-n N]                     the state branch's history, newest first
   alfred state show PATH                      one record of the state branch

@@ -35,8 +35,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	// SIGHUP asks for a detection of the agent CLIs: caught before the
+	// state store is locked, since its lock tells who to send it to.
+	hup, stopHup := notifyRefresh()
+	defer stopHup()
 
-	st, err := state.Open(ctx, c.StateDir, state.Options{Logger: log})
+	m := metrics.New(version)
+	st, err := state.Open(ctx, c.StateDir, state.Options{Logger: log, Observe: m.StateWritten})
 	if err != nil {
 		return err
 	}
@@ -50,7 +55,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	m := metrics.New(version)
+	ranges, err := verifiedRanges(c, adapters)
+	if err != nil {
+		return err
+	}
 	var f forges.Forge
 	var hooks forges.Hooks
 	if c.ForgeKind != "" {
@@ -63,8 +71,17 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var det *detector // agents are detected where runs happen: with a forge
+	if f != nil {
+		det = newDetector(st, c.AgentDetectInterval, m, log)
+		pages.Redetect = det.Request
+	}
+	go forwardRefresh(ctx, hup, det, log)
+	follow := followRuns(&pages)
 	views.Register(r, pages)
-	r.Handle("/metrics", m.Handler(c.MetricsToken)).Methods(http.MethodGet)
+	if c.MetricsListen == "" { // else on a server of its own: serveMetrics
+		r.Handle("/metrics", m.Handler(c.MetricsToken)).Methods(http.MethodGet)
+	}
 
 	var engine *bot.Engine
 	if f != nil {
@@ -75,17 +92,17 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		go func() {
-			defer close(detected)
-			detectAgents(ctx, c, st, runner, adapters, log)
-		}()
+		go det.run(ctx, detectWith(c, runner, adapters, ranges), detected)
 		if err := e.Start(ctx); err != nil {
 			return err
 		}
 		engine = e
+		follow.set(e)
 		r.Handle("/webhooks/"+c.ForgeName, m.Webhooks(c.ForgeName, forges.NewWebhookHandler(c.ForgeName, hooks, c.WebhookSecrets, e.Intake, log))).
 			Methods(http.MethodPost)
 		m.Gauge("alfred_runs_in_flight", "Runs launched and not ended (queued or running).", func() float64 { return float64(e.RunsInFlight()) })
+		m.EventsWaiting(e.Waiting)
+		countSandboxes(m, runner)
 	}
 
 	ln, err := net.Listen("tcp", c.Listen)
@@ -100,8 +117,14 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	served := make(chan error, 1)
+	follow.stopOn(srv)
+	served := make(chan error, 2)
 	go func() { served <- srv.Serve(ln) }()
+	msrv, err := serveMetrics(c, m, log, served)
+	if err != nil {
+		srv.Close()
+		return err
+	}
 	log.Info("serving", "addr", ln.Addr().String(), "version", version, "missing", c.Missing())
 
 	select {
@@ -114,6 +137,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("shut down http server: %w", err)
+	}
+	if err := shutdownMetrics(sctx, msrv); err != nil {
+		return err
 	}
 	if engine != nil {
 		engine.Close()

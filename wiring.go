@@ -36,20 +36,21 @@ import (
 	"github.com/alchemic-studio/alfred/views"
 )
 
-// newForge builds the configured forge and its webhook parser.
+// newForge builds the configured forge and its webhook parser. Every API
+// request is counted and timed, and retried by one policy within the call
+// budget (a nil m counts nothing).
 func newForge(c *config.Config, m *metrics.Metrics) (forges.Forge, forges.Hooks, error) {
-	// Every API request is counted and timed (a nil m counts nothing).
 	hc := &http.Client{Transport: m.Transport(c.ForgeName, http.DefaultTransport)}
+	retry := forges.RetryPolicy{Budget: c.ForgeCallBudget, OnRetry: m.ForgeRetry(c.ForgeName)}
 	switch c.ForgeKind {
 	case "forgejo":
-		f, err := forgejo.New(forgejo.Options{BaseURL: c.ForgeURL, Token: c.ForgeToken, HTTPClient: hc})
+		f, err := forgejo.New(forgejo.Options{BaseURL: c.ForgeURL, Token: c.ForgeToken, HTTPClient: hc, Retry: retry})
 		return f, forgejo.Hooks{}, err
 	case "github":
-		f, err := github.New(github.Options{BaseURL: c.ForgeURL, Token: c.ForgeToken, HTTPClient: hc})
+		f, err := github.New(github.Options{BaseURL: c.ForgeURL, Token: c.ForgeToken, HTTPClient: hc, Retry: retry})
 		return f, github.Hooks{}, err
 	case "gitlab":
-		hc.Timeout = gitlab.DefaultTimeout
-		f, err := gitlab.New(gitlab.Options{BaseURL: c.ForgeURL, Token: c.ForgeToken, HTTPClient: hc})
+		f, err := gitlab.New(gitlab.Options{BaseURL: c.ForgeURL, Token: c.ForgeToken, HTTPClient: hc, Retry: retry})
 		return f, gitlab.Hooks{}, err
 	}
 	return nil, nil, errors.New("no forge configured: set ALFRED_FORGE and ALFRED_FORGE_URL")
@@ -150,6 +151,7 @@ func newEngine(ctx context.Context, c *config.Config, st *state.Store, f forges.
 		Repos:     &bot.Repos{Base: data, Name: "Alfred", Email: "alfred@localhost"},
 		Sessions:  bot.SessionStore{Base: data},
 		PublicURL: c.PublicURL, MaxParallelRuns: c.MaxParallelRuns, PollInterval: c.PollInterval,
+		ForgeCallBudget: c.ForgeCallBudget, EventBudget: c.ForgeEventBudget,
 		Secrets:  secrets(c),
 		Defaults: map[string]string{"AGENT_CREDENTIAL_MOUNTS": c.CredentialMounts},
 		Detected: detected,
@@ -157,35 +159,6 @@ func newEngine(ctx context.Context, c *config.Config, st *state.Store, f forges.
 		Logger:   log,
 	})
 	return e, runner, err
-}
-
-// detectAgents runs each CLI's version command on the runner and records the
-// installations, so the session resolver and the agents screen know them.
-func detectAgents(ctx context.Context, c *config.Config, st *state.Store, runner sandbox.Runner, adapters map[string]agents.Adapter, log *slog.Logger) {
-	found := agents.Detect(ctx, runner, baseSpec(c), localCLIs(adapters), nil)
-	err := st.Update(ctx, func(tx *state.Tx) error {
-		for _, in := range found {
-			reason := in.Reason
-			switch {
-			case in.Broken(): // say why on the agents screen, not "not detected"
-				reason += ": " + in.Error
-			case !in.Installed():
-				continue
-			}
-			if err := tx.PutInstallation(state.AgentInstallation{AdapterID: in.AdapterID, Runner: in.Runner, Image: in.Image,
-				Version: in.Version, ResumableSessions: in.ResumableSessions, Reason: reason}); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		log.Error("record agent installations", "err", err)
-	}
-	for _, in := range found {
-		log.Info("agent detected", "adapter", in.AdapterID, "runner", in.Runner, "version", in.Version,
-			"resumable", in.ResumableSessions, "reason", in.Reason, "error", in.Error)
-	}
 }
 
 // ready reports whether the state store can take writes.
@@ -235,7 +208,7 @@ func pageDeps(c *config.Config, st *state.Store, f forges.Forge, adapters map[st
 // projects can be read.
 func newAccess(c *config.Config, f forges.Forge) *views.Access {
 	key := sha256.Sum256([]byte("alfred session cookies\x00" + c.OAuthClientSecret))
-	a := &views.Access{Permission: f.Permission, Key: key[:], Public: func(p forges.Project) bool {
+	a := &views.Access{Permission: f.Permission, Key: key[:], Admins: c.Admins, Public: func(p forges.Project) bool {
 		return slices.Contains(c.PublicProjects, "*") || slices.Contains(c.PublicProjects, p.FullName())
 	}}
 	if c.OAuthClientID == "" {

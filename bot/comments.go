@@ -101,12 +101,15 @@ type SessionRow struct {
 func textSession(rows []SessionRow, quarantined []state.QuarantinedEvent) string {
 	var b strings.Builder
 	for _, q := range quarantined {
-		fmt.Fprintf(&b, "> Alfred could not process the event %s: %s; add `%s` to try again.\n\n", eventLabel(q), firstLine(q.Error), CommandRetry.Label())
+		fmt.Fprintf(&b, "> Alfred could not process the event %s: %s; add `%s` to try again.\n\n", eventLabel(q), clip(q.Error, 400), CommandRetry.Label())
 	}
 	b.WriteString("**Alfred's runs on this issue**\n\n")
 	b.WriteString("| run | phase | outcome | session | tokens | cost |\n|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		outcome := string(r.Run.Status)
+		if r.Run.Status == state.RunQueued || r.Run.Status == state.RunRunning {
+			outcome = "in progress" // its page shows its output live
+		}
 		session, tokens, cost := "—", "—", "—"
 		if s := r.Session; s != nil {
 			if s.SessionName != nil {
@@ -116,7 +119,8 @@ func textSession(rows []SessionRow, quarantined []state.QuarantinedEvent) string
 				}
 				session += ", " + s.Start()
 			} else if r.Run.NoSession != "" {
-				session = "none: " + r.Run.NoSession
+				// One cell: a range's "||" must not split the table row.
+				session = "none: " + strings.ReplaceAll(r.Run.NoSession, "|", `\|`)
 			}
 			if s.InputTokens+s.OutputTokens > 0 {
 				tokens = fmt.Sprintf("%d in / %d out", s.InputTokens, s.OutputTokens)

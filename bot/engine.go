@@ -46,8 +46,16 @@ type Config struct {
 	// MaxParallelRuns bounds the runs executing at once (default 2).
 	MaxParallelRuns int
 	// RetryDelay is the first wait before handling a failed event again
-	// (doubling each time, up to 60 times itself); default 1s.
+	// (doubling each time, up to 60 times itself); default 1s. Only failures
+	// outside the forge are tried again so (the state store, git, a panic):
+	// a forge call is retried by the forge client alone, within its budget.
 	RetryDelay time.Duration
+	// ForgeCallBudget is the forge client's budget of one call, for the
+	// sentence that says the forge did not answer (default 1 minute).
+	ForgeCallBudget time.Duration
+	// EventBudget bounds the handling of one event, every try included
+	// (default 5 minutes): a forge that hangs frees the worker after it.
+	EventBudget time.Duration
 	// Defaults replace setting defaults of the catalogue (see Settings.Defaults).
 	Defaults map[string]string
 	// PollInterval is how often open merge requests are polled for CI and
@@ -96,6 +104,7 @@ type Engine struct {
 
 	finMu     sync.Mutex
 	finished  []finished    // handled events waiting for their record
+	flushing  []finished    // the batch being written
 	flushNow  chan struct{} // a full batch
 	stopFlush chan struct{}
 	flushed   chan struct{} // flushLoop is done
@@ -140,6 +149,12 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if cfg.RetryDelay <= 0 {
 		cfg.RetryDelay = time.Second
+	}
+	if cfg.ForgeCallBudget <= 0 {
+		cfg.ForgeCallBudget = forges.DefaultCallBudget
+	}
+	if cfg.EventBudget <= 0 {
+		cfg.EventBudget = 5 * time.Minute
 	}
 	return &Engine{
 		cfg:      cfg,
@@ -221,20 +236,31 @@ func (e *Engine) Me() string { return e.me }
 // same mailbox running at the same time.
 func (e *Engine) handle(ctx context.Context, key string, m message) {
 	switch {
+	case m.event != nil && m.routeErr != nil:
+		// Where it belongs is unknown, and trying again cannot tell (postEvent).
+		e.quarantine(ctx, key, m, m.routeErr)
+		e.finishEvent(m, quarantinedOutcome+e.redact(m.routeErr.Error()))
 	case m.event != nil:
 		var outcome string
-		err := e.retrying(ctx, func() error {
+		ectx, cancel := context.WithTimeout(ctx, e.cfg.EventBudget)
+		err := e.retrying(ectx, func() error {
 			return e.safely("event", func() (err error) {
-				outcome, err = e.handleEvent(ctx, key, m.event)
+				outcome, err = e.handleEvent(ectx, key, m.event)
 				return err
 			}, "mailbox", key, "delivery", m.event.DeliveryID, "event", m.event.Type)
 		})
+		overBudget := ectx.Err() != nil && ctx.Err() == nil
+		cancel()
 		if err != nil && ctx.Err() != nil {
 			// Shutting down: the event stays in the journal and is handled
 			// again at the next start.
 			return
 		}
 		if err != nil {
+			if overBudget && !forgeFailed(err) {
+				err = fmt.Errorf("%w: its handling took longer than %s: %w", forges.ErrUnavailable, e.cfg.EventBudget, err)
+			}
+			err = e.explain(key, err)
 			e.quarantine(ctx, key, m, err)
 			outcome = quarantinedOutcome + e.redact(err.Error())
 		}
@@ -249,6 +275,13 @@ func (e *Engine) handle(ctx context.Context, key string, m message) {
 				e.log.Info("shutting down: the run's end is applied at the next start", "mailbox", key, "run", m.runDone)
 				return
 			}
+			if errors.Is(err, forges.ErrUnavailable) {
+				// The run's result must reach the thread: try again once the
+				// forge may be back, behind the mailbox's later messages.
+				e.log.Warn("after run: the forge is unavailable, will try again", "mailbox", key, "run", m.runDone, "in", e.cfg.ForgeCallBudget, "err", err)
+				time.AfterFunc(e.cfg.ForgeCallBudget, func() { e.inbox.post(key, m) })
+				return
+			}
 			e.log.Error("after run, given up until the next start", "mailbox", key, "run", m.runDone, "err", err)
 		}
 	case m.poll:
@@ -259,15 +292,16 @@ func (e *Engine) handle(ctx context.Context, key string, m message) {
 }
 
 // retrying runs f until it succeeds, up to retryTries times, waiting longer
-// each time (a forge that times out, answers 5xx or restarts). It waits in
+// each time (the state store or git failing for a moment). A forge failure
+// ends it at once: the forge client has retried that call already. It waits in
 // the mailbox's worker, so the mailbox's later events keep their order while
 // other mailboxes go on.
 func (e *Engine) retrying(ctx context.Context, f func() error) error {
 	delay := e.cfg.RetryDelay
 	for try := 1; ; try++ {
 		err := f()
-		if err == nil || try == retryTries || ctx.Err() != nil || errors.Is(err, forges.ErrNotFound) {
-			return err // done, out of tries, stopping, or gone for good
+		if err == nil || try == retryTries || ctx.Err() != nil || forgeFailed(err) {
+			return err // done, out of tries, stopping, or the forge's final word
 		}
 		e.log.Warn("will try again", "try", try, "in", delay, "err", err)
 		select {
@@ -280,8 +314,7 @@ func (e *Engine) retrying(ctx context.Context, f func() error) error {
 }
 
 // Retrying is bounded: with the default first delay of 1 s, doubling up to a
-// minute, the tries last about four minutes, which a forge restart or upgrade
-// fits in.
+// minute, the tries last about four minutes (cut by EventBudget).
 const (
 	retryTries = 10
 	retryCap   = 60 // the longest wait, in first delays

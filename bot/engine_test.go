@@ -95,6 +95,9 @@ type setup struct {
 	detected      chan struct{}
 	detectionWait time.Duration
 	undetected    bool
+	// logs, when set, receives the engine's log (else stderr, at
+	// ALFRED_TEST_LOG's level).
+	logs slog.Handler
 }
 
 func newHarness(t *testing.T, opts ...func(*setup)) *harness {
@@ -150,7 +153,7 @@ func newHarness(t *testing.T, opts ...func(*setup)) *harness {
 		Repos:    &Repos{Base: h.base, Name: "Alfred", Email: "alfred@example.invalid"},
 		Sessions: SessionStore{Base: h.base}, PublicURL: "http://alfred.test", RetryDelay: 5 * time.Millisecond,
 		Secrets: su.secrets, Detected: su.detected, DetectionWait: su.detectionWait,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: testLogLevel()})),
+		Logger: slog.New(su.logHandler()),
 	})
 	if err != nil {
 		t.Fatal(err)

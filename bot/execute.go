@@ -10,10 +10,12 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
 	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/internal/live"
 	"github.com/alchemic-studio/alfred/internal/redact"
 	"github.com/alchemic-studio/alfred/sandbox"
 	"github.com/alchemic-studio/alfred/state"
@@ -53,20 +55,27 @@ func (e *Engine) startRun(ctx context.Context, mb *state.Mailbox, phase agents.P
 	}
 	e.log.Info("run queued", "mailbox", mb.ID, "run", run.ID, "phase", phase, "adapter", run.AdapterID)
 	e.launch(mb.ID, run.ID)
+	// The status comment links to the run's page at once: it follows the
+	// run's output while it goes.
+	if err := e.updateStatusComment(ctx, mb); err != nil {
+		e.log.Warn("status comment", "mailbox", mb.ID, "err", err)
+	}
 	return nil
 }
 
-// liveRun is a launched run: how to cancel it, and when it has ended.
+// liveRun is a launched run: how to cancel it, when it has ended, and what
+// it prints while it goes (live.go).
 type liveRun struct {
 	cancel context.CancelCauseFunc
 	done   chan struct{}
+	out    *live.Output
 }
 
 // launch executes a recorded run in the background and posts its end to the
 // mailbox's inbox.
 func (e *Engine) launch(mailboxID, runID string) {
 	ctx, cancel := context.WithCancelCause(e.ctx)
-	live := &liveRun{cancel: cancel, done: make(chan struct{})}
+	live := &liveRun{cancel: cancel, done: make(chan struct{}), out: e.newLiveOutput()}
 	e.runsMu.Lock()
 	e.running[runID] = live
 	e.runsMu.Unlock()
@@ -74,6 +83,7 @@ func (e *Engine) launch(mailboxID, runID string) {
 	go func() {
 		defer e.runsWG.Done()
 		defer func() {
+			e.endLive(runID, live.out)
 			e.runsMu.Lock()
 			delete(e.running, runID)
 			e.runsMu.Unlock()
@@ -253,6 +263,7 @@ func (e *Engine) invoke(ctx context.Context, mb *state.Mailbox, run *state.Run) 
 	spec := e.cfg.Sandbox
 	spec.Env = cloneMap(spec.Env)
 	spec.Labels = map[string]string{"alfred.run": run.ID, "alfred.mailbox": mb.ID}
+	spec.Stdout, spec.Stderr = e.liveWriters(run.ID)
 	// The working copy is always at the same place, so CLIs that bind their
 	// sessions to the cwd find them again.
 	spec.Workdir = sandbox.WorkspacePath
@@ -437,7 +448,10 @@ func (e *Engine) adapterIDs() []string {
 // redact removes every secret the bot knows from text bound for a record,
 // a comment or a page: the forge token and the values of offered variables
 // whose names say they are secret.
-func (e *Engine) redact(text string) string {
+func (e *Engine) redact(text string) string { return redact.Secrets(text, e.secrets()) }
+
+// secrets are the values redact hides.
+func (e *Engine) secrets() []string {
 	secrets := slices.Clone(e.cfg.Secrets)
 	if _, pass := e.forge.GitCredentials(); pass != "" {
 		secrets = append(secrets, pass)
@@ -447,7 +461,7 @@ func (e *Engine) redact(text string) string {
 			secrets = append(secrets, v)
 		}
 	}
-	return redact.Secrets(text, secrets)
+	return secrets
 }
 
 // SecretName tells whether a variable's name says its value is a secret.
@@ -494,12 +508,18 @@ func runStatus(o agents.Outcome) state.RunStatus {
 	return state.RunFailed
 }
 
-func firstLine(s string) string {
+func firstLine(s string) string { return clip(s, 200) }
+
+// clip is the first line of s, cut to n bytes (at a rune's start).
+func clip(s string, n int) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	if len(s) > 200 {
-		s = s[:200] + "…"
+	if len(s) <= n {
+		return s
 	}
-	return s
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 func stripMarker(body string) string {

@@ -30,73 +30,9 @@ import (
 func TestPersonDrivesAnIssueOnForgejo(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	fj := forgejotest.NewServer(t)
-	g := &gitForge{root: t.TempDir()}
-	bare := g.seed(t, forgejotest.Owner, forgejotest.Repo)
-	if err := fj.ServeGit(bare); err != nil {
-		t.Fatal(err)
-	}
-	forge, err := forgejo.New(forgejo.Options{BaseURL: fj.URL(), Token: forgejotest.BotToken, MinBackoff: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := forges.Project{Forge: "forgejo", Owner: forgejotest.Owner, Name: forgejotest.Repo}
-	if _, _, err := forges.SyncLabels(ctx, forge, p); err != nil {
-		t.Fatal(err)
-	}
-
-	fa, err := fake.New(fake.Options{ResumableSessions: true, Reply: analysisReply, Exec: []string{"true"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := openStore(t)
-	base := t.TempDir()
-	agent := &scripted{Adapter: fa}
-	e, err := New(Config{
-		ForgeName: "forgejo", Forge: forge, Store: st,
-		Adapters: map[string]agents.Adapter{fake.ID: agent},
-		Runner:   sandbox.NewHostRunner(sandbox.HostOptions{}),
-		Sandbox:  sandbox.Spec{UID: os.Getuid(), GID: os.Getgid(), Env: map[string]string{"PATH": os.Getenv("PATH")}},
-		Repos:    &Repos{Base: base, Name: "Alfred", Email: "alfred@example.invalid"},
-		Sessions: SessionStore{Base: base}, PublicURL: "http://alfred.test",
-		PollInterval: 50 * time.Millisecond,
-		Defaults:     map[string]string{"AGENT_ADAPTER": fake.ID},
-		Logger:       slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: testLogLevel()})),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Close)
-	hook := httptest.NewServer(forges.NewWebhookHandler("forgejo", forgejo.Hooks{}, []string{"old-secret", "s3cret"}, e.Intake, e.log))
-	t.Cleanup(hook.Close)
-	fj.SetWebhook(hook.URL, "s3cret")
-
-	key := state.MailboxKey{Forge: "forgejo", Owner: forgejotest.Owner, Project: forgejotest.Repo, Kind: state.KindIssue, IID: 1}
-	wait := func(s Status) state.Mailbox {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for time.Now().Before(deadline) {
-			if mb, err := st.Mailbox(key); err == nil && mb.Status == string(s) && mb.ActiveRunID == "" {
-				return mb
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		mb, _ := st.Mailbox(key)
-		t.Fatalf("status %q (run %q), want %q", mb.Status, mb.ActiveRunID, s)
-		return mb
-	}
-	accepted := func(d forgejotest.Delivery, err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d.Status != 202 && d.Status != 200 {
-			t.Fatalf("webhook answered %d", d.Status)
-		}
-	}
+	w := newForgejoWorld(t, forges.RetryPolicy{MinBackoff: time.Millisecond})
+	fj, forge, p, st, agent, fa, base, key := w.fj, w.forge, w.project, w.st, w.agent, w.fa, w.base, w.key
+	wait, accepted := w.wait, w.accepted
 
 	// The person opens an issue and assigns it to the bot, which asks a
 	// question first; the answer in the thread brings the plan.
@@ -187,5 +123,98 @@ func TestPersonDrivesAnIssueOnForgejo(t *testing.T) {
 	}
 	if n := len(statusLabels(is.Labels)); n != 1 || !slices.Contains(is.Labels, "status::done") {
 		t.Errorf("labels at the end: %q", is.Labels)
+	}
+}
+
+// forgejoWorld is an engine on the fake Forgejo over HTTP, through the real
+// Forgejo client (with retry), its webhooks signed into the shared handler,
+// and the fake agent as a real process; key is issue 1's mailbox.
+type forgejoWorld struct {
+	fj      *forgejotest.Server
+	forge   *forgejo.Forge
+	project forges.Project
+	st      *state.Store
+	e       *Engine
+	agent   *scripted
+	fa      *fake.Adapter
+	base    string
+	key     state.MailboxKey
+	t       *testing.T
+}
+
+func newForgejoWorld(t *testing.T, retry forges.RetryPolicy) *forgejoWorld {
+	t.Helper()
+	ctx := context.Background()
+	w := &forgejoWorld{t: t, fj: forgejotest.NewServer(t), base: t.TempDir()}
+	g := &gitForge{root: t.TempDir()}
+	bare := g.seed(t, forgejotest.Owner, forgejotest.Repo)
+	if err := w.fj.ServeGit(bare); err != nil {
+		t.Fatal(err)
+	}
+	forge, err := forgejo.New(forgejo.Options{BaseURL: w.fj.URL(), Token: forgejotest.BotToken, Retry: retry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.forge = forge
+	w.project = forges.Project{Forge: "forgejo", Owner: forgejotest.Owner, Name: forgejotest.Repo}
+	if _, _, err := forges.SyncLabels(ctx, forge, w.project); err != nil {
+		t.Fatal(err)
+	}
+	w.fa, err = fake.New(fake.Options{ResumableSessions: true, Reply: analysisReply, Exec: []string{"true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.st = openStore(t)
+	w.agent = &scripted{Adapter: w.fa}
+	w.e, err = New(Config{
+		ForgeName: "forgejo", Forge: forge, Store: w.st,
+		Adapters: map[string]agents.Adapter{fake.ID: w.agent},
+		Runner:   sandbox.NewHostRunner(sandbox.HostOptions{}),
+		Sandbox:  sandbox.Spec{UID: os.Getuid(), GID: os.Getgid(), Env: map[string]string{"PATH": os.Getenv("PATH")}},
+		Repos:    &Repos{Base: w.base, Name: "Alfred", Email: "alfred@example.invalid"},
+		Sessions: SessionStore{Base: w.base}, PublicURL: "http://alfred.test",
+		PollInterval:    50 * time.Millisecond,
+		RetryDelay:      5 * time.Millisecond,
+		ForgeCallBudget: retry.Budget,
+		Defaults:        map[string]string{"AGENT_ADAPTER": fake.ID},
+		Logger:          slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: testLogLevel()})),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.e.Close)
+	hook := httptest.NewServer(forges.NewWebhookHandler("forgejo", forgejo.Hooks{}, []string{"old-secret", "s3cret"}, w.e.Intake, w.e.log))
+	t.Cleanup(hook.Close)
+	w.fj.SetWebhook(hook.URL, "s3cret")
+	w.key = state.MailboxKey{Forge: "forgejo", Owner: forgejotest.Owner, Project: forgejotest.Repo, Kind: state.KindIssue, IID: 1}
+	return w
+}
+
+// wait waits until issue 1's mailbox has status s and no run.
+func (w *forgejoWorld) wait(s Status) state.Mailbox {
+	w.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if mb, err := w.st.Mailbox(w.key); err == nil && mb.Status == string(s) && mb.ActiveRunID == "" {
+			return mb
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	mb, _ := w.st.Mailbox(w.key)
+	w.t.Fatalf("status %q (run %q), want %q", mb.Status, mb.ActiveRunID, s)
+	return mb
+}
+
+// accepted fails the test unless the webhook was delivered and accepted.
+func (w *forgejoWorld) accepted(d forgejotest.Delivery, err error) {
+	w.t.Helper()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if d.Status != 202 && d.Status != 200 {
+		w.t.Fatalf("webhook answered %d", d.Status)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime/debug"
+	"slices"
 
 	"github.com/alchemic-studio/alfred/state"
 )
@@ -64,11 +65,7 @@ func (e *Engine) release(ctx context.Context, mb *state.Mailbox) error {
 		return nil
 	}
 	for _, q := range mb.Quarantined {
-		var rec eventRecord
-		raw, err := e.store.Get(q.Path)
-		if err == nil {
-			err = json.Unmarshal(raw, &rec)
-		}
+		rec, err := e.eventRecord(q.Path)
 		if err != nil || rec.Event == nil {
 			e.log.Warn("a quarantined event has no record: not handled again", "mailbox", mb.ID, "delivery", q.Delivery, "err", err)
 			continue
@@ -82,6 +79,25 @@ func (e *Engine) release(ctx context.Context, mb *state.Mailbox) error {
 		return err
 	}
 	return e.updateStatusComment(ctx, mb)
+}
+
+// eventRecord reads the record of the event at path, or, while it waits for
+// its batch to be written (flushEvents), the event as handled.
+func (e *Engine) eventRecord(path string) (eventRecord, error) {
+	e.finMu.Lock()
+	for _, f := range slices.Concat(e.flushing, e.finished) {
+		if f.m.eventPath == path {
+			e.finMu.Unlock()
+			return eventRecord{Event: f.m.event, ReceivedAt: f.m.received}, nil
+		}
+	}
+	e.finMu.Unlock()
+	var rec eventRecord
+	raw, err := e.store.Get(path)
+	if err == nil {
+		err = json.Unmarshal(raw, &rec)
+	}
+	return rec, err
 }
 
 // eventLabel names an event for people: its type and delivery id.

@@ -52,6 +52,7 @@ type message struct {
 	eventPath string    // where the event is recorded once handled
 	received  time.Time // when the webhook brought it
 	journaled bool      // the journal holds it until it is recorded
+	routeErr  error     // the index could not route the event: handling fails at once
 	runDone   string    // run id
 	poll      bool
 }
@@ -59,6 +60,7 @@ type message struct {
 // inbox serializes the work of each mailbox: one worker goroutine per
 // mailbox with pending messages, handling them in arrival order, so two
 // events of one mailbox never race; different mailboxes proceed in parallel.
+// A message stays at the head of its queue while it is handled (see waiting).
 type inbox struct {
 	handle func(ctx context.Context, key string, m message)
 
@@ -102,9 +104,11 @@ func (in *inbox) work(key string) {
 			return
 		}
 		m := q[0]
-		in.queues[key] = q[1:]
 		in.mu.Unlock()
 		in.handle(in.ctx, key, m)
+		in.mu.Lock()
+		in.queues[key] = in.queues[key][1:]
+		in.mu.Unlock()
 	}
 }
 
@@ -140,7 +144,7 @@ func (e *Engine) Intake(ctx context.Context, ev *forges.Event) error {
 		e.seenMu.Unlock()
 		return fmt.Errorf("record event %s: %w", ev.DeliveryID, err)
 	}
-	e.inbox.post(e.route(ev), message{event: ev, eventPath: eventPath(now, ev.DeliveryID), received: now, journaled: true})
+	e.postEvent(message{event: ev, eventPath: eventPath(now, ev.DeliveryID), received: now, journaled: true})
 	return nil
 }
 
@@ -208,8 +212,13 @@ func (e *Engine) flushLoop() {
 func (e *Engine) flushEvents() {
 	e.finMu.Lock()
 	batch := e.finished
-	e.finished = nil
+	e.finished, e.flushing = nil, batch
 	e.finMu.Unlock()
+	defer func() {
+		e.finMu.Lock()
+		e.flushing = nil
+		e.finMu.Unlock()
+	}()
 	if len(batch) == 0 {
 		return
 	}
@@ -271,7 +280,7 @@ func (e *Engine) recoverEvents(journaled []journalEntry) {
 	}
 	for _, m := range pending {
 		e.log.Info("resuming recorded event", "delivery", m.event.DeliveryID, "type", m.event.Type)
-		e.inbox.post(e.route(m.event), m)
+		e.postEvent(m)
 	}
 }
 
@@ -311,17 +320,49 @@ func (e *Engine) pruneEvents(ctx context.Context) error {
 	return nil
 }
 
+// postEvent queues m for the mailbox its event belongs to. An event the
+// index cannot route is logged, counted and queued where its own target
+// says, to fail there at once: handled anywhere, it could act on the wrong
+// mailbox; failed, it is quarantined and its record says why.
+func (e *Engine) postEvent(m message) {
+	key, err := e.route(m.event)
+	e.postRouted(m, key, err)
+}
+
+// postRouted queues m for key, where routing its event placed it, or failed
+// to with err.
+func (e *Engine) postRouted(m message, key string, err error) {
+	if err != nil {
+		p := m.event.Target.Project
+		e.cfg.Metrics.RoutingError(p.Forge)
+		e.log.Error("event not routed: it fails", "delivery", m.event.DeliveryID, "event", m.event.Type,
+			"forge", p.Forge, "project", p.FullName(), "mailbox", key, "err", err)
+		m.routeErr = err
+	}
+	e.inbox.post(key, m)
+}
+
 // route names the mailbox an event belongs to. Merge request events of a
 // merge request the bot opened for an issue, and branch and CI events of an
 // issue branch, go to that issue's mailbox, so everything about one issue is
-// handled in order.
-func (e *Engine) route(ev *forges.Event) string {
+// handled in order. When the index names a mailbox it cannot read, route
+// returns the key the event's own target gives, and the error.
+func (e *Engine) route(ev *forges.Event) (string, error) {
+	return routeEvent(ev, e.store.Routed)
+}
+
+// routeEvent is route with the index lookup given.
+func routeEvent(ev *forges.Event, routed func(state.Route) (state.Mailbox, bool, error)) (string, error) {
 	p := ev.Target.Project
 	key := func(kind state.Kind, n int64) string {
 		return state.MailboxKey{Forge: p.Forge, Owner: p.Owner, Project: p.Name, Kind: kind, IID: n}.ID()
 	}
 	if ev.Target.Kind == forges.TargetIssue && ev.Target.Number > 0 {
-		return key(state.KindIssue, ev.Target.Number)
+		return key(state.KindIssue, ev.Target.Number), nil
+	}
+	own := "project:" + p.Forge + "/" + p.FullName()
+	if ev.Target.Kind == forges.TargetMergeRequest && ev.Target.Number > 0 {
+		own = key(state.KindMR, ev.Target.Number)
 	}
 	var routes []state.Route
 	via := func(by state.RouteKind, v string) {
@@ -337,21 +378,15 @@ func (e *Engine) route(ev *forges.Event) string {
 		via(state.ByHead, ev.SHA)
 	}
 	for _, rt := range routes {
-		mb, ok, err := e.store.Routed(rt)
+		mb, ok, err := routed(rt)
 		if err != nil {
-			// An unreadable mailbox: the event goes where its own target
-			// says, and the log says why.
-			e.log.Warn("route an event", "delivery", ev.DeliveryID, "by", rt.By, "err", err)
-			continue
+			return own, fmt.Errorf("route by %s %q: %w", rt.By, rt.Value, err)
 		}
 		if ok {
-			return mb.ID
+			return mb.ID, nil
 		}
 	}
-	if ev.Target.Kind == forges.TargetMergeRequest && ev.Target.Number > 0 {
-		return key(state.KindMR, ev.Target.Number)
-	}
-	return "project:" + p.Forge + "/" + p.FullName()
+	return own, nil
 }
 
 // isMailboxKey tells a mailbox key from a project-wide one.

@@ -8,10 +8,13 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/Masterminds/semver/v3"
 )
 
 // Config is the validated start-up configuration of `alfred serve` and of the
@@ -30,6 +33,10 @@ type Config struct {
 	ForgeURL       string
 	ForgeToken     string
 	WebhookSecrets []string
+	// ForgeCallBudget bounds one forge API call, its retries included;
+	// ForgeEventBudget bounds the handling of one event.
+	ForgeCallBudget  time.Duration
+	ForgeEventBudget time.Duration
 
 	Runner           string
 	DockerHost       string
@@ -51,6 +58,18 @@ type Config struct {
 	PublicProjects    []string
 
 	MetricsToken string
+	// MetricsListen, when set, is where /metrics is served, alone.
+	MetricsListen string
+
+	// AgentDetectInterval is how often the agent CLIs are detected again
+	// (0: only at start and on request).
+	AgentDetectInterval time.Duration
+	// AgentVerifiedRanges replaces, per adapter id, the semver range in
+	// which a CLI may resume sessions. Check the ids with CheckVerifiedRanges.
+	AgentVerifiedRanges map[string]string
+	// Admins are the forge logins who may ask for a detection from the
+	// agents screen.
+	Admins []string
 }
 
 // Setting describes one configuration value: its flag, its ALFRED_* variable,
@@ -106,6 +125,12 @@ var Settings = []Setting{
 	{Flag: "webhook-secrets", Env: "ALFRED_WEBHOOK_SECRETS", Default: "", Accepts: "comma-separated secrets", Secret: true,
 		Help: "webhook secrets accepted (several at once while rotating)",
 		set:  func(c *Config, v string) error { c.WebhookSecrets = splitList(v); return nil }, get: func(c *Config) string { return strings.Join(c.WebhookSecrets, ",") }},
+	{Flag: "forge-call-budget", Env: "ALFRED_FORGE_CALL_BUDGET", Default: "1m", Accepts: "a positive Go duration such as 1m",
+		Help: "longest time one forge API call may take, its retries included (408, 425, 429, 5xx and network errors are retried; refusals never)",
+		set:  func(c *Config, v string) error { return setDuration(&c.ForgeCallBudget, v) }, get: func(c *Config) string { return c.ForgeCallBudget.String() }},
+	{Flag: "forge-event-budget", Env: "ALFRED_FORGE_EVENT_BUDGET", Default: "5m", Accepts: "a positive Go duration such as 5m",
+		Help: "longest time the handling of one event may take on the forge, all its calls together; past it the event is quarantined",
+		set:  func(c *Config, v string) error { return setDuration(&c.ForgeEventBudget, v) }, get: func(c *Config) string { return c.ForgeEventBudget.String() }},
 
 	{Flag: "runner", Env: "ALFRED_RUNNER", Default: "image", Accepts: "image or host",
 		Help: "where agent CLIs run: a Docker container (image) or a plain process (host, never resumes sessions)",
@@ -157,9 +182,27 @@ var Settings = []Setting{
 	{Flag: "metrics-token", Env: "ALFRED_METRICS_TOKEN", Default: "", Accepts: "a bearer token", Secret: true,
 		Help: "token Prometheus must send (Authorization: Bearer ...) to read /metrics; empty: /metrics is open",
 		set:  func(c *Config, v string) error { c.MetricsToken = v; return nil }, get: func(c *Config) string { return c.MetricsToken }},
+	{Flag: "metrics-listen", Env: "ALFRED_METRICS_LISTEN", Default: "", Accepts: "host:port, or empty",
+		Help: "address of a server of its own for /metrics (same token check), which the pages' server then no longer serves; empty: /metrics is on the pages' server",
+		set: func(c *Config, v string) error {
+			if v == "" {
+				c.MetricsListen = ""
+				return nil
+			}
+			return setHostPort(&c.MetricsListen, v)
+		}, get: func(c *Config) string { return c.MetricsListen }},
 	{Flag: "credential-mounts", Env: "AGENT_CREDENTIAL_MOUNTS", Default: "", Accepts: "adapter=/host/path:/home/agent/path, comma-separated",
 		Help: "read-only credential mounts per adapter (default for the setting of the same name)",
 		set:  func(c *Config, v string) error { c.CredentialMounts = v; return nil }, get: func(c *Config) string { return c.CredentialMounts }},
+	{Flag: "agent-detect-interval", Env: "ALFRED_AGENT_DETECT_INTERVAL", Default: "1h", Accepts: "a Go duration such as 1h, or 0",
+		Help: "how often the agent CLIs' versions are detected again; 0: only at start, on SIGHUP, `alfred agents detect --refresh` and the agents screen's button",
+		set:  func(c *Config, v string) error { return setDurationOrZero(&c.AgentDetectInterval, v) }, get: func(c *Config) string { return c.AgentDetectInterval.String() }},
+	{Flag: "agent-verified-ranges", Env: "ALFRED_AGENT_VERIFIED_RANGES", Default: "", Accepts: "adapter=semver constraint, ';'-separated, e.g. claude-code=>=2.1.101, <2.3.0;codex=>=0.40.0",
+		Help: "replaces, per adapter, the range of CLI versions that may resume sessions: to widen it, at a risk (see Operations)",
+		set:  setRanges, get: func(c *Config) string { return joinRanges(c.AgentVerifiedRanges) }},
+	{Flag: "admins", Env: "ALFRED_ADMINS", Default: "", Accepts: "comma-separated forge logins",
+		Help: "people who, signed in, may ask for a new detection of the agent CLIs on the agents screen",
+		set:  func(c *Config, v string) error { c.Admins = splitList(v); return nil }, get: func(c *Config) string { return strings.Join(c.Admins, ",") }},
 }
 
 // FileFlag and FileEnv name the optional configuration file: lines of
@@ -259,6 +302,9 @@ func LoadWith(name string, args []string, lookupEnv func(string) (string, bool),
 func (c *Config) check() error {
 	if c.ForgeName == "" {
 		c.ForgeName = c.ForgeKind
+	}
+	if c.MetricsListen != "" && c.MetricsListen == c.Listen {
+		return fmt.Errorf("setting ALFRED_METRICS_LISTEN: %s is ALFRED_LISTEN's address; leave it empty to serve /metrics there", c.MetricsListen)
 	}
 	if (c.OAuthClientID == "") != (c.OAuthClientSecret == "") {
 		return fmt.Errorf("settings ALFRED_OAUTH_CLIENT_ID and ALFRED_OAUTH_CLIENT_SECRET: set both or neither")
@@ -471,4 +517,73 @@ func Reference(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+func setDurationOrZero(dst *time.Duration, v string) error {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return fmt.Errorf("%q is not a duration", v)
+	}
+	if d < 0 {
+		return fmt.Errorf("%q is negative", v)
+	}
+	*dst = d
+	return nil
+}
+
+// setRanges reads ALFRED_AGENT_VERIFIED_RANGES: adapter=constraint entries
+// separated by ';', since a Masterminds constraint may hold ',' and "||".
+func setRanges(c *Config, v string) error {
+	out := map[string]string{}
+	for _, entry := range strings.Split(v, ";") {
+		if entry = strings.TrimSpace(entry); entry == "" {
+			continue
+		}
+		id, rng, ok := strings.Cut(entry, "=")
+		id, rng = strings.TrimSpace(id), strings.TrimSpace(rng)
+		if !ok || id == "" || rng == "" {
+			return fmt.Errorf("%q: want adapter=constraint", entry)
+		}
+		if err := setName(new(string), id); err != nil {
+			return fmt.Errorf("%q: want adapter=constraint, and adapter id %w", entry, err)
+		}
+		if _, dup := out[id]; dup {
+			return fmt.Errorf("adapter %s is given twice", id)
+		}
+		if _, err := semver.NewConstraint(rng); err != nil {
+			return fmt.Errorf("adapter %s: %q is not a semver constraint: %w", id, rng, err)
+		}
+		out[id] = rng
+	}
+	c.AgentVerifiedRanges = out
+	return nil
+}
+
+func joinRanges(m map[string]string) string {
+	parts := make([]string, 0, len(m))
+	for _, id := range sortedKeys(m) {
+		parts = append(parts, id+"="+m[id])
+	}
+	return strings.Join(parts, ";")
+}
+
+// CheckVerifiedRanges refuses a range given for an adapter that is not among
+// known (the ids of the agent CLIs Alfred drives): the configuration package
+// does not know them, the caller does.
+func (c *Config) CheckVerifiedRanges(known []string) error {
+	for _, id := range sortedKeys(c.AgentVerifiedRanges) {
+		if !slices.Contains(known, id) {
+			return fmt.Errorf("setting ALFRED_AGENT_VERIFIED_RANGES: unknown adapter %q; it accepts ranges for %s", id, strings.Join(known, ", "))
+		}
+	}
+	return nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	ids := make([]string, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
 }

@@ -323,16 +323,17 @@ func (s *scenario) killMidRun() {
 
 // metricsAfterRestart scrapes /metrics of the bot started again after the
 // kill: since then it redid the interrupted ci_fix (resumed) and handled
-// the close, over the forge's API, with no panic.
+// the close, over the forge's API, with no panic, writing the state branch;
+// once the webhooks its own changes caused are handled too, no event waits
+// and no container runs, and every event found its mailbox.
 func (s *scenario) metricsAfterRestart() {
 	t := s.t
-	resp, err := http.Get("http://" + s.b.addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	body := string(raw)
+	var body string
+	waitFor(t, time.Minute, "no event waiting, no container running", func() bool {
+		body = s.scrape()
+		return seriesValue(body, `alfred_events_waiting{state="new"}`) == 0 && seriesSum(body, "alfred_events_waiting{") == 0 &&
+			seriesValue(body, `alfred_containers_running{runner="image"}`) == 0
+	})
 	var ours []string
 	for _, line := range strings.Split(body, "\n") {
 		if strings.HasPrefix(line, "alfred_") && !strings.Contains(line, "_bucket{") {
@@ -353,16 +354,50 @@ func (s *scenario) metricsAfterRestart() {
 		`alfred_webhooks_total{forge="forgejo",outcome="accepted"}`,
 		`alfred_forge_calls_total{forge="forgejo",method="GET",status="2xx"}`,
 		`alfred_forge_calls_total{forge="forgejo",method="POST",status="2xx"}`,
+		`alfred_state_commits_total{result="committed"}`,
+		`alfred_state_write_duration_seconds_count`,
 	} {
 		if n := seriesValue(body, series); n < 1 {
 			t.Errorf("%s = %v, want at least 1", series, n)
 		}
 	}
-	for _, absent := range []string{`alfred_panics_recovered_total{`, `alfred_runs_total{adapter="claude-code",phase="development"`} {
+	for _, absent := range []string{`alfred_panics_recovered_total{`, `alfred_runs_total{adapter="claude-code",phase="development"`,
+		`alfred_routing_errors_total{`, `alfred_state_commits_total{result="failed"}`} {
 		if strings.Contains(body, absent) {
 			t.Errorf("/metrics has %s", absent)
 		}
 	}
+}
+
+// scrape reads the bot's /metrics.
+func (s *scenario) scrape() string {
+	s.t.Helper()
+	resp, err := http.Get("http://" + s.b.addr + "/metrics")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	return string(raw)
+}
+
+// seriesSum adds the values of the series starting with prefix (-1 when
+// there is none).
+func seriesSum(body, prefix string) float64 {
+	sum, found := 0.0, false
+	for _, line := range strings.Split(body, "\n") {
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		var f float64
+		if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &f); err == nil {
+			sum, found = sum+f, true
+		}
+	}
+	if !found {
+		return -1
+	}
+	return sum
 }
 
 // seriesValue is the value of one series in a Prometheus text scrape (-1

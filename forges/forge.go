@@ -11,13 +11,8 @@ package forges
 
 import (
 	"context"
-	"errors"
 	"time"
 )
-
-// ErrNotFound is returned (wrapped) when the forge answers that an issue, merge
-// request, comment, label, branch or user does not exist.
-var ErrNotFound = errors.New("not found")
 
 // Kind names a forge implementation.
 type Kind string

@@ -29,6 +29,8 @@ func TestDashboardReadsRealSeries(t *testing.T) {
 	}
 	m := New("dev")
 	m.Gauge("alfred_runs_in_flight", "runs", func() float64 { return 0 })
+	m.EventsWaiting(func() map[string]int { return nil })
+	m.ContainersRunning("image", func() int { return 0 })
 	exported := map[string]bool{}
 	ch := make(chan *prometheus.Desc, 64)
 	go func() { m.reg.Describe(ch); close(ch) }()

@@ -27,8 +27,12 @@ type Metrics struct {
 	sessions        *prometheus.CounterVec
 	forgeCalls      *prometheus.CounterVec
 	forgeDuration   *prometheus.HistogramVec
+	forgeRetries    *prometheus.CounterVec
 	panics          *prometheus.CounterVec
 	quarantined     prometheus.Counter
+	stateWrites     prometheus.Histogram
+	stateCommits    *prometheus.CounterVec
+	routingErrors   *prometheus.CounterVec
 }
 
 // New makes the registry: Go runtime and process series, build info with
@@ -59,13 +63,22 @@ func New(version string) *Metrics {
 	m.forgeDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "alfred_forge_call_duration_seconds",
 		Help: "Time of one HTTP request to the forge's API.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 12)},
 		[]string{"forge"})
+	m.forgeRetries = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "alfred_forge_retries_total",
+		Help: "Forge API requests sent again, by forge and reason (the status code, rate_limit, timeout, network)."},
+		[]string{"forge", "reason"})
 	m.panics = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "alfred_panics_recovered_total",
 		Help: "Panics recovered, by where (event, run, run end, poll, flush, http)."}, []string{"in"})
 	m.quarantined = prometheus.NewCounter(prometheus.CounterOpts{Name: "alfred_events_quarantined_total",
 		Help: "Events set aside after every try failed, until ai::retry."})
+	m.stateWrites = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "alfred_state_write_duration_seconds",
+		Help: "Time to write one commit of the state branch durably (packs and ref synced), failed ones too.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)})
+	m.stateCommits = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "alfred_state_commits_total",
+		Help: "Commits of the state branch, by result (committed, failed)."}, []string{"result"})
+	m.routingErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "alfred_routing_errors_total",
+		Help: "Events the state index could not route to their mailbox (they fail, and are quarantined), by forge."}, []string{"forge"})
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		buildInfo, m.webhooks, m.webhookDuration, m.runs, m.runDuration, m.sessions, m.forgeCalls, m.forgeDuration,
-		m.panics, m.quarantined)
+		buildInfo, m.webhooks, m.webhookDuration, m.runs, m.runDuration, m.sessions, m.forgeCalls, m.forgeDuration, m.forgeRetries,
+		m.panics, m.quarantined, m.stateWrites, m.stateCommits, m.routingErrors)
 	return m
 }
 
@@ -158,6 +171,15 @@ func (m *Metrics) Transport(forge string, next http.RoundTripper) http.RoundTrip
 	})
 }
 
+// ForgeRetry returns what counts the retries of forge's calls, by reason
+// (forges.RetryPolicy.OnRetry); nil for a nil m.
+func (m *Metrics) ForgeRetry(forge string) func(reason string) {
+	if m == nil {
+		return nil
+	}
+	return func(reason string) { m.forgeRetries.WithLabelValues(forge, reason).Inc() }
+}
+
 type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
@@ -193,4 +215,26 @@ func (m *Metrics) EventQuarantined() {
 		return
 	}
 	m.quarantined.Inc()
+}
+
+// StateWritten counts a commit of the state branch and its time; err is
+// nil when it is durable. It fits state.Options.Observe.
+func (m *Metrics) StateWritten(took time.Duration, err error) {
+	if m == nil {
+		return
+	}
+	result := "committed"
+	if err != nil {
+		result = "failed"
+	}
+	m.stateCommits.WithLabelValues(result).Inc()
+	m.stateWrites.Observe(took.Seconds())
+}
+
+// RoutingError counts an event of forge the state index could not route.
+func (m *Metrics) RoutingError(forge string) {
+	if m == nil {
+		return
+	}
+	m.routingErrors.WithLabelValues(forge).Inc()
 }

@@ -106,6 +106,10 @@ func TestNil(t *testing.T) {
 	m.PanicRecovered("poll")
 	m.EventQuarantined()
 	m.Gauge("x", "y", func() float64 { return 1 })
+	m.EventsWaiting(func() map[string]int { return nil })
+	m.ContainersRunning("image", func() int { return 1 })
+	m.StateWritten(time.Second, nil)
+	m.RoutingError("forgejo")
 	rec := httptest.NewRecorder()
 	m.Webhooks("forgejo", http.NotFoundHandler()).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/webhooks/forgejo", nil))
 	if rec.Code != http.StatusNotFound {

@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -41,7 +42,8 @@ type HostOptions struct {
 // Labels (which describe a container) are ignored. A Spec with a Session is
 // refused with ErrSessionOnHost: the host runner never resumes.
 type HostRunner struct {
-	opts HostOptions
+	opts    HostOptions
+	running atomic.Int64 // processes started and not yet reaped
 }
 
 // NewHostRunner returns a host runner.
@@ -54,6 +56,9 @@ func NewHostRunner(opts HostOptions) *HostRunner {
 
 // Name returns "host".
 func (r *HostRunner) Name() string { return "host" }
+
+// Running returns how many processes Run started and has not reaped yet.
+func (r *HostRunner) Running() int { return int(r.running.Load()) }
 
 // Run starts the process and waits for its end, its timeout or ctx.
 func (r *HostRunner) Run(ctx context.Context, spec Spec) (*Result, error) {
@@ -97,6 +102,7 @@ func (r *HostRunner) Run(ctx context.Context, spec Spec) (*Result, error) {
 		return nil, fmt.Errorf("sandbox: start %q: %w", spec.Argv[0], err)
 	}
 	started := time.Now()
+	r.running.Add(1)
 	p.closeChildEnds()
 	copied := p.copy(spec.Stdin, stdout, stderr)
 
@@ -128,7 +134,9 @@ func (r *HostRunner) Run(ctx context.Context, spec Spec) (*Result, error) {
 	// group goes too, before the leader is reaped so the group id is still ours.
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	<-exited
-	if err := cmd.Wait(); err != nil && cmd.ProcessState == nil {
+	err = cmd.Wait()
+	r.running.Add(-1)
+	if err != nil && cmd.ProcessState == nil {
 		return nil, fmt.Errorf("sandbox: wait for %q: %w", spec.Argv[0], err)
 	}
 

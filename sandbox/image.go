@@ -11,6 +11,7 @@ import (
 	"math"
 	"path"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -89,10 +90,11 @@ type ImageOptions struct {
 // alfred.runner. A bot that crashed leaves its containers behind: call Cleanup
 // once at start-up, before the first Run.
 type ImageRunner struct {
-	cli  *client.Client
-	opts ImageOptions
-	id   string
-	log  *slog.Logger
+	cli     *client.Client
+	opts    ImageOptions
+	id      string
+	log     *slog.Logger
+	running atomic.Int64 // containers created and not yet removed
 }
 
 // NewImageRunner connects to the Docker daemon (negotiating the API version,
@@ -140,6 +142,10 @@ func (r *ImageRunner) Name() string { return "image" }
 
 // Close releases the connection to the daemon.
 func (r *ImageRunner) Close() error { return r.cli.Close() }
+
+// Running returns how many containers Run created and has not removed yet
+// (one whose removal failed stays counted: it may still be there).
+func (r *ImageRunner) Running() int { return int(r.running.Load()) }
 
 // Cleanup removes the containers of this instance that another ImageRunner
 // made, such as the leftovers of a bot that crashed, and returns how many it
@@ -200,10 +206,13 @@ func (r *ImageRunner) Run(ctx context.Context, spec Spec) (res *Result, err erro
 	}
 	id := created.ID
 	log := r.log.With("container", shortID(id))
+	r.running.Add(1)
 	defer func() {
 		if rmErr := r.remove(teardown, id); rmErr != nil {
 			err = errors.Join(err, rmErr)
+			return
 		}
+		r.running.Add(-1)
 	}()
 
 	// Attach before start so no output is lost; the stream ends when the

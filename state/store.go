@@ -33,6 +33,11 @@ type Options struct {
 	// MergeAt is the pack count from which small packs are merged in the
 	// background (default 32).
 	MergeAt int
+	// Observe, when set, is told of each commit the store writes: its time
+	// (packs written and ref moved, retries included) and its error (nil:
+	// durable). A batch that changes nothing is no commit and is not told.
+	// It runs on the committing goroutine, after the callers are answered.
+	Observe func(took time.Duration, err error)
 }
 
 // ErrReadOnly is returned by Update on a store opened with Options.ReadOnly.
@@ -255,11 +260,13 @@ func (s *Store) lead(own *request) {
 const maxAttempts = 5
 
 func (s *Store) commitBatch(batch []*request) {
+	start := time.Now()
 	results := make([]error, len(batch))
 	var err error
+	var wrote bool
 	for attempt := 1; ; attempt++ {
 		var lost bool
-		lost, err = s.tryCommit(batch, results)
+		wrote, lost, err = s.tryCommit(batch, results)
 		if err == nil && !lost {
 			break
 		}
@@ -285,11 +292,15 @@ func (s *Store) commitBatch(batch []*request) {
 		}
 		r.done <- results[i]
 	}
+	if (wrote || err != nil) && s.opts.Observe != nil {
+		s.opts.Observe(time.Since(start), err)
+	}
 }
 
 // tryCommit applies the batch to a fresh overlay and commits it. It reports
-// lost when the ref on disk is not the tip the batch was built on.
-func (s *Store) tryCommit(batch []*request, results []error) (lost bool, err error) {
+// wrote when it moved the ref to a new commit, and lost when the ref on disk
+// is not the tip the batch was built on.
+func (s *Store) tryCommit(batch []*request, results []error) (wrote, lost bool, err error) {
 	snap := s.snap // only the leader replaces or mutates it
 	overlay := map[string]*change{}
 	for i, r := range batch {
@@ -323,7 +334,7 @@ func (s *Store) tryCommit(batch []*request, results []error) (lost bool, err err
 		changes[p] = fileChange{hash: c.hash}
 	}
 	if len(changes) == 0 {
-		return false, nil
+		return false, false, nil
 	}
 	newTrees, removed, objs := buildTrees(snap.trees, changes)
 	for _, c := range overlay {
@@ -343,21 +354,21 @@ func (s *Store) tryCommit(batch []*request, results []error) (lost bool, err err
 		return nil
 	})
 	if err != nil {
-		return false, fmt.Errorf("commit state: %w", err)
+		return false, false, fmt.Errorf("commit state: %w", err)
 	}
 	s.addPack(pack)
 	cur, err := s.readRef()
 	if err != nil {
-		return false, fmt.Errorf("commit state: %w", err)
+		return false, false, fmt.Errorf("commit state: %w", err)
 	}
 	if cur != snap.tip {
-		return true, nil
+		return false, true, nil
 	}
 	if err := s.writeRef(commit.hash); err != nil {
-		return false, fmt.Errorf("commit state: %w", err)
+		return false, false, fmt.Errorf("commit state: %w", err)
 	}
 	s.apply(snap, commit.hash, overlay, newTrees, removed)
-	return false, nil
+	return true, false, nil
 }
 
 // callTx runs fn, turning a panic into an error for that transaction only.

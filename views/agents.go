@@ -69,12 +69,42 @@ func (d Deps) resumable(a Agent, inst *state.AgentInstallation) (bool, string) {
 	return true, ""
 }
 
+// agentsData is the agents screen: the rows, and for an admin the token of
+// the "Detect again" form.
+type agentsData struct {
+	Rows      []agentRow
+	CSRF      string // empty: no button
+	Requested bool   // a detection was just asked for
+}
+
 func (d Deps) agentsPage(w http.ResponseWriter, r *http.Request) {
 	if !d.Access.signedIn(r) {
 		d.signIn(w, r)
 		return
 	}
-	render(w, d.Logger, "agents.html", d.loadAgents())
+	data := agentsData{Rows: d.loadAgents(), Requested: r.URL.Query().Get("detect") == "requested"}
+	if who := d.Access.admin(r); who != "" && d.Redetect != nil {
+		data.CSRF = d.Access.csrfToken(who)
+	}
+	render(w, d.Logger, "agents.html", data)
+}
+
+// redetect is the "Detect again" button: an admin's signed form asks the
+// detector for a detection, and the screen says it was asked.
+func (d Deps) redetect(w http.ResponseWriter, r *http.Request) {
+	who := d.Access.admin(r)
+	switch {
+	case who == "":
+		http.Error(w, "only the admins (ALFRED_ADMINS), signed in, may ask for a detection", http.StatusForbidden)
+		return
+	case !d.Access.checkCSRF(r, who):
+		d.Logger.Info("agent detection refused: bad form token", "login", who)
+		http.Error(w, "the form's token does not match: reload the agents screen and try again", http.StatusForbidden)
+		return
+	}
+	d.Logger.Info("agent detection requested", "by", "agents screen", "login", who)
+	d.Redetect()
+	http.Redirect(w, r, "/agents?detect=requested", http.StatusSeeOther)
 }
 
 func (d Deps) agentsJSON(w http.ResponseWriter, r *http.Request) {

@@ -38,6 +38,9 @@ type Access struct {
 	Key []byte
 	// Client is used for the token exchange and the user lookup.
 	Client *http.Client
+	// Admins are the logins who may ask for a detection of the agent CLIs
+	// (ALFRED_ADMINS).
+	Admins []string
 }
 
 const (
@@ -98,6 +101,33 @@ func (a *Access) allow(r *http.Request, p forges.Project) error {
 		return fmt.Errorf("%s may not read %s", who, p.FullName())
 	}
 	return nil
+}
+
+// admin returns the login of the request when it is signed in and one of the
+// admins, else "". Without sign-in (a nil *Access) nobody is an admin.
+func (a *Access) admin(r *http.Request) string {
+	if a == nil {
+		return ""
+	}
+	who := a.login(r)
+	for _, x := range a.Admins {
+		if who != "" && strings.EqualFold(x, who) {
+			return who
+		}
+	}
+	return ""
+}
+
+// csrfField is the form field that carries csrfToken.
+const csrfField = "csrf"
+
+// csrfToken ties a form to the signed-in login, so that another site cannot
+// make a signed-in browser post it.
+func (a *Access) csrfToken(login string) string { return a.sign("csrf\x00" + login) }
+
+// checkCSRF tells whether the posted form carries login's token.
+func (a *Access) checkCSRF(r *http.Request, login string) bool {
+	return hmac.Equal([]byte(r.PostFormValue(csrfField)), []byte(a.csrfToken(login)))
 }
 
 // signedIn tells whether the request comes from someone signed in (pages

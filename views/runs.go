@@ -31,6 +31,7 @@ type runView struct {
 	Prev     string             `json:"prev_run_id,omitempty"`
 	Next     string             `json:"next_run_id,omitempty"`
 	Live     bool               `json:"live"` // still queued or running: the page refreshes itself
+	Stream   bool               `json:"-"`    // Live, and the page follows its output (live.go)
 }
 
 func (d Deps) loadRun(id string) (*runView, error) {
@@ -88,6 +89,7 @@ func readable[V interface{ mailbox() state.Mailbox }](d Deps, w http.ResponseWri
 
 func (d Deps) runPage(w http.ResponseWriter, r *http.Request) {
 	if v, ok := readable(d, w, r, d.loadRun); ok {
+		v.Stream = v.Live && d.Live != nil
 		render(w, d.Logger, "run.html", v)
 	}
 }
@@ -185,6 +187,7 @@ var funcs = map[string]any{
 	"page": func(title string, refresh bool) map[string]any {
 		return map[string]any{"Title": title, "Refresh": refresh}
 	},
+	"livePage": livePage,
 }
 
 func derefString(s *string) string {

@@ -39,6 +39,15 @@ type Deps struct {
 	Secrets []string
 	// Access guards the run, mailbox and agents pages; nil leaves them open.
 	Access *Access
+	// Live follows the output of the runs in progress (the engine): their
+	// pages stream it; nil: they show what is recorded and refresh themselves.
+	Live LiveRuns
+	// Stopping, once closed, ends the live streams (the server shuts down:
+	// it would wait for them otherwise); nil: never.
+	Stopping <-chan struct{}
+	// Redetect asks for a detection of the agent CLIs (the agents screen's
+	// button, for Access.Admins); nil: this server detects nothing.
+	Redetect func()
 }
 
 // Register adds the health probes and the pages to r.
@@ -59,8 +68,12 @@ func Register(r *mux.Router, d Deps) {
 		r.HandleFunc("/logout", logout).Methods(http.MethodPost, http.MethodGet)
 	}
 	r.HandleFunc("/runs/{id}", d.runPage).Methods(get...)
+	r.HandleFunc("/runs/{id}/live", d.runLive).Methods(http.MethodGet)
 	r.HandleFunc("/mailboxes/{id:.+}", d.mailboxPage).Methods(get...)
 	r.HandleFunc("/agents", d.agentsPage).Methods(get...)
+	if d.Redetect != nil {
+		r.HandleFunc("/agents/detect", d.redetect).Methods(http.MethodPost)
+	}
 	r.HandleFunc("/api/runs/{id}", d.runJSON).Methods(get...)
 	r.HandleFunc("/api/mailboxes/{id:.+}", d.mailboxJSON).Methods(get...)
 	r.HandleFunc("/api/agents", d.agentsJSON).Methods(get...)

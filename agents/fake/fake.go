@@ -21,6 +21,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -153,7 +154,9 @@ type Options struct {
 	// Exec, when set, is run through the request's Runner before the
 	// simulated answer (e.g. []string{"true"}), so engine benchmarks measure
 	// a real agent start. Its outcome (timeout, canceled) is kept; its output
-	// is replaced by the simulated one.
+	// is replaced by the simulated one in the Result, while the Spec's Stdout
+	// and Stderr receive both: the process's as it comes, then the simulated
+	// one (so a test can make the agent print lines, then wait).
 	Exec []string
 }
 
@@ -291,7 +294,19 @@ func (p *process) Run(ctx context.Context, spec sandbox.Spec) (*sandbox.Result, 
 		o.Usage.InputTokens, o.Usage.OutputTokens = int64(len(spec.Argv[len(spec.Argv)-1])), int64(len(a.opts.Reply))
 		res.Stdout = mustJSON(o)
 	}
+	// The simulated output reaches the Spec's writers too, as a real
+	// process's does (after Exec's own, which its runner sent there).
+	forward(spec.Stdout, res.Stdout)
+	forward(spec.Stderr, res.Stderr)
 	return res, nil
+}
+
+// forward writes b to w, when both are set. A failing writer is the
+// caller's: the Result keeps the output either way.
+func forward(w io.Writer, b []byte) {
+	if w != nil && len(b) > 0 {
+		_, _ = w.Write(b)
+	}
 }
 
 func flagValue(argv []string, flag string) (string, bool) {

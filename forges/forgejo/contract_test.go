@@ -21,7 +21,7 @@ func newHarness(t *testing.T) forgetest.Harness {
 	srv := forgejotest.NewServer(t)
 	f, err := forgejo.New(forgejo.Options{
 		BaseURL: srv.URL(), Token: forgejotest.BotToken, Username: forgejotest.Bot,
-		MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Timeout: 10 * time.Second,
+		Retry: forges.RetryPolicy{MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, AttemptTimeout: 10 * time.Second, Budget: 2 * time.Second},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -8,9 +8,11 @@
 package forgejo
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -31,16 +33,11 @@ type Options struct {
 	// checks only the token; empty means "oauth2".
 	Username string
 	// HTTPClient is the client requests go through (its Transport is wrapped
-	// with retries); nil means a new client over http.DefaultTransport.
+	// with Retry); nil means a new client over http.DefaultTransport.
 	HTTPClient *http.Client
-	// Timeout bounds each attempt of each request (default 30s); the caller's
-	// context bounds the whole call, retries included.
-	Timeout time.Duration
-	// Attempts is how often a transient failure is tried in all (default 4).
-	Attempts int
-	// MinBackoff and MaxBackoff bound the jittered exponential back-off between
-	// attempts (defaults 500ms and 30s). MaxBackoff also caps Retry-After.
-	MinBackoff, MaxBackoff time.Duration
+	// Retry is the retry policy of every call (zero fields take the
+	// defaults); the caller's context bounds the whole call too.
+	Retry forges.RetryPolicy
 	// ServerVersion is the Gitea API version the SDK assumes, so that it never
 	// asks /version on its own (that call cannot take a context). Default
 	// "1.21.0", the API of Forgejo 7; Forgejo's own version numbers (7.x) must
@@ -70,18 +67,6 @@ func New(opts Options) (*Forge, error) {
 	if opts.Token == "" {
 		return nil, errors.New("forgejo: Token is required")
 	}
-	if opts.Timeout <= 0 {
-		opts.Timeout = 30 * time.Second
-	}
-	if opts.Attempts <= 0 {
-		opts.Attempts = 4
-	}
-	if opts.MinBackoff <= 0 {
-		opts.MinBackoff = 500 * time.Millisecond
-	}
-	if opts.MaxBackoff <= 0 {
-		opts.MaxBackoff = 30 * time.Second
-	}
 	if opts.ServerVersion == "" {
 		opts.ServerVersion = "1.21.0"
 	}
@@ -97,7 +82,9 @@ func New(opts Options) (*Forge, error) {
 			base = c.Transport
 		}
 	}
-	hc.Transport = &retryTransport{base: base, attempts: opts.Attempts, minBackoff: opts.MinBackoff, maxBackoff: opts.MaxBackoff, timeout: opts.Timeout}
+	retry := opts.Retry
+	retry.Final = missing
+	hc.Transport = retry.Transport(base)
 	f := &Forge{
 		baseURL:  strings.TrimSuffix(opts.BaseURL, "/"),
 		token:    opts.Token,
@@ -124,22 +111,35 @@ func (f *Forge) api(ctx context.Context) (*gitea.Client, error) {
 	)
 }
 
-// apiErr makes an SDK error say what it means: 404, and Forgejo's 500
-// "... does not exist", wrap forges.ErrNotFound.
+// apiErr makes an SDK error say what it means (forges.Classify), Forgejo's
+// 500 "... does not exist" being a forges.ErrNotFound.
 func apiErr(resp *gitea.Response, err error) error {
 	if err == nil {
 		return nil
 	}
-	if resp != nil && resp.Response != nil {
-		switch {
-		case resp.StatusCode == http.StatusNotFound,
-			resp.StatusCode == http.StatusInternalServerError && strings.Contains(err.Error(), "does not exist"):
-			return fmt.Errorf("%w: %s", forges.ErrNotFound, oneLine(err.Error()))
-		case resp.StatusCode >= 400:
-			return fmt.Errorf("HTTP %d: %s", resp.StatusCode, oneLine(err.Error()))
-		}
+	if resp == nil || resp.Response == nil {
+		return err
 	}
-	return err
+	if resp.StatusCode == http.StatusInternalServerError && strings.Contains(err.Error(), "does not exist") {
+		return fmt.Errorf("%w: %s", forges.ErrNotFound, oneLine(err.Error()))
+	}
+	if resp.StatusCode >= 400 {
+		err = fmt.Errorf("HTTP %d: %s", resp.StatusCode, oneLine(err.Error()))
+	}
+	return forges.Classify(resp.Response, err)
+}
+
+// missing tells Forgejo's 500 answers that mean "does not exist" (a missing
+// issue's comments, a missing branch): final, not to be retried. It peeks at
+// the body and leaves it readable.
+func missing(resp *http.Response) bool {
+	if resp.StatusCode != http.StatusInternalServerError {
+		return false
+	}
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(data))
+	return bytes.Contains(data, []byte("does not exist"))
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

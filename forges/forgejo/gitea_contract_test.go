@@ -48,7 +48,7 @@ func newGiteaHarness(t *testing.T, in *giteatest.Instance) *giteaHarness {
 	h := &giteaHarness{in: in, repo: repo, faults: in.NewFaults(t), heads: map[int64]string{}, files: map[string]bool{}}
 	f, err := forgejo.New(forgejo.Options{
 		BaseURL: h.faults.URL(), Token: in.Bot.Token, Username: in.Bot.Login,
-		MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Timeout: 10 * time.Second,
+		Retry: forges.RetryPolicy{MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, AttemptTimeout: 10 * time.Second, Budget: 30 * time.Second},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -20,7 +20,7 @@ func TestInspectRealGitea(t *testing.T) {
 	in := giteatest.FromEnv(t)
 	repo := in.NewRepo(t, in.User.Login)
 	repo.SetPermission(t, in.Bot.Login, forges.PermissionAdmin)
-	f, err := forgejo.New(forgejo.Options{BaseURL: in.URL, Token: in.Bot.Token, Timeout: 10 * time.Second})
+	f, err := forgejo.New(forgejo.Options{BaseURL: in.URL, Token: in.Bot.Token, Retry: forges.RetryPolicy{AttemptTimeout: 10 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}

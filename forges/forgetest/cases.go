@@ -514,7 +514,7 @@ func testBranchExists(t *testing.T, h Harness) {
 func testRetryTransient(t *testing.T, h Harness) {
 	ctx, f, p := ctxFor(t), h.Forge(), h.Project()
 	n := h.SeedIssue(t, forges.Issue{Number: 1, Title: "retry me", Author: "alice"})
-	for _, tc := range []struct{ status, n int }{{503, 2}, {502, 1}, {500, 1}, {429, 1}} {
+	for _, tc := range []struct{ status, n int }{{503, 2}, {502, 1}, {500, 1}, {504, 1}, {429, 1}, {408, 1}, {425, 1}} {
 		h.FailNext(t, tc.status, tc.n)
 		got, err := f.Issue(ctx, p, n)
 		if err != nil {
@@ -531,18 +531,47 @@ func testRetryTransient(t *testing.T, h Harness) {
 	}
 }
 
+// testRefusalsAreFinal: a refusal is answered at once, not retried (the one
+// failure FailNext sets would be gone on a second attempt), and says what it
+// is, so the engine can word it for a person.
+func testRefusalsAreFinal(t *testing.T, h Harness) {
+	ctx, f, p := ctxFor(t), h.Forge(), h.Project()
+	n := h.SeedIssue(t, forges.Issue{Number: 1, Title: "t", Author: "alice"})
+	for _, tc := range []struct {
+		status int
+		want   error
+	}{
+		{401, forges.ErrUnauthorized},
+		{403, forges.ErrForbidden},
+		{409, forges.ErrConflict},
+		{422, forges.ErrInvalid},
+	} {
+		h.FailNext(t, tc.status, 1)
+		_, err := f.Issue(ctx, p, n)
+		if !errors.Is(err, tc.want) {
+			t.Errorf("Issue answered %d = %v, want an error wrapping %q, not retried", tc.status, err, tc.want)
+		}
+		if !forges.Refused(err) {
+			t.Errorf("Refused(%v) = false", err)
+		}
+	}
+}
+
 func testPersistentServerError(t *testing.T, h Harness) {
 	f, p := h.Forge(), h.Project()
 	n := h.SeedIssue(t, forges.Issue{Number: 1, Title: "t", Author: "alice"})
-	h.FailNext(t, 503, 1000)
+	h.FailNext(t, 503, 100000) // more than any budget or the deadline lets it try
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	_, err := f.Issue(ctx, p, n)
 	if err == nil {
 		t.Fatal("Issue succeeded while every answer is 503")
 	}
-	if errors.Is(err, forges.ErrNotFound) {
-		t.Errorf("Issue error = %v, must not wrap ErrNotFound for a 503", err)
+	if errors.Is(err, forges.ErrNotFound) || forges.Refused(err) {
+		t.Errorf("Issue error = %v, must not wrap ErrNotFound or a refusal for a 503", err)
+	}
+	if !errors.Is(err, forges.ErrUnavailable) && !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Issue error = %v, want ErrUnavailable (or the deadline)", err)
 	}
 }
 

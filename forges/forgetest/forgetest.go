@@ -11,7 +11,7 @@
 //			srv := forgejotest.NewServer(t) // stateful fake Forgejo API, closed by t.Cleanup
 //			f, err := forgejo.New(forgejo.Options{
 //				BaseURL: srv.URL(), Token: forgejotest.BotToken,
-//				MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, // fast retry tests
+//				Retry: forges.RetryPolicy{MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond}, // fast retries
 //			})
 //			if err != nil {
 //				t.Fatal(err)
@@ -180,6 +180,7 @@ var cases = []testCase{
 	{"ReviewComments", testReviewComments},
 	{"BranchExists", testBranchExists},
 	{"RetryTransient", testRetryTransient},
+	{"RefusalsAreFinal", testRefusalsAreFinal},
 	{"PersistentServerError", testPersistentServerError},
 	{"ContextDeadline", testContextDeadline},
 	{"EnsureComment", testEnsureComment},

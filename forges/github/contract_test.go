@@ -21,11 +21,9 @@ func TestContract(t *testing.T) {
 func newTestForge(t testing.TB, srv *fakeGitHub) *Forge {
 	t.Helper()
 	f, err := New(Options{
-		BaseURL:          srv.baseURL(),
-		Token:            srv.token,
-		Timeout:          10 * time.Second,
-		RetryDelay:       time.Millisecond,
-		MaxRateLimitWait: 5 * time.Second,
+		BaseURL: srv.baseURL(),
+		Token:   srv.token,
+		Retry:   forges.RetryPolicy{AttemptTimeout: 10 * time.Second, MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Budget: 2 * time.Second},
 	})
 	if err != nil {
 		t.Fatal(err)

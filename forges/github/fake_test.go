@@ -172,12 +172,8 @@ func (f *fakeGitHub) fail(w http.ResponseWriter, status int) {
 	case http.StatusTooManyRequests: // secondary rate limit
 		w.Header().Set("Retry-After", "1")
 		msg = "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."
-	case http.StatusForbidden: // primary rate limit
-		w.Header().Set("X-RateLimit-Limit", "5000")
-		w.Header().Set("X-RateLimit-Remaining", "0")
-		w.Header().Set("X-RateLimit-Used", "5000")
-		w.Header().Set("X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(time.Second).Unix(), 10))
-		msg = "API rate limit exceeded for user ID 1."
+	case http.StatusForbidden: // a permission refusal (rate limits: see TestRateLimitAnswers)
+		msg = "Resource not accessible by personal access token"
 	}
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]any{

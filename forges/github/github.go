@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"strings"
 	"sync"
-	"time"
 
 	gh "github.com/google/go-github/v93/github"
 
@@ -27,19 +26,12 @@ type Options struct {
 	BaseURL string
 	// Token is a personal access token, or an installation token of a GitHub App.
 	Token string
-	// HTTPClient carries the requests; its Transport is wrapped with the
-	// retry policy. Nil uses a new client on http.DefaultTransport.
+	// HTTPClient carries the requests; its Transport is wrapped with Retry.
+	// Nil uses a new client on http.DefaultTransport.
 	HTTPClient *http.Client
-	// Timeout bounds each attempt of each request (default 30s).
-	Timeout time.Duration
-	// MaxRetries is how many times a 5xx, rate-limited or timed-out request is
-	// retried (default 4; negative for none).
-	MaxRetries int
-	// RetryDelay is the first 5xx back-off, doubled on each retry with jitter (default 500ms).
-	RetryDelay time.Duration
-	// MaxRateLimitWait is the longest rate-limit wait honoured before the
-	// error is returned instead (default 1 minute).
-	MaxRateLimitWait time.Duration
+	// Retry is the retry policy of every call (zero fields take the
+	// defaults): rate limits are waited out when they fit in its budget.
+	Retry forges.RetryPolicy
 	// PerPage is the page size of list calls (default 100, GitHub's maximum).
 	PerPage int
 }
@@ -67,23 +59,12 @@ func New(opts Options) (*Forge, error) {
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	rt := &retryTransport{
-		next:       next,
-		timeout:    orDefault(opts.Timeout, 30*time.Second),
-		maxRetries: orDefault(opts.MaxRetries, 4),
-		baseDelay:  orDefault(opts.RetryDelay, 500*time.Millisecond),
-		maxWait:    orDefault(opts.MaxRateLimitWait, time.Minute),
-		now:        time.Now,
-	}
-	if opts.MaxRetries < 0 {
-		rt.maxRetries = 0
-	}
-	hc.Transport = rt
+	hc.Transport = opts.Retry.Transport(next)
 
 	clientOpts := []gh.ClientOptionsFunc{
 		gh.WithHTTPClient(hc),
 		gh.WithUserAgent("alfred"),
-		// Rate limits are waited out by retryTransport, not refused up front.
+		// Rate limits are waited out by the retry policy, not refused up front.
 		gh.WithDisableRateLimitCheck(),
 	}
 	if opts.Token != "" {
@@ -208,19 +189,27 @@ func (f *Forge) GitCredentials() (username, password string) {
 	return "x-access-token", f.token
 }
 
-// isNotFound tells a 404 answer.
-func isNotFound(err error) bool {
+// answer is the HTTP answer an SDK error came with, nil for none.
+func answer(err error) *http.Response {
 	if er, ok := errors.AsType[*gh.ErrorResponse](err); ok {
-		return er.Response != nil && er.Response.StatusCode == http.StatusNotFound
+		return er.Response
 	}
-	return false
+	if er, ok := errors.AsType[*gh.RateLimitError](err); ok {
+		return er.Response
+	}
+	if er, ok := errors.AsType[*gh.AbuseRateLimitError](err); ok {
+		return er.Response
+	}
+	return nil
 }
 
-// wrap adds what was being done to err, and forges.ErrNotFound to a 404.
+// isNotFound tells a 404 answer.
+func isNotFound(err error) bool {
+	resp := answer(err)
+	return resp != nil && resp.StatusCode == http.StatusNotFound
+}
+
+// wrap adds what was being done to err, classified by its answer (forges.Classify).
 func wrap(err error, format string, args ...any) error {
-	msg := fmt.Sprintf(format, args...)
-	if isNotFound(err) {
-		return fmt.Errorf("%s: %w: %w", msg, forges.ErrNotFound, err)
-	}
-	return fmt.Errorf("%s: %w", msg, err)
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), forges.Classify(answer(err), err))
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -74,15 +75,17 @@ func TestRemoveLabelFromMissingIssue(t *testing.T) {
 }
 
 func TestPrimaryRateLimitWaitsForReset(t *testing.T) {
-	srv, f, p := testSetup(t)
-	(&harness{srv: srv}).SeedIssue(t, forges.Issue{Number: 1, Title: "t", Author: "alice"})
-	(&harness{srv: srv}).FailNext(t, http.StatusForbidden, 1) // X-RateLimit-Remaining: 0, reset in ~1s
-	before := srv.requestCount()
-	if _, err := f.Issue(t.Context(), p, 1); err != nil {
-		t.Fatalf("Issue after a primary rate limit: %v", err)
+	reset := strconv.FormatInt(time.Now().Add(time.Second).Unix(), 10)
+	srv, calls := rateLimited(t, http.StatusForbidden, map[string]string{"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": reset}, 1)
+	f, err := New(Options{BaseURL: srv.URL, Token: "t"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if n := srv.requestCount() - before; n != 2 {
-		t.Errorf("made %d requests, want 2 (one limited, one after the reset)", n)
+	if _, err := f.Me(t.Context()); err != nil {
+		t.Fatalf("Me after a primary rate limit: %v", err)
+	}
+	if *calls != 2 {
+		t.Errorf("made %d requests, want 2 (one limited, one after the reset)", *calls)
 	}
 }
 
@@ -117,16 +120,16 @@ func TestRateLimitAnswers(t *testing.T) {
 		{"403 secondary limit with Retry-After", 403, map[string]string{"Retry-After": "0"}, 2, false},
 		{"429 without headers backs off", 429, nil, 2, false},
 		{"403 without rate-limit headers is a refusal", 403, nil, 1, true},
-		{"reset beyond the longest wait", 403, map[string]string{
+		{"reset beyond the budget", 403, map[string]string{
 			"X-RateLimit-Remaining": "0",
 			"X-RateLimit-Reset":     "9999999999",
 		}, 1, true},
-		{"Retry-After beyond the longest wait", 429, map[string]string{"Retry-After": "3600"}, 1, true},
+		{"Retry-After beyond the budget", 429, map[string]string{"Retry-After": "3600"}, 1, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, calls := rateLimited(t, tc.status, tc.hdr, 1)
-			f, err := New(Options{BaseURL: srv.URL, Token: "t", RetryDelay: time.Millisecond, MaxRateLimitWait: 5 * time.Second})
+			f, err := New(Options{BaseURL: srv.URL, Token: "t", Retry: forges.RetryPolicy{MinBackoff: time.Millisecond, Budget: 5 * time.Second}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -143,7 +146,7 @@ func TestRateLimitAnswers(t *testing.T) {
 
 func TestRateLimitWaitHonoursContext(t *testing.T) {
 	srv, calls := rateLimited(t, 429, map[string]string{"Retry-After": "30"}, 1)
-	f, err := New(Options{BaseURL: srv.URL, Token: "t", MaxRateLimitWait: time.Minute})
+	f, err := New(Options{BaseURL: srv.URL, Token: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +163,7 @@ func TestRateLimitWaitHonoursContext(t *testing.T) {
 func TestAttemptTimeoutIsRetried(t *testing.T) {
 	srv := newFakeGitHub(t)
 	(&harness{srv: srv}).Hang(t, 1)
-	f, err := New(Options{BaseURL: srv.baseURL(), Token: srv.token, Timeout: 100 * time.Millisecond, RetryDelay: time.Millisecond})
+	f, err := New(Options{BaseURL: srv.baseURL(), Token: srv.token, Retry: forges.RetryPolicy{AttemptTimeout: 100 * time.Millisecond, MinBackoff: time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func newInspectFake(t *testing.T) *inspectFake {
 }
 
 func (x *inspectFake) forge(t *testing.T) *Forge {
-	f, err := New(Options{BaseURL: x.srv.URL + "/api/v3/", Token: x.token, RetryDelay: time.Millisecond})
+	f, err := New(Options{BaseURL: x.srv.URL + "/api/v3/", Token: x.token, Retry: forges.RetryPolicy{MinBackoff: time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,11 +24,9 @@ type harness struct {
 func newHarness(t testing.TB) *harness {
 	srv := gitlabtest.NewServer(t)
 	f, err := New(Options{
-		BaseURL:      srv.URL(),
-		Token:        srv.Token(),
-		Timeout:      10 * time.Second,
-		RetryWaitMin: time.Millisecond,
-		RetryWaitMax: 2 * time.Second, // a Retry-After: 1 is honoured
+		BaseURL: srv.URL(),
+		Token:   srv.Token(),
+		Retry:   forges.RetryPolicy{AttemptTimeout: 10 * time.Second, MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, Budget: 2 * time.Second},
 	})
 	if err != nil {
 		t.Fatalf("New: %v", err)

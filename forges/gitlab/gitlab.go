@@ -14,21 +14,15 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"time"
 
 	gl "gitlab.com/gitlab-org/api/client-go/v2"
 
 	"github.com/alchemic-studio/alfred/forges"
 )
 
-// Defaults for Options left zero.
 const (
-	DefaultBaseURL      = "https://gitlab.com"
-	DefaultTimeout      = 30 * time.Second
-	DefaultMaxRetries   = 4
-	DefaultRetryWaitMin = 500 * time.Millisecond
-	DefaultRetryWaitMax = 30 * time.Second
-	perPage             = 100
+	DefaultBaseURL = "https://gitlab.com"
+	perPage        = 100
 	// maxPages bounds every listing, so a server that keeps answering with a
 	// next page cannot loop us forever (100 000 items at perPage).
 	maxPages = 1000
@@ -42,18 +36,12 @@ type Options struct {
 	// Token is a personal, project or group access token of the bot account,
 	// with the api scope. It is also the password for git over HTTPS.
 	Token string
-	// HTTPClient replaces the default client; Timeout is then ignored.
+	// HTTPClient carries the requests; its Transport is wrapped with Retry.
+	// Nil uses a new client on http.DefaultTransport.
 	HTTPClient *http.Client
-	// Timeout bounds each HTTP attempt (DefaultTimeout when zero).
-	Timeout time.Duration
-	// MaxRetries bounds the retries of a request answered 429 or 5xx, or that
-	// failed before reaching the server (DefaultMaxRetries when zero, none
-	// when negative).
-	MaxRetries int
-	// RetryWaitMin and RetryWaitMax bound the wait between retries; a
-	// Retry-After or RateLimit-Reset longer than RetryWaitMax is cut to it.
-	RetryWaitMin time.Duration
-	RetryWaitMax time.Duration
+	// Retry is the retry policy of every call (zero fields take the
+	// defaults); the SDK's own retries are off.
+	Retry forges.RetryPolicy
 }
 
 // Forge talks to one GitLab instance. It is safe for concurrent use.
@@ -77,38 +65,16 @@ func New(o Options) (*Forge, error) {
 	if base == "" {
 		base = DefaultBaseURL
 	}
-	hc := o.HTTPClient
-	if hc == nil {
-		timeout := o.Timeout
-		if timeout <= 0 {
-			timeout = DefaultTimeout
-		}
-		hc = &http.Client{Timeout: timeout}
+	hc := &http.Client{}
+	if o.HTTPClient != nil {
+		c := *o.HTTPClient
+		hc = &c
 	}
-	retries := o.MaxRetries
-	switch {
-	case retries == 0:
-		retries = DefaultMaxRetries
-	case retries < 0:
-		retries = 0
-	}
-	waitMin, waitMax := o.RetryWaitMin, o.RetryWaitMax
-	if waitMin <= 0 {
-		waitMin = DefaultRetryWaitMin
-	}
-	if waitMax <= 0 {
-		waitMax = DefaultRetryWaitMax
-	}
-	if waitMax < waitMin {
-		waitMax = waitMin
-	}
+	hc.Transport = o.Retry.Transport(hc.Transport)
 	client, err := gl.NewClient(o.Token,
 		gl.WithBaseURL(base),
 		gl.WithHTTPClient(hc),
-		gl.WithCustomRetryMax(retries),
-		gl.WithCustomRetryWaitMinMax(waitMin, waitMax),
-		gl.WithCustomBackoff(backoff),
-		gl.WithOnlyIdempotentRetries(),
+		gl.WithoutRetries(), // one layer: hc's
 	)
 	if err != nil {
 		return nil, fmt.Errorf("gitlab: new client for %s: %w", base, err)
@@ -224,13 +190,17 @@ func (f *Forge) GitCredentials() (username, password string) { return "oauth2", 
 // pid is the project id the SDK escapes into the path: "group/sub/name".
 func pid(p forges.Project) string { return p.FullName() }
 
-// wrap adds what we were doing to an SDK error and marks 404 answers with
-// forges.ErrNotFound. SDK errors carry the method, URL and status, never the
-// token (it travels in a header).
+// wrap adds what we were doing to an SDK error and classifies it by its
+// answer (forges.Classify). SDK errors carry the method, URL and status,
+// never the token (it travels in a header).
 func wrap(err error, format string, args ...any) error {
 	what := fmt.Sprintf(format, args...)
-	if errors.Is(err, gl.ErrNotFound) {
+	if errors.Is(err, gl.ErrNotFound) { // the SDK's own 404, with no answer attached
 		return fmt.Errorf("gitlab: %s: %w", what, forges.ErrNotFound)
 	}
-	return fmt.Errorf("gitlab: %s: %w", what, err)
+	var resp *http.Response
+	if er, ok := errors.AsType[*gl.ErrorResponse](err); ok {
+		resp = er.Response
+	}
+	return fmt.Errorf("gitlab: %s: %w", what, forges.Classify(resp, err))
 }

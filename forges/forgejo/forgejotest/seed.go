@@ -149,6 +149,14 @@ func (s *Server) Hang(n int) {
 	s.hang += n
 }
 
+// ClearFaults forgets the failures and hangs FailNext and Hang set that no
+// request has taken yet.
+func (s *Server) ClearFaults() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fail, s.hang = nil, 0
+}
+
 // IssueState is a snapshot of an issue or pull request as stored.
 type IssueState struct {
 	Title, Body, State string

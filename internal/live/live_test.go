@@ -1,0 +1,172 @@
+package live
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+const secret = "sk-very-secret-123"
+
+// write writes each chunk to w.
+func write(t *testing.T, w io.Writer, chunks ...string) {
+	t.Helper()
+	for _, c := range chunks {
+		if n, err := w.Write([]byte(c)); n != len(c) || err != nil {
+			t.Fatalf("Write(%q) = %d, %v", c, n, err)
+		}
+	}
+}
+
+func TestLinesAreRedactedWhole(t *testing.T) {
+	tests := []struct {
+		name   string
+		chunks []string
+		want   []string
+	}{
+		{"one write", []string{"key=" + secret + "\n"}, []string{"key=[redacted]"}},
+		{"a secret split across writes", []string{"key=sk-very-", "secret-123 done\n"}, []string{"key=[redacted] done"}},
+		{"split byte by byte", strings.Split("a "+secret+" b\n", ""), []string{"a [redacted] b"}},
+		{"several lines in one write", []string{"one\ntwo " + secret + "\nthree\n"}, []string{"one", "two [redacted]", "three"}},
+		{"the partial last line waits", []string{"done\nsk-very-sec"}, []string{"done"}},
+		{"empty lines are lines", []string{"\n\nx\n"}, []string{"", "", "x"}},
+		{"CRLF and carriage returns", []string{"a\r\n10%\r50%\r100%\n"}, []string{"a", "100%"}},
+		{"a secret too short to hide stays", []string{"abc\n"}, []string{"abc"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := New([]string{secret, "abc"}, 0)
+			write(t, o.Stdout(), tt.chunks...)
+			if got := o.Read(0).Lines; !slices.Equal(got, tt.want) {
+				t.Errorf("lines %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestStdoutAndStderrKeepTheirOwnPartialLines(t *testing.T) {
+	o := New([]string{secret}, 0)
+	write(t, o.Stdout(), "out sk-very-")
+	write(t, o.Stderr(), "err line\n")
+	write(t, o.Stdout(), "secret-123\n")
+	if got, want := o.Read(0).Lines, []string{"err line", "out [redacted]"}; !slices.Equal(got, want) {
+		t.Errorf("lines %q, want %q", got, want)
+	}
+}
+
+func TestCloseKeepsPartialLinesAndEnds(t *testing.T) {
+	o := New([]string{secret}, 0)
+	write(t, o.Stdout(), "first\nlast "+secret)
+	o.Close(End{Status: "succeeded", Outcome: "succeeded"})
+	o.Close(End{Status: "failed"}) // changes nothing
+	write(t, o.Stdout(), "\nlate\n")
+
+	snap := o.Read(0)
+	if want := []string{"first", "last [redacted]"}; !slices.Equal(snap.Lines, want) {
+		t.Errorf("lines %q, want %q", snap.Lines, want)
+	}
+	if snap.End == nil || *snap.End != (End{Status: "succeeded", Outcome: "succeeded"}) {
+		t.Errorf("end %+v", snap.End)
+	}
+	if snap.Next != 2 {
+		t.Errorf("next %d, want 2", snap.Next)
+	}
+}
+
+func TestLongLinesAreCutWhereNoSecretIs(t *testing.T) {
+	// The secret sits across the place a naive cut at MaxLine would be,
+	// and arrives in two writes.
+	pad := strings.Repeat("x", MaxLine-5)
+	o := New([]string{secret}, 0)
+	write(t, o.Stdout(), pad+secret[:9])
+	write(t, o.Stdout(), secret[9:]+strings.Repeat("y", 100))
+	snap := o.Read(0)
+	if len(snap.Lines) == 0 {
+		t.Fatal("a line longer than MaxLine is held back whole")
+	}
+	o.Close(End{Status: "succeeded"})
+	all := strings.Join(o.Read(0).Lines, "")
+	if strings.Contains(all, "sk-very") || strings.Contains(all, "secret-123") || !strings.Contains(all, "[redacted]") {
+		t.Errorf("the cut shows part of the secret: %q", all[len(pad)-10:])
+	}
+	if want := pad + "[redacted]" + strings.Repeat("y", 100); all != want {
+		t.Errorf("joined pieces differ from the line, redacted (%d bytes, want %d)", len(all), len(want))
+	}
+}
+
+func TestTheTailIsKeptWithinTheBound(t *testing.T) {
+	const bound = 10 * (10 + lineOverhead)
+	o := New(nil, bound)
+	for i := range 100 {
+		write(t, o.Stdout(), fmt.Sprintf("line %04d\n", i)) // 9 bytes + overhead each
+	}
+	snap := o.Read(0)
+	if snap.Skipped == 0 || snap.Skipped+len(snap.Lines) != 100 || snap.Next != 100 {
+		t.Fatalf("skipped %d, kept %d, next %d", snap.Skipped, len(snap.Lines), snap.Next)
+	}
+	if got := snap.Lines[len(snap.Lines)-1]; got != "line 0099" {
+		t.Errorf("last line %q", got)
+	}
+	size := 0
+	for _, l := range snap.Lines {
+		size += len(l) + lineOverhead
+	}
+	if size > bound {
+		t.Errorf("keeps %d bytes, bound %d", size, bound)
+	}
+	if got := o.Read(95); got.Skipped != 0 || !slices.Equal(got.Lines, []string{"line 0095", "line 0096", "line 0097", "line 0098", "line 0099"}) {
+		t.Errorf("Read(95): %+v", got)
+	}
+	if got := o.Read(500); len(got.Lines) != 0 || got.Next != 100 {
+		t.Errorf("Read past the end: %+v", got)
+	}
+}
+
+// TestReadersFollowWithoutHoldingTheWriter: a reader that never reads does
+// not stop the writer; readers that follow get every line, in order, then
+// the end.
+func TestReadersFollowWithoutHoldingTheWriter(t *testing.T) {
+	o := New([]string{secret}, 0)
+	_ = o.Read(0) // a reader that never comes back
+
+	const readers, lines = 3, 500
+	var wg sync.WaitGroup
+	got := make([][]string, readers)
+	ends := make([]*End, readers)
+	for r := range readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			next := 0
+			for {
+				snap := o.Read(next)
+				if snap.Skipped != 0 {
+					t.Errorf("reader %d skipped %d lines", r, snap.Skipped)
+				}
+				got[r] = append(got[r], snap.Lines...)
+				next = snap.Next
+				if snap.End != nil {
+					ends[r] = snap.End
+					return
+				}
+				<-snap.Changed
+			}
+		}()
+	}
+	for i := range lines {
+		write(t, o.Stdout(), fmt.Sprintf("%d %s\n", i, secret))
+	}
+	o.Close(End{Status: "failed", Outcome: "failed: exit 1"})
+	wg.Wait()
+	for r := range readers {
+		if len(got[r]) != lines || got[r][0] != "0 [redacted]" || got[r][lines-1] != fmt.Sprintf("%d [redacted]", lines-1) {
+			t.Errorf("reader %d got %d lines (%q…)", r, len(got[r]), got[r][:min(2, len(got[r]))])
+		}
+		if ends[r] == nil || ends[r].Outcome != "failed: exit 1" {
+			t.Errorf("reader %d end %+v", r, ends[r])
+		}
+	}
+}
