@@ -52,12 +52,12 @@ func labelsSync(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	created, updated, err := forges.SyncLabels(ctx, f, p)
+	created, updated, err := forges.SyncLabels(ctx, f, p, bot.Labels())
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "%s: %d labels created, %d updated, %d already right\n", p.FullName(),
-		len(created), len(updated), len(forges.Catalogue())-len(created)-len(updated))
+		len(created), len(updated), len(bot.Labels())-len(created)-len(updated))
 	for _, l := range created {
 		fmt.Fprintf(stdout, "  created %s\n", l)
 	}
@@ -239,13 +239,30 @@ func settingsSet(ctx context.Context, args []string, stdout, stderr io.Writer, s
 	return err
 }
 
-// settingsList is `alfred settings list`.
-func settingsList(stdout io.Writer) error {
+// settingsList is `alfred settings list`: the catalogue, then the overrides
+// of the state branch (when there is one), flagging those the bot ignores.
+func settingsList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, rest, err := load("settings list", args, stderr, nil)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return errUsage("settings list takes no argument")
+	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tTYPE\tDEFAULT\tWHAT IT DOES")
+	fmt.Fprintln(tw, "KEY\tTYPE\tDEFAULT\tSCOPES\tWHAT IT DOES")
 	for _, k := range bot.SettingKeys() {
 		d := bot.Catalogue[k]
-		fmt.Fprintf(tw, "%s\t%s\t%q\t%s\n", d.Key, d.Type, d.Default, d.Help)
+		fmt.Fprintf(tw, "%s\t%s\t%q\t%s\t%s\n", d.Key, d.Type, d.Default, d.Scopes, d.Help)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	all, problems, found, err := storedOverrides(ctx, c)
+	if found {
+		if err := writeOverrides(stdout, all, problems); err != nil {
+			return err
+		}
+	}
+	return err
 }

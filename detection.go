@@ -43,7 +43,7 @@ func detectWith(c *config.Config, runner sandbox.Runner, adapters map[string]age
 func verifiedRanges(c *config.Config, adapters map[string]agents.Adapter) (map[string]string, error) {
 	var ids []string
 	for _, cli := range localCLIs(adapters) {
-		ids = append(ids, cli.ID())
+		ids = append(ids, cli.Descriptor().ID)
 	}
 	if err := c.CheckVerifiedRanges(ids); err != nil {
 		return nil, err
@@ -232,7 +232,8 @@ func newRefresher(c *config.Config, runner sandbox.Runner, adapters map[string]a
 		r.image = c.AgentImage
 	}
 	for _, cli := range localCLIs(adapters) {
-		r.ranges[cli.ID()] = cmp.Or(ranges[cli.ID()], cli.VerifiedRange())
+		d := cli.Descriptor()
+		r.ranges[d.ID] = cmp.Or(ranges[d.ID], d.VerifiedRange)
 	}
 	return r
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/bot"
 	"github.com/alchemic-studio/alfred/config"
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/sandbox"
@@ -96,6 +97,7 @@ type doctor struct {
 func (d *doctor) run(ctx context.Context) []checkLine {
 	out := d.checkConfig()
 	out = append(out, d.checkState(ctx))
+	out = append(out, d.checkSettings(ctx)...)
 	out = append(out, d.checkForge(ctx)...)
 	out = append(out, d.checkOAuth())
 	return append(out, d.checkSandbox(ctx)...)
@@ -258,7 +260,7 @@ func checkLabels(ctx context.Context, f forges.Forge, p forges.Project) checkLin
 		return failLine(name, err.Error(), "give the bot's account access to the project's labels")
 	}
 	var missing, differ []string
-	for _, want := range forges.Catalogue() {
+	for _, want := range bot.Labels() {
 		i := slices.IndexFunc(have, func(l forges.Label) bool { return l.Name == want.Name })
 		switch {
 		case i < 0:
@@ -268,7 +270,7 @@ func checkLabels(ctx context.Context, f forges.Forge, p forges.Project) checkLin
 		}
 	}
 	if len(missing)+len(differ) == 0 {
-		return okLine(name, fmt.Sprintf("the %d labels of the catalogue exist", len(forges.Catalogue())))
+		return okLine(name, fmt.Sprintf("the %d labels of the catalogue exist", len(bot.Labels())))
 	}
 	var parts []string
 	if len(missing) > 0 {

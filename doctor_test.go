@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/alchemic-studio/alfred/bot"
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/forges/forgejo"
 	"github.com/alchemic-studio/alfred/forges/forgejo/forgejotest"
@@ -103,7 +104,7 @@ func TestDoctorAgainstForgejo(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, _, err := forges.SyncLabels(context.Background(), f, forges.Project{Owner: forgejotest.Owner, Name: forgejotest.Repo}); err != nil {
+				if _, _, err := forges.SyncLabels(context.Background(), f, forges.Project{Owner: forgejotest.Owner, Name: forgejotest.Repo}, bot.Labels()); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -161,7 +162,7 @@ func TestDoctorAgainstGitLab(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, _, err := forges.SyncLabels(context.Background(), f, gl.Project()); err != nil {
+				if _, _, err := forges.SyncLabels(context.Background(), f, gl.Project(), bot.Labels()); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -13,6 +13,7 @@ require (
 	github.com/google/go-github/v93 v93.0.0
 	github.com/google/uuid v1.6.0
 	github.com/gorilla/mux v1.8.1
+	github.com/gorilla/securecookie v1.1.2
 	github.com/prometheus/client_golang v1.25.0
 	gitlab.com/gitlab-org/api/client-go/v2 v2.64.0
 	golang.org/x/oauth2 v0.38.0

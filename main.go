@@ -31,8 +31,10 @@ Usage:
   alfred settings get KEY -project OWNER/NAME the effective value of a per-project setting
   alfred settings set KEY VALUE (-org OWNER | -project OWNER/NAME)
   alfred settings unset KEY (-org OWNER | -project OWNER/NAME)
-  alfred settings list                        the per-project settings catalogue
-  alfred config reference                     the configuration reference (Markdown)
+  alfred settings list                        the per-project settings, and the overrides in the
+                                              state branch (flagging unknown or ill-typed ones)
+  alfred config reference                     the reference of the configuration and of the
+                                              per-project settings (Markdown)
   alfred version                              the version
 
 Every subcommand reads the flags of 'alfred serve' (forge, state, runner...), the
@@ -71,11 +73,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			"get":   func(a []string) error { return settingsGet(ctx, a, stdout, stderr) },
 			"set":   func(a []string) error { return settingsSet(ctx, a, stdout, stderr, true) },
 			"unset": func(a []string) error { return settingsSet(ctx, a, stdout, stderr, false) },
-			"list":  func([]string) error { return settingsList(stdout) },
+			"list":  func(a []string) error { return settingsList(ctx, a, stdout, stderr) },
 		})
 	case "config":
 		err = sub(rest, map[string]func([]string) error{
-			"reference": func([]string) error { return config.Reference(stdout) },
+			"reference": func([]string) error { return configReference(stdout) },
 		})
 	case "doctor":
 		err = doctorCmd(ctx, rest, stdout, stderr)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/bot"
 	"github.com/alchemic-studio/alfred/config"
 	"github.com/alchemic-studio/alfred/forges"
@@ -66,50 +67,62 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 			return err
 		}
 	}
-	r := mux.NewRouter()
-	pages, err := pageDeps(c, st, f, adapters, log)
+	r, det, follow, err := routes(ctx, c, st, f, adapters, hup, m, log)
 	if err != nil {
 		return err
-	}
-	var det *detector // agents are detected where runs happen: with a forge
-	if f != nil {
-		det = newDetector(st, c.AgentDetectInterval, m, log)
-		pages.Redetect = det.Request
-	}
-	go forwardRefresh(ctx, hup, det, log)
-	follow := followRuns(&pages)
-	views.Register(r, pages)
-	if c.MetricsListen == "" { // else on a server of its own: serveMetrics
-		r.Handle("/metrics", m.Handler(c.MetricsToken)).Methods(http.MethodGet)
 	}
 
 	var engine *bot.Engine
 	if f != nil {
-		// Runs wait for the first detection, so that an issue's first run
-		// (or one replayed from the journal) already knows if it may resume.
-		detected := make(chan struct{})
-		e, runner, err := newEngine(ctx, c, st, f, adapters, detected, m, log)
-		if err != nil {
+		if engine, err = startEngine(ctx, c, st, f, hooks, adapters, ranges, det, follow, r, m, log); err != nil {
 			return err
 		}
-		go det.run(ctx, detectWith(c, runner, adapters, ranges), detected)
-		if err := e.Start(ctx); err != nil {
-			return err
-		}
-		engine = e
-		follow.set(e)
-		r.Handle("/webhooks/"+c.ForgeName, m.Webhooks(c.ForgeName, forges.NewWebhookHandler(c.ForgeName, hooks, c.WebhookSecrets, e.Intake, log))).
-			Methods(http.MethodPost)
-		m.Gauge("alfred_runs_in_flight", "Runs launched and not ended (queued or running).", func() float64 { return float64(e.RunsInFlight()) })
-		m.EventsWaiting(e.Waiting)
-		countSandboxes(m, runner)
 	}
 
+	srv, msrv, served, err := listen(c, r, follow, m, log)
+	if err != nil {
+		return err
+	}
+	select {
+	case err := <-served:
+		return fmt.Errorf("http server: %w", err)
+	case <-ctx.Done():
+	}
+	return shutdown(c, srv, msrv, engine, log)
+}
+
+// startEngine builds and starts the engine, its first detection of the
+// agent CLIs (runs wait for it, so that an issue's first run, or one replayed
+// from the journal, already knows if it may resume), the webhook route and
+// the engine's gauges.
+func startEngine(ctx context.Context, c *config.Config, st *state.Store, f forges.Forge, hooks forges.Hooks, adapters map[string]agents.Adapter,
+	ranges map[string]string, det *detector, follow *liveRuns, r *mux.Router, m *metrics.Metrics, log *slog.Logger) (*bot.Engine, error) {
+	detected := make(chan struct{})
+	e, runner, err := newEngine(ctx, c, st, f, adapters, detected, m, log)
+	if err != nil {
+		return nil, err
+	}
+	go det.run(ctx, detectWith(c, runner, adapters, ranges), detected)
+	if err := e.Start(ctx); err != nil {
+		return nil, err
+	}
+	follow.set(e)
+	r.Handle("/webhooks/"+c.ForgeName, m.Webhooks(c.ForgeName, forges.NewWebhookHandler(c.ForgeName, hooks, c.WebhookSecrets, e.Intake, log))).
+		Methods(http.MethodPost)
+	m.Gauge("alfred_runs_in_flight", "Runs launched and not ended (queued or running).", func() float64 { return float64(e.RunsInFlight()) })
+	m.EventsWaiting(e.Waiting)
+	countSandboxes(m, runner)
+	return e, nil
+}
+
+// listen serves r on ALFRED_LISTEN (and /metrics on ALFRED_METRICS_LISTEN
+// when set); served receives the error of a server that stops on its own.
+func listen(c *config.Config, r *mux.Router, follow *liveRuns, m *metrics.Metrics, log *slog.Logger) (srv, msrv *http.Server, served chan error, err error) {
 	ln, err := net.Listen("tcp", c.Listen)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", c.Listen, err)
+		return nil, nil, nil, fmt.Errorf("listen on %s: %w", c.Listen, err)
 	}
-	srv := &http.Server{
+	srv = &http.Server{
 		Handler:           views.Recover(log, r),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
@@ -118,20 +131,19 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	follow.stopOn(srv)
-	served := make(chan error, 2)
+	served = make(chan error, 2)
 	go func() { served <- srv.Serve(ln) }()
-	msrv, err := serveMetrics(c, m, log, served)
-	if err != nil {
+	if msrv, err = serveMetrics(c, m, log, served); err != nil {
 		srv.Close()
-		return err
+		return nil, nil, nil, err
 	}
 	log.Info("serving", "addr", ln.Addr().String(), "version", version, "missing", c.Missing())
+	return srv, msrv, served, nil
+}
 
-	select {
-	case err := <-served:
-		return fmt.Errorf("http server: %w", err)
-	case <-ctx.Done():
-	}
+// shutdown lets requests in flight finish, then stops the engine (its runs
+// are resumed at the next start).
+func shutdown(c *config.Config, srv, msrv *http.Server, engine *bot.Engine, log *slog.Logger) error {
 	log.Info("shutting down", "timeout", c.ShutdownTimeout)
 	sctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
 	defer cancel()
@@ -146,4 +158,29 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// routes registers the pages and /metrics (unless it has an address of its
+// own) on a new router, with the detector of the agent CLIs behind the
+// agents screen's button and SIGHUP (none without a forge: no runs) and the
+// follower of live runs, which the engine joins once started.
+func routes(ctx context.Context, c *config.Config, st *state.Store, f forges.Forge, adapters map[string]agents.Adapter,
+	hup <-chan os.Signal, m *metrics.Metrics, log *slog.Logger) (*mux.Router, *detector, *liveRuns, error) {
+	r := mux.NewRouter()
+	pages, err := pageDeps(c, st, f, adapters, log)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var det *detector
+	if f != nil {
+		det = newDetector(st, c.AgentDetectInterval, m, log)
+		pages.Redetect = det.Request
+	}
+	go forwardRefresh(ctx, hup, det, log)
+	follow := followRuns(&pages)
+	views.Register(r, pages)
+	if c.MetricsListen == "" { // else on a server of its own: serveMetrics
+		r.Handle("/metrics", m.Handler(c.MetricsToken)).Methods(http.MethodGet)
+	}
+	return r, det, follow, nil
 }

@@ -153,12 +153,18 @@ func newEngine(ctx context.Context, c *config.Config, st *state.Store, f forges.
 		PublicURL: c.PublicURL, MaxParallelRuns: c.MaxParallelRuns, PollInterval: c.PollInterval,
 		ForgeCallBudget: c.ForgeCallBudget, EventBudget: c.ForgeEventBudget,
 		Secrets:  secrets(c),
-		Defaults: map[string]string{"AGENT_CREDENTIAL_MOUNTS": c.CredentialMounts},
+		Defaults: settingDefaults(c),
 		Detected: detected,
 		Metrics:  m,
 		Logger:   log,
 	})
 	return e, runner, err
+}
+
+// settingDefaults are the per-project settings' defaults the service
+// configuration replaces.
+func settingDefaults(c *config.Config) map[string]string {
+	return map[string]string{bot.AgentCredentialMounts.Key(): c.CredentialMounts}
 }
 
 // ready reports whether the state store can take writes.
@@ -193,10 +199,16 @@ func pageDeps(c *config.Config, st *state.Store, f forges.Forge, adapters map[st
 	var list []views.Agent
 	for _, id := range slices.Sorted(maps.Keys(adapters)) {
 		caps := adapters[id].Capabilities()
-		list = append(list, views.Agent{ID: id, Kind: string(caps.Kind), Resumable: caps.ResumableSessions, SessionStatePath: caps.SessionStatePath})
+		a := views.Agent{ID: id, Kind: string(caps.Kind), Resumable: caps.ResumableSessions, SessionStatePath: caps.SessionStatePath}
+		if m, ok := creds.Overlap(id, caps.SessionStatePath); ok {
+			a.Shadowed = "credential mount " + m.Container + " overlaps the session path " + caps.SessionStatePath
+		}
+		list = append(list, a)
 	}
-	d := views.Deps{Version: version, Config: c, Ready: ready(c.StateDir), Logger: log,
-		Records: st, Agents: list, Runner: c.Runner, Credentials: creds, Secrets: secrets(c)}
+	statuses := views.Statuses{Person: bot.StatusesWaiting(bot.WaitsPerson), Work: bot.StatusesWaiting(bot.WaitsWork), Done: bot.StatusesWaiting(bot.WaitsNobody)}
+	d := views.Deps{Version: version, Config: c, Ready: ready(c.StateDir), Logger: log, Statuses: statuses,
+		Records: st, Agents: list, Runner: c.Runner, Secrets: secrets(c),
+		Settings: projectSettings{store: st, defaults: settingDefaults(c)}}
 	if f != nil {
 		d.Access = newAccess(c, f)
 	}
@@ -211,6 +223,7 @@ func newAccess(c *config.Config, f forges.Forge) *views.Access {
 	a := &views.Access{Permission: f.Permission, Key: key[:], Admins: c.Admins, Public: func(p forges.Project) bool {
 		return slices.Contains(c.PublicProjects, "*") || slices.Contains(c.PublicProjects, p.FullName())
 	}}
+	a.Configure(c) // Secure cookies behind an https ALFRED_PUBLIC_URL; ALFRED_SESSION_KEYS
 	if c.OAuthClientID == "" {
 		return a
 	}

@@ -54,13 +54,14 @@ func (i Installation) Broken() bool { return i.Reason == ReasonBroken }
 func Detect(ctx context.Context, runner sandbox.Runner, base sandbox.Spec, clis []CLI, ranges map[string]string) []Installation {
 	out := make([]Installation, 0, len(clis))
 	for _, c := range clis {
-		out = append(out, detectOne(ctx, runner, base, c, ranges[c.ID()]))
+		d := c.Descriptor()
+		out = append(out, detectOne(ctx, runner, base, d, ranges[d.ID]))
 	}
 	return out
 }
 
-func detectOne(ctx context.Context, runner sandbox.Runner, base sandbox.Spec, c CLI, override string) Installation {
-	inst := Installation{AdapterID: c.ID(), Runner: runner.Name(), VerifiedRange: c.VerifiedRange()}
+func detectOne(ctx context.Context, runner sandbox.Runner, base sandbox.Spec, d Descriptor, override string) Installation {
+	inst := Installation{AdapterID: d.ID, Runner: runner.Name(), VerifiedRange: d.VerifiedRange}
 	if runner.Name() == "image" {
 		inst.Image = base.Image
 	}
@@ -68,8 +69,8 @@ func detectOne(ctx context.Context, runner sandbox.Runner, base sandbox.Spec, c 
 		inst.VerifiedRange = override
 	}
 	spec := base
-	spec.Argv = c.VersionArgv()
-	spec.Env = cliEnv(c, base.Env)
+	spec.Argv = d.versionArgv()
+	spec.Env = d.env(base.Env)
 	spec.Session = nil
 	spec.Stdin = nil
 	if spec.Timeout <= 0 {
@@ -92,14 +93,14 @@ func detectOne(ctx context.Context, runner sandbox.Runner, base sandbox.Spec, c 
 		inst.Reason = ReasonNotInstalled
 		return inst
 	}
-	v, err := c.ParseVersion(res.Stdout, res.Stderr)
+	v, err := d.ParseVersion(res.Stdout, res.Stderr)
 	if err != nil {
 		inst.Error = fmt.Sprintf("read version: %v", err)
 		inst.Reason = ReasonNotInstalled
 		return inst
 	}
 	inst.Version = v.String()
-	inst.ResumableSessions, inst.Reason = resumable(c, runner.Name(), v, inst.VerifiedRange)
+	inst.ResumableSessions, inst.Reason = resumable(d.Capabilities(), runner.Name(), v, inst.VerifiedRange)
 	return inst
 }
 
@@ -107,8 +108,8 @@ func detectOne(ctx context.Context, runner sandbox.Runner, base sandbox.Spec, c 
 const notFound = 127
 
 // resumable applies the rule: capability, image runner, version in range.
-func resumable(c CLI, runner string, v *semver.Version, rng string) (bool, string) {
-	if !c.Capabilities().ResumableSessions {
+func resumable(caps Capabilities, runner string, v *semver.Version, rng string) (bool, string) {
+	if !caps.ResumableSessions {
 		return false, "the adapter does not resume sessions"
 	}
 	if runner != "image" {

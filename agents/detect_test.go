@@ -24,8 +24,8 @@ func (r *versionRunner) Run(_ context.Context, spec sandbox.Spec) (*sandbox.Resu
 }
 
 func TestDetect(t *testing.T) {
-	resumable := stubCLI{caps: Capabilities{Kind: KindLocal, ResumableSessions: true, SessionStatePath: "/home/agent/.stub"}}
-	plain := stubCLI{caps: Capabilities{Kind: KindLocal}}
+	resumable := stubCLI{statePath: "/home/agent/.stub"}
+	plain := stubCLI{}
 	tests := []struct {
 		name      string
 		cli       CLI
@@ -67,7 +67,7 @@ func TestDetect(t *testing.T) {
 
 func TestDetectCommand(t *testing.T) {
 	var buf bytes.Buffer
-	cli := stubCLI{caps: Capabilities{Kind: KindLocal, ResumableSessions: true, SessionStatePath: "/home/agent/.stub"}}
+	cli := stubCLI{statePath: "/home/agent/.stub"}
 	if err := DetectCommand(context.Background(), &buf, &versionRunner{name: "image", out: "1.2.3"}, sandbox.Spec{}, []CLI{cli}, nil); err != nil {
 		t.Fatal(err)
 	}

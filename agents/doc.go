@@ -8,10 +8,13 @@
 // model, timeout, the base sandbox.Spec, the Runner, and an optional
 // SessionRef) and records the Result in an llm_session.
 //
-// A local CLI package implements CLI (argv per Mode, environment allowlist,
-// id chooser, output parser, failure classifier, version command and
-// verified range, session state path) and gets its Adapter from NewLocal,
-// which runs the shared flow (see Local.Run): no SessionRef means exactly the
+// A local CLI package declares one Descriptor (id, executable, verified
+// range, version command and parser, session state path, worktree files,
+// environment allowlist and fixed variables, whether the prompt goes to
+// stdin and whether the CLI takes a caller-chosen session id), which the
+// shared code reads, and implements CLI with only what differs per CLI: argv
+// per Mode, the output parser and the resume-failure classifier. It gets its
+// Adapter from NewLocal, which runs the shared flow (see Local.Run): no SessionRef means exactly the
 // run without the feature; a resume that fails for a reason the CLI's
 // classifier recognises is re-run once, fresh, under the same name, within
 // what is left of the timeout; the fallback is reported in the Result only.

@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"strings"
 	"time"
-
-	"github.com/Masterminds/semver/v3"
 
 	"github.com/alchemic-studio/alfred/sandbox"
 )
@@ -23,8 +20,8 @@ const (
 	// nothing that disables the CLI's own persistence either).
 	ModeNone Mode = "none"
 	// ModeFresh: start a new session, labelled with the session name where
-	// the CLI has a label, with the id from CLI.NewSessionID where the CLI
-	// accepts one.
+	// the CLI has a label, with a random id where the CLI accepts one
+	// (Descriptor.TakesSessionID).
 	ModeFresh Mode = "fresh"
 	// ModeResume: continue the session Invocation.SessionID.
 	ModeResume Mode = "resume"
@@ -33,15 +30,15 @@ const (
 // Invocation is everything a CLI needs to build one attempt's argv.
 type Invocation struct {
 	Mode     Mode
-	Prompt   string // identical in every mode; one argv element, verbatim, unless the CLI is a PromptReader
+	Prompt   string // identical in every mode; one argv element, verbatim, unless Descriptor.PromptOnStdin
 	Phase    Phase
 	Provider string
 	Model    string // empty: the CLI's default, add no model flag
 	Workdir  string // the sandbox working directory (Request.Sandbox.Workdir)
 	// SessionName is the session label (fresh and resume; empty in ModeNone).
 	SessionName string
-	// SessionID is, in ModeFresh, the id CLI.NewSessionID returned (empty
-	// when the CLI picks its own), and in ModeResume the native id to resume.
+	// SessionID is, in ModeFresh, a random UUID when Descriptor.TakesSessionID
+	// (empty when the CLI picks its own), and in ModeResume the native id to resume.
 	SessionID string
 }
 
@@ -63,6 +60,8 @@ type Output struct {
 // CLI is what a per-CLI package supplies; NewLocal turns it into an Adapter
 // that runs the shared local-agent flow. Methods must be pure functions of
 // their arguments (no I/O): the flow does all running through the Runner.
+// Everything the CLIs share is data in the Descriptor; the methods are only
+// what differs from one CLI to the next.
 //
 // To add a CLI, write a package agents/<name> with a type implementing CLI
 // (see agents/fake for a complete worked example, agents/claudecode and
@@ -86,36 +85,15 @@ type Output struct {
 //     Capabilities.WorktreeFiles (what the CLI writes there on its own) was
 //     really written.
 type CLI interface {
-	// ID is the adapter id (see Adapter.ID).
-	ID() string
-	// Capabilities must have Kind KindLocal. A resumable CLI's
-	// SessionStatePath is the narrowest folder under /home/agent that holds
-	// its sessions and no credentials.
-	Capabilities() Capabilities
-	// VerifiedRange is the semver constraint (Masterminds syntax, e.g.
-	// ">=2.1.101, <=2.1.332") of versions whose session behaviour was
-	// verified. Detection reports resumable_sessions only inside it.
-	VerifiedRange() string
-	// VersionArgv is the command that prints the version (e.g. claude --version).
-	VersionArgv() []string
-	// ParseVersion reads that command's output.
-	ParseVersion(stdout, stderr []byte) (*semver.Version, error)
+	// Descriptor is the CLI's declaration (see Descriptor). NewLocal reads
+	// it once and validates it.
+	Descriptor() Descriptor
 	// Argv builds the command for one attempt. The prompt must appear the
-	// same in every mode. Flags the CLI needs to run headless and
-	// non-interactively (output format, approvals, trust) are the same in
-	// every mode too; ModeFresh and ModeResume only add session flags.
+	// same in every mode (or not at all, with Descriptor.PromptOnStdin).
+	// Flags the CLI needs to run headless and non-interactively (output
+	// format, approvals, trust) are the same in every mode too; ModeFresh
+	// and ModeResume only add session flags.
 	Argv(inv Invocation) []string
-	// EnvAllowlist names the variables, beyond BaseEnv, that the CLI may
-	// receive from Request.Sandbox.Env (API keys, base URLs, provider
-	// settings). Anything else the engine offers is dropped.
-	EnvAllowlist() []string
-	// FixedEnv is set on top, whatever the engine offers (e.g. disabling
-	// auto-update). May return nil.
-	FixedEnv() map[string]string
-	// NewSessionID returns a fresh random id (a UUID) for ModeFresh when
-	// the CLI accepts an id chosen by the caller, or "" when it assigns its
-	// own. Never derived from the session name.
-	NewSessionID() string
 	// Parse reads a finished process (Outcome exited). It must not fail:
 	// unreadable output is Output{Succeeded: false, Text: <what it could get>}.
 	Parse(res *sandbox.Result) Output
@@ -126,16 +104,6 @@ type CLI interface {
 	// FallbackNone for anything ambiguous (auth, network, crash, unknown):
 	// an ambiguous failure keeps its outcome and is never retried fresh.
 	Classify(res *sandbox.Result) FallbackReason
-}
-
-// PromptReader is an optional interface of CLI. When PromptOnStdin returns
-// true, the flow feeds Invocation.Prompt to the process's standard input on
-// every attempt, and Argv must leave the prompt out (or pass the CLI's "read
-// the prompt from stdin" marker, like codex's "-"). Prefer it where the CLI
-// supports it: Linux limits one argv element to 128 KiB, and a prompt with the
-// full phase context can be longer.
-type PromptReader interface {
-	PromptOnStdin() bool
 }
 
 // BaseEnv names the variables every local CLI receives from
@@ -149,33 +117,32 @@ var BaseEnv = []string{
 // Local is the Adapter for a local CLI: it runs the shared flow.
 type Local struct {
 	cli  CLI
+	desc Descriptor
 	caps Capabilities
 	now  func() time.Time
 }
 
-// NewLocal checks the CLI's capabilities and returns its adapter.
+// NewLocal checks the CLI's descriptor (Descriptor.Validate) and returns its
+// adapter.
 func NewLocal(cli CLI) (*Local, error) {
-	caps := cli.Capabilities()
-	if caps.Kind != KindLocal {
-		return nil, fmt.Errorf("adapter %s: a CLI must have kind %q, not %q", cli.ID(), KindLocal, caps.Kind)
+	d := cli.Descriptor()
+	if err := d.Validate(); err != nil {
+		return nil, err
 	}
-	if err := caps.Validate(); err != nil {
-		return nil, fmt.Errorf("adapter %s: %w", cli.ID(), err)
-	}
-	if _, err := semver.NewConstraint(cli.VerifiedRange()); err != nil {
-		return nil, fmt.Errorf("adapter %s: verified range %q: %w", cli.ID(), cli.VerifiedRange(), err)
-	}
-	return &Local{cli: cli, caps: caps, now: time.Now}, nil
+	return &Local{cli: cli, desc: d, caps: d.Capabilities(), now: time.Now}, nil
 }
 
 // ID implements Adapter.
-func (l *Local) ID() string { return l.cli.ID() }
+func (l *Local) ID() string { return l.desc.ID }
 
 // Capabilities implements Adapter.
 func (l *Local) Capabilities() Capabilities { return l.caps }
 
 // CLI returns the CLI the adapter runs (for detection).
 func (l *Local) CLI() CLI { return l.cli }
+
+// Descriptor returns the CLI's descriptor, as read at construction.
+func (l *Local) Descriptor() Descriptor { return l.desc }
 
 // Run implements Adapter with the shared flow:
 //
@@ -237,7 +204,7 @@ func (l *Local) Run(ctx context.Context, req Request) (*Result, error) {
 	fresh := func() (Attempt, Output, error) {
 		f := inv
 		f.Mode = ModeFresh
-		f.SessionID = l.cli.NewSessionID()
+		f.SessionID = l.desc.NewSessionID()
 		return run(f)
 	}
 
@@ -288,10 +255,10 @@ func (l *Local) Run(ctx context.Context, req Request) (*Result, error) {
 func (l *Local) attempt(ctx context.Context, req Request, inv Invocation, timeout time.Duration) (Attempt, Output, error) {
 	spec := req.Sandbox
 	spec.Argv = l.cli.Argv(inv)
-	spec.Env = l.env(req.Sandbox.Env)
+	spec.Env = l.desc.env(req.Sandbox.Env)
 	spec.Timeout = timeout
 	spec.Stdin = nil
-	if pr, ok := l.cli.(PromptReader); ok && pr.PromptOnStdin() {
+	if l.desc.PromptOnStdin {
 		spec.Stdin = strings.NewReader(inv.Prompt)
 	}
 	spec.Session = nil
@@ -337,21 +304,5 @@ func (l *Local) result(attempts []Attempt, out Output, start time.Time) *Result 
 	}
 }
 
-// env keeps BaseEnv and the CLI's allowlist from offered, then sets FixedEnv.
-func (l *Local) env(offered map[string]string) map[string]string { return cliEnv(l.cli, offered) }
-
-func cliEnv(cli CLI, offered map[string]string) map[string]string {
-	env := make(map[string]string)
-	for _, names := range [][]string{BaseEnv, cli.EnvAllowlist()} {
-		for _, k := range names {
-			if v, ok := offered[k]; ok {
-				env[k] = v
-			}
-		}
-	}
-	maps.Copy(env, cli.FixedEnv())
-	return env
-}
-
-// ErrNoVersion is returned by ParseVersion implementations that found no version.
+// ErrNoVersion is returned by version parsers that found no version.
 var ErrNoVersion = errors.New("no version in output")

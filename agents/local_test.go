@@ -10,22 +10,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Masterminds/semver/v3"
-
 	"github.com/alchemic-studio/alfred/sandbox"
 )
 
 // stubCLI prints {"id":..,"ok":..} and classifies stderr "missing" as state_missing.
-type stubCLI struct{ caps Capabilities }
+type stubCLI struct{ statePath string }
 
-func (stubCLI) ID() string                                        { return "stub" }
-func (c stubCLI) Capabilities() Capabilities                      { return c.caps }
-func (stubCLI) VerifiedRange() string                             { return ">=1.0.0" }
-func (stubCLI) VersionArgv() []string                             { return []string{"stub", "--version"} }
-func (stubCLI) EnvAllowlist() []string                            { return []string{"STUB_KEY"} }
-func (stubCLI) FixedEnv() map[string]string                       { return map[string]string{"STUB_FIXED": "1"} }
-func (stubCLI) NewSessionID() string                              { return "new-id" }
-func (stubCLI) ParseVersion(o, _ []byte) (*semver.Version, error) { return FindVersion(o) }
+func (c stubCLI) Descriptor() Descriptor {
+	return Descriptor{
+		ID: "stub", Executable: "stub", SessionStatePath: c.statePath, VerifiedRange: ">=1.0.0",
+		EnvAllowlist: []string{"STUB_KEY"}, FixedEnv: map[string]string{"STUB_FIXED": "1"}, TakesSessionID: true,
+	}
+}
 func (stubCLI) Argv(inv Invocation) []string {
 	return []string{"stub", string(inv.Mode), inv.SessionID, inv.SessionName, inv.Prompt}
 }
@@ -78,7 +74,7 @@ func (r *scriptRunner) Run(_ context.Context, spec sandbox.Spec) (*sandbox.Resul
 
 func newStub(t *testing.T, clock *time.Time) *Local {
 	t.Helper()
-	l, err := NewLocal(stubCLI{caps: Capabilities{Kind: KindLocal, ResumableSessions: true, SessionStatePath: "/home/agent/.stub"}})
+	l, err := NewLocal(stubCLI{statePath: "/home/agent/.stub"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +113,7 @@ func TestCapabilitiesValidate(t *testing.T) {
 }
 
 func TestNewLocalRefusesResumableOutsideHome(t *testing.T) {
-	_, err := NewLocal(stubCLI{caps: Capabilities{Kind: KindLocal, ResumableSessions: true, SessionStatePath: "/root/.stub"}})
+	_, err := NewLocal(stubCLI{statePath: "/root/.stub"})
 	if err == nil || !strings.Contains(err.Error(), "/home/agent") {
 		t.Fatalf("NewLocal error = %v, want one naming /home/agent", err)
 	}
@@ -293,7 +289,7 @@ func TestRunRejects(t *testing.T) {
 	if _, err := l.Run(context.Background(), Request{Prompt: "p", Runner: &scriptRunner{}, Session: &SessionRef{}}); err == nil {
 		t.Error("session without a name: no error")
 	}
-	nr, err := NewLocal(stubCLI{caps: Capabilities{Kind: KindLocal}})
+	nr, err := NewLocal(stubCLI{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,13 +326,18 @@ func TestStripANSI(t *testing.T) {
 // stdinStub reads its prompt from stdin.
 type stdinStub struct{ stubCLI }
 
-func (stdinStub) PromptOnStdin() bool { return true }
+func (s stdinStub) Descriptor() Descriptor {
+	d := s.stubCLI.Descriptor()
+	d.PromptOnStdin = true
+	return d
+}
+
 func (stdinStub) Argv(inv Invocation) []string {
 	return []string{"stub", string(inv.Mode), inv.SessionID}
 }
 
 func TestPromptOnStdinInEveryAttempt(t *testing.T) {
-	l, err := NewLocal(stdinStub{stubCLI{caps: Capabilities{Kind: KindLocal, ResumableSessions: true, SessionStatePath: "/home/agent/.stub"}}})
+	l, err := NewLocal(stdinStub{stubCLI{statePath: "/home/agent/.stub"}})
 	if err != nil {
 		t.Fatal(err)
 	}

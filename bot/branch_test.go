@@ -9,7 +9,7 @@ func TestBranchName(t *testing.T) {
 		title  string
 		want   string
 	}{
-		// The example of DESIGN.md section 3.
+		// The example of docs/design.md section 3.
 		{"agent/", 7, "Add a name on ai client and resume from it #6 #7", "agent/issue-7-add-a-name-on-ai-client-and-resume-from"},
 		{"agent/", 1, "  Fix: crash -- on   start!! ", "agent/issue-1-fix-crash-on-start"},
 		{"", 12, "Ünïcode títle ☃ ok", "issue-12-n-code-t-tle-ok"},

@@ -296,10 +296,10 @@ func TestOldEventsArePruned(t *testing.T) {
 	if len(paths) != 1 || paths[0] != eventPath(recent, "recent") {
 		t.Fatalf("event records after the start: %q", paths)
 	}
-	e.seenMu.Lock()
-	_, keptRecent := e.seen["recent"]
-	_, keptOld := e.seen["old"]
-	e.seenMu.Unlock()
+	e.events.seenMu.Lock()
+	_, keptRecent := e.events.seen["recent"]
+	_, keptOld := e.events.seen["old"]
+	e.events.seenMu.Unlock()
 	if !keptRecent || keptOld {
 		t.Errorf("redelivery filter: recent %v, old %v", keptRecent, keptOld)
 	}

@@ -47,7 +47,12 @@ func textPlanValidated(by string) string {
 }
 
 func textStatusRestored(s Status) string {
-	return fmt.Sprintf("The status label `%s` is managed by me: I restored it. Use the command labels to steer my work.", s.Label())
+	var b strings.Builder
+	fmt.Fprintf(&b, "The status label `%s` is managed by me: I restored it. Use the command labels to steer my work:\n", s.Label())
+	for _, d := range commandDefs {
+		fmt.Fprintf(&b, "\n- `%s`: %s", d.Command.Label(), strings.ToLower(d.Description[:1])+d.Description[1:])
+	}
+	return b.String()
 }
 
 func textRetry(phase string) string {
@@ -104,6 +109,9 @@ func textSession(rows []SessionRow, quarantined []state.QuarantinedEvent) string
 		fmt.Fprintf(&b, "> Alfred could not process the event %s: %s; add `%s` to try again.\n\n", eventLabel(q), clip(q.Error, 400), CommandRetry.Label())
 	}
 	b.WriteString("**Alfred's runs on this issue**\n\n")
+	if len(rows) > 0 && rows[0].URL != "" { // {PublicURL}/runs/{id} gives {PublicURL}/mailboxes/{id}
+		fmt.Fprintf(&b, "[All runs, tokens and cost](%s/mailboxes/%s)\n\n", strings.TrimSuffix(rows[0].URL, "/runs/"+rows[0].Run.ID), rows[0].Run.MailboxID)
+	}
 	b.WriteString("| run | phase | outcome | session | tokens | cost |\n|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		outcome := string(r.Run.Status)

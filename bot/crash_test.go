@@ -33,7 +33,11 @@ func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) != "" {
 		os.Exit(botChild())
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if code == 0 {
+		code = checkEveryStepWalked()
+	}
+	os.Exit(code)
 }
 
 // botChild serves webhooks on ALFRED_CHILD_LISTEN for the Forgejo at
@@ -99,7 +103,7 @@ func TestKilledMidRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := forges.SyncLabels(context.Background(), forge, forges.Project{Forge: "forgejo", Owner: forgejotest.Owner, Name: forgejotest.Repo}); err != nil {
+	if _, _, err := forges.SyncLabels(context.Background(), forge, forges.Project{Forge: "forgejo", Owner: forgejotest.Owner, Name: forgejotest.Repo}, Labels()); err != nil {
 		t.Fatal(err)
 	}
 	data := t.TempDir()

@@ -89,32 +89,21 @@ type Engine struct {
 	now      func() time.Time
 	me       string
 
-	inbox   *inbox
-	journal *journal
-	slots   chan struct{} // run concurrency
-	runsWG  sync.WaitGroup
-	runsMu  sync.Mutex
-	running map[string]*liveRun // by run id: the runs launched and not yet ended
-	cancel  context.CancelFunc
-	ctx     context.Context
+	inbox  *inbox   // the mailbox workers: one at a time per mailbox
+	events intake   // the journal, the redelivery filter, the event records
+	runs   registry // the runs launched and not ended
+	cancel context.CancelFunc
+	ctx    context.Context
 	// detectBy is when runs stop waiting for the first detection.
 	detectBy time.Time
 
 	closeOnce sync.Once
 
-	finMu     sync.Mutex
-	finished  []finished    // handled events waiting for their record
-	flushing  []finished    // the batch being written
-	flushNow  chan struct{} // a full batch
-	stopFlush chan struct{}
-	flushed   chan struct{} // flushLoop is done
-
-	seenMu sync.Mutex
-	seen   map[string]time.Time // delivery ids recorded, with when they came
-
 	// beforeEvent, set by tests, runs at the start of each event's handling
 	// (to inject a panic).
 	beforeEvent func(*forges.Event)
+	// stepped, set by tests, learns each transition taken (table.go).
+	stepped func(Step)
 }
 
 // New checks the configuration and builds an engine. Call Start to run it.
@@ -160,12 +149,11 @@ func New(cfg Config) (*Engine, error) {
 		cfg:      cfg,
 		forge:    cfg.Forge,
 		store:    cfg.Store,
-		settings: Settings{Overrides: StoreOverrides{cfg.Store}, Defaults: cfg.Defaults},
+		settings: engineSettings(cfg),
 		log:      cfg.Logger,
 		now:      cfg.Now,
-		slots:    make(chan struct{}, cfg.MaxParallelRuns),
-		running:  map[string]*liveRun{},
-		seen:     map[string]time.Time{},
+		events:   intake{seen: map[string]time.Time{}},
+		runs:     registry{slots: make(chan struct{}, cfg.MaxParallelRuns), running: map[string]*liveRun{}},
 	}, nil
 }
 
@@ -182,10 +170,10 @@ func (e *Engine) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}
-	e.journal = j
+	e.events.journal = j
 	e.ctx, e.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	e.inbox = newInbox(e.ctx, e.handle)
-	e.flushNow, e.stopFlush, e.flushed = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+	e.events.flushNow, e.events.stopFlush, e.events.flushed = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
 	go e.flushLoop()
 	e.recoverEvents(journaled)
 	if err := e.pruneEvents(ctx); err != nil {
@@ -195,7 +183,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		return err
 	}
 	if e.cfg.PollInterval > 0 {
-		e.runsWG.Add(1)
+		e.runs.wg.Add(1)
 		go e.pollLoop()
 	}
 	e.log.Info("engine started", "bot", e.me, "forge", e.cfg.ForgeName, "runner", e.cfg.Runner.Name())
@@ -214,19 +202,19 @@ func (e *Engine) Close() {
 func (e *Engine) close() {
 	e.cancel()
 	e.inbox.close()
-	e.runsWG.Wait()
-	close(e.stopFlush)
-	<-e.flushed
-	if err := e.journal.close(); err != nil {
+	e.runs.wg.Wait()
+	close(e.events.stopFlush)
+	<-e.events.flushed
+	if err := e.events.journal.close(); err != nil {
 		e.log.Warn("close the event journal", "err", err)
 	}
 }
 
 // RunsInFlight is the number of runs launched and not ended.
 func (e *Engine) RunsInFlight() int {
-	e.runsMu.Lock()
-	defer e.runsMu.Unlock()
-	return len(e.running)
+	e.runs.mu.Lock()
+	defer e.runs.mu.Unlock()
+	return len(e.runs.running)
 }
 
 // Me is the bot's login, known after Start.

@@ -161,6 +161,7 @@ func newHarness(t *testing.T, opts ...func(*setup)) *harness {
 	if err := h.engine.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	h.engine.stepped = walked.add
 	t.Cleanup(h.engine.Close)
 	return h
 }

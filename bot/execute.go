@@ -27,7 +27,7 @@ import (
 func (e *Engine) startRun(ctx context.Context, mb *state.Mailbox, phase agents.Phase, trigger, input string) error {
 	sc := scopeOf(mb)
 	if mb.BranchName == "" && mb.Kind == state.KindIssue {
-		mb.BranchName = BranchName(e.settings.String(sc, "BRANCH_PREFIX"), mb.IID, mb.Title)
+		mb.BranchName = BranchName(BranchPrefix.Get(e.settings, sc), mb.IID, mb.Title)
 	}
 	run := state.Run{
 		ID:        uuid.NewString(),
@@ -35,9 +35,9 @@ func (e *Engine) startRun(ctx context.Context, mb *state.Mailbox, phase agents.P
 		Phase:     string(phase),
 		Trigger:   trigger,
 		Runner:    e.cfg.Runner.Name(),
-		AdapterID: e.settings.String(sc, "AGENT_ADAPTER"),
-		Provider:  e.settings.String(sc, "AGENT_PROVIDER"),
-		Model:     e.settings.String(sc, "AGENT_MODEL"),
+		AdapterID: AgentAdapter.Get(e.settings, sc),
+		Provider:  AgentProvider.Get(e.settings, sc),
+		Model:     AgentModel.Get(e.settings, sc),
 		Status:    state.RunQueued,
 		Input:     input,
 		CreatedAt: e.now(),
@@ -76,22 +76,22 @@ type liveRun struct {
 func (e *Engine) launch(mailboxID, runID string) {
 	ctx, cancel := context.WithCancelCause(e.ctx)
 	live := &liveRun{cancel: cancel, done: make(chan struct{}), out: e.newLiveOutput()}
-	e.runsMu.Lock()
-	e.running[runID] = live
-	e.runsMu.Unlock()
-	e.runsWG.Add(1)
+	e.runs.mu.Lock()
+	e.runs.running[runID] = live
+	e.runs.mu.Unlock()
+	e.runs.wg.Add(1)
 	go func() {
-		defer e.runsWG.Done()
+		defer e.runs.wg.Done()
 		defer func() {
 			e.endLive(runID, live.out)
-			e.runsMu.Lock()
-			delete(e.running, runID)
-			e.runsMu.Unlock()
+			e.runs.mu.Lock()
+			delete(e.runs.running, runID)
+			e.runs.mu.Unlock()
 			cancel(nil)
 			close(live.done)
 		}()
 		select {
-		case e.slots <- struct{}{}:
+		case e.runs.slots <- struct{}{}:
 		case <-ctx.Done():
 			if e.ctx.Err() == nil {
 				e.recordCanceled(mailboxID, runID, context.Cause(ctx))
@@ -99,7 +99,7 @@ func (e *Engine) launch(mailboxID, runID string) {
 			}
 			return
 		}
-		defer func() { <-e.slots }()
+		defer func() { <-e.runs.slots }()
 		if err := e.execute(ctx, mailboxID, runID); err != nil {
 			e.log.Error("run", "mailbox", mailboxID, "run", runID, "err", err)
 		}
@@ -114,9 +114,9 @@ func (e *Engine) launch(mailboxID, runID string) {
 // removed) and waits until it has ended and recorded so, or until ctx ends.
 // A run that is not running here is left as it is.
 func (e *Engine) stopRun(ctx context.Context, runID string, cause error) error {
-	e.runsMu.Lock()
-	live := e.running[runID]
-	e.runsMu.Unlock()
+	e.runs.mu.Lock()
+	live := e.runs.running[runID]
+	e.runs.mu.Unlock()
 	if live == nil {
 		return nil
 	}
@@ -268,8 +268,8 @@ func (e *Engine) invoke(ctx context.Context, mb *state.Mailbox, run *state.Run) 
 	// sessions to the cwd find them again.
 	spec.Workdir = sandbox.WorkspacePath
 	spec.Worktree = &sandbox.Mount{Host: wt.Dir, Container: sandbox.WorkspacePath, ReadOnly: phase.TextOnly()}
-	spec.Network = e.settings.String(sc, "AGENT_NETWORK")
-	creds, err := sandbox.ParseCredentialMounts(e.settings.String(sc, "AGENT_CREDENTIAL_MOUNTS"))
+	spec.Network = AgentNetwork.Get(e.settings, sc)
+	creds, err := sandbox.ParseCredentialMounts(AgentCredentialMounts.Get(e.settings, sc))
 	if err != nil {
 		return nil, nil, fmt.Errorf("AGENT_CREDENTIAL_MOUNTS: %w", err)
 	}
@@ -283,7 +283,7 @@ func (e *Engine) invoke(ctx context.Context, mb *state.Mailbox, run *state.Run) 
 		return nil, nil, err
 	}
 	decision, err := SessionResolver{History: e.store, Store: e.cfg.Sessions}.Resolve(SessionInput{
-		Mailbox: *mb, RunID: run.ID, Enabled: e.settings.Bool(sc, "AGENT_SESSION_RESUME"),
+		Mailbox: *mb, RunID: run.ID, Enabled: AgentSessionResume.Get(e.settings, sc),
 		Adapter: adapter.Capabilities(), AdapterID: adapter.ID(), Installation: e.installation(adapter.ID()),
 		Runner: e.cfg.Runner.Name(), Credentials: creds,
 	})
@@ -314,7 +314,7 @@ func (e *Engine) invoke(ctx context.Context, mb *state.Mailbox, run *state.Run) 
 
 	res, err := adapter.Run(ctx, agents.Request{
 		Prompt: prompt, Phase: phase, Provider: run.Provider, Model: run.Model,
-		Timeout: e.settings.Duration(sc, "RUN_TIMEOUT"), Sandbox: spec, Runner: e.cfg.Runner, Session: decision.Ref,
+		Timeout: RunTimeout.Get(e.settings, sc), Sandbox: spec, Runner: e.cfg.Runner, Session: decision.Ref,
 	})
 	if err != nil {
 		ls.Outcome = string(agents.OutcomeFailed)

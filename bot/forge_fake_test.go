@@ -123,7 +123,7 @@ func (f *memForge) EditComment(_ context.Context, t forges.Target, id int64, bod
 }
 
 func (f *memForge) Labels(context.Context, forges.Project) ([]forges.Label, error) {
-	return forges.Catalogue(), nil
+	return Labels(), nil
 }
 func (f *memForge) CreateLabel(context.Context, forges.Project, forges.Label) error { return nil }
 func (f *memForge) UpdateLabel(context.Context, forges.Project, forges.Label) error { return nil }

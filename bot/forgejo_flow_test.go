@@ -157,7 +157,7 @@ func newForgejoWorld(t *testing.T, retry forges.RetryPolicy) *forgejoWorld {
 	}
 	w.forge = forge
 	w.project = forges.Project{Forge: "forgejo", Owner: forgejotest.Owner, Name: forgejotest.Repo}
-	if _, _, err := forges.SyncLabels(ctx, forge, w.project); err != nil {
+	if _, _, err := forges.SyncLabels(ctx, forge, w.project, Labels()); err != nil {
 		t.Fatal(err)
 	}
 	w.fa, err = fake.New(fake.Options{ResumableSessions: true, Reply: analysisReply, Exec: []string{"true"}})
@@ -182,6 +182,7 @@ func newForgejoWorld(t *testing.T, retry forges.RetryPolicy) *forgejoWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
+	w.e.stepped = walked.add
 	if err := w.e.Start(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -84,14 +84,14 @@ func (e *Engine) release(ctx context.Context, mb *state.Mailbox) error {
 // eventRecord reads the record of the event at path, or, while it waits for
 // its batch to be written (flushEvents), the event as handled.
 func (e *Engine) eventRecord(path string) (eventRecord, error) {
-	e.finMu.Lock()
-	for _, f := range slices.Concat(e.flushing, e.finished) {
+	e.events.finMu.Lock()
+	for _, f := range slices.Concat(e.events.flushing, e.events.finished) {
 		if f.m.eventPath == path {
-			e.finMu.Unlock()
+			e.events.finMu.Unlock()
 			return eventRecord{Event: f.m.event, ReceivedAt: f.m.received}, nil
 		}
 	}
-	e.finMu.Unlock()
+	e.events.finMu.Unlock()
 	var rec eventRecord
 	raw, err := e.store.Get(path)
 	if err == nil {

@@ -69,9 +69,9 @@ func (e *Engine) act(ctx context.Context, mb *state.Mailbox, ev *forges.Event, i
 	case IntentQuestion:
 		return e.question(ctx, mb, ev, in)
 	case IntentInfo:
-		return e.reanalyse(ctx, mb, StatusFunctionalAnalysis, ev.DeliveryID, "")
+		return e.reanalyse(ctx, mb, StepInfoGiven, ev.DeliveryID, "")
 	case IntentPlanFeedback:
-		return e.reanalyse(ctx, mb, StatusTechnicalAnalysis, ev.DeliveryID, in.Text)
+		return e.reanalyse(ctx, mb, StepPlanFeedback, ev.DeliveryID, in.Text)
 	case IntentReview:
 		return e.review(ctx, mb, ev, in)
 	case IntentCI:
@@ -117,11 +117,11 @@ func (e *Engine) start(ctx context.Context, ev *forges.Event, in Intent) error {
 	if err := e.comment(ctx, mb, KindAcknowledgement, "", textAcknowledgement(ev.Actor)); err != nil {
 		return err
 	}
-	phase := agents.PhaseAnalysis
+	step := StepStart
 	if flow == FlowQuestion {
-		phase = agents.PhaseAnswer
+		step = StepStartQuestion
 	}
-	return e.transition(ctx, mb, StatusFunctionalAnalysis, phase, ev.DeliveryID, "")
+	return e.step(ctx, mb, step, "", ev.DeliveryID, "")
 }
 
 // command handles a command label: it is removed once handled, whatever the
@@ -148,7 +148,7 @@ func (e *Engine) command(ctx context.Context, mb *state.Mailbox, ev *forges.Even
 		if err := e.comment(ctx, mb, KindPlanValidated, ev.DeliveryID, textPlanValidated(ev.Actor)); err != nil {
 			return err
 		}
-		return e.transition(ctx, mb, StatusInDevelopment, agents.PhaseDevelopment, ev.DeliveryID, "")
+		return e.step(ctx, mb, StepValidatePlan, "", ev.DeliveryID, "")
 	case CommandRetry, CommandRetryOnce, CommandRetryUntilGreen:
 		if len(mb.Quarantined) > 0 && status != StatusBlocked {
 			// What to try again is the events set aside, not a phase.
@@ -173,9 +173,9 @@ func (e *Engine) command(ctx context.Context, mb *state.Mailbox, ev *forges.Even
 			mb.LLMRetries, mb.CIFixAttempts, mb.ConflictFixAttempts, mb.UntilGreen = 0, 0, 0, false
 		case CommandRetryOnce:
 			// Exactly one more attempt: the next failure blocks again.
-			mb.LLMRetries = e.settings.Int(scopeOf(mb), "LLM_MAX_RETRIES")
-			mb.CIFixAttempts = max(0, e.settings.Int(scopeOf(mb), "CI_FIX_MAX_ATTEMPTS")-1)
-			mb.ConflictFixAttempts = max(0, e.settings.Int(scopeOf(mb), "CONFLICT_FIX_MAX_ATTEMPTS")-1)
+			mb.LLMRetries = LLMMaxRetries.Get(e.settings, scopeOf(mb))
+			mb.CIFixAttempts = max(0, CIFixMaxAttempts.Get(e.settings, scopeOf(mb))-1)
+			mb.ConflictFixAttempts = max(0, ConflictFixMaxAttempts.Get(e.settings, scopeOf(mb))-1)
 		case CommandRetryUntilGreen:
 			mb.UntilGreen = true
 			mb.LLMRetries = 0
@@ -183,7 +183,7 @@ func (e *Engine) command(ctx context.Context, mb *state.Mailbox, ev *forges.Even
 		if err := e.comment(ctx, mb, KindRetryResumed, ev.DeliveryID, textRetry(string(phase))); err != nil {
 			return err
 		}
-		return e.transition(ctx, mb, statusOfPhase(phase), phase, ev.DeliveryID, "")
+		return e.step(ctx, mb, retryStep(phase), phase, ev.DeliveryID, "")
 	}
 	return nil
 }
@@ -213,12 +213,12 @@ func (e *Engine) restoreStatus(ctx context.Context, mb *state.Mailbox, ev *forge
 // (functional_analysis, the thread has the answers) or asked for another
 // plan (technical_analysis, feedback is what they asked). A comment that comes
 // while a run works waits in the thread for the next run.
-func (e *Engine) reanalyse(ctx context.Context, mb *state.Mailbox, s Status, trigger, feedback string) error {
+func (e *Engine) reanalyse(ctx context.Context, mb *state.Mailbox, s Step, trigger, feedback string) error {
 	if mb.ActiveRunID != "" {
 		e.log.Info("comment noted while a run is in progress", "mailbox", mb.ID, "run", mb.ActiveRunID)
 		return nil
 	}
-	return e.transition(ctx, mb, s, agents.PhaseAnalysis, trigger, feedback)
+	return e.step(ctx, mb, s, "", trigger, feedback)
 }
 
 // question answers a person who wrote in the thread, when the issue is a
@@ -229,7 +229,7 @@ func (e *Engine) question(ctx context.Context, mb *state.Mailbox, ev *forges.Eve
 		e.log.Info("comment noted, no answer run", "mailbox", mb.ID, "asked", asked, "active_run", mb.ActiveRunID)
 		return nil
 	}
-	return e.startRun(ctx, mb, agents.PhaseAnswer, ev.DeliveryID, in.Text)
+	return e.step(ctx, mb, StepAnswer, "", ev.DeliveryID, in.Text)
 }
 
 // review starts a review_fix run for feedback on the bot's merge request.
@@ -247,7 +247,7 @@ func (e *Engine) review(ctx context.Context, mb *state.Mailbox, ev *forges.Event
 	if err != nil {
 		return err
 	}
-	return e.transition(ctx, mb, StatusInDevelopment, agents.PhaseReviewFix, ev.DeliveryID, text)
+	return e.step(ctx, mb, StepReview, "", ev.DeliveryID, text)
 }
 
 // reviewFeedback adds to what the event said the line comments the bot has
@@ -307,14 +307,14 @@ func (e *Engine) checkMergeRequest(ctx context.Context, mb *state.Mailbox, trigg
 		return err
 	}
 	if conflict {
-		if mb.ConflictFixAttempts >= e.settings.Int(scopeOf(mb), "CONFLICT_FIX_MAX_ATTEMPTS") {
+		if mb.ConflictFixAttempts >= ConflictFixMaxAttempts.Get(e.settings, scopeOf(mb)) {
 			if status == StatusBlocked {
 				return nil
 			}
 			return e.block(ctx, mb, string(agents.PhaseConflictResolution), textConflictBlocked(mb.ConflictFixAttempts, mr.TargetBranch), "conflict/"+mr.HeadSHA)
 		}
 		mb.ConflictFixAttempts++
-		return e.transition(ctx, mb, StatusInDevelopment, agents.PhaseConflictResolution, trigger+"/conflict/"+mr.HeadSHA, "")
+		return e.step(ctx, mb, StepConflict, "", trigger+"/conflict/"+mr.HeadSHA, "")
 	}
 	ci, err := e.forge.CIStatus(ctx, p, mr.HeadSHA)
 	if err != nil {
@@ -323,9 +323,9 @@ func (e *Engine) checkMergeRequest(ctx context.Context, mb *state.Mailbox, trigg
 	sc := scopeOf(mb)
 	switch ci.State {
 	case forges.CIFailure:
-		limit := e.settings.Int(sc, "CI_FIX_MAX_ATTEMPTS")
+		limit := CIFixMaxAttempts.Get(e.settings, sc)
 		if mb.UntilGreen {
-			limit = e.settings.Int(sc, "CI_FIX_HARD_CAP")
+			limit = CIFixHardCap.Get(e.settings, sc)
 		}
 		if mb.CIFixAttempts >= limit {
 			if status == StatusBlocked {
@@ -334,11 +334,11 @@ func (e *Engine) checkMergeRequest(ctx context.Context, mb *state.Mailbox, trigg
 			return e.block(ctx, mb, string(agents.PhaseCIFix), textCIBlocked(mb.CIFixAttempts), "ci/"+mr.HeadSHA)
 		}
 		mb.CIFixAttempts++
-		return e.transition(ctx, mb, StatusInDevelopment, agents.PhaseCIFix, trigger+"/ci/"+mr.HeadSHA, "")
+		return e.step(ctx, mb, StepCIRed, "", trigger+"/ci/"+mr.HeadSHA, "")
 	case forges.CISuccess:
 		if status != StatusInReview {
 			mb.UntilGreen = false
-			return e.transition(ctx, mb, StatusInReview, "", trigger, "")
+			return e.step(ctx, mb, StepCIGreen, "", trigger, "")
 		}
 	}
 	return e.save(ctx, mb)
@@ -398,12 +398,12 @@ func (e *Engine) finish(ctx context.Context, mb *state.Mailbox, why error) error
 			e.log.Warn("status comment", "mailbox", mb.ID, "err", err)
 		}
 	}
-	if e.settings.Bool(scopeOf(mb), "AGENT_SESSION_RESUME") {
+	if AgentSessionResume.Get(e.settings, scopeOf(mb)) {
 		if err := e.cfg.Sessions.RemoveMailbox(*mb); err != nil {
 			return err
 		}
 	}
-	return e.transition(ctx, mb, StatusDone, "", "", "")
+	return e.step(ctx, mb, StepFinished, "", "", "")
 }
 
 // Why a mailbox is finished, as the cause of a run it stops.
@@ -422,7 +422,35 @@ func (e *Engine) block(ctx context.Context, mb *state.Mailbox, phase, text, caus
 	if err := e.comment(ctx, mb, KindBlocked, cause, text); err != nil {
 		return err
 	}
-	return e.transition(ctx, mb, StatusBlocked, "", "", "")
+	return e.step(ctx, mb, StepBlocked, "", "", "")
+}
+
+// step moves mb along the declared transition s (table.go): to its To status
+// and, when its row runs a phase, a run of it (phase, when the row says the
+// failed one). A step the table does not declare from mb's status is a bug
+// and fails, so the table and the engine cannot part ways unseen.
+func (e *Engine) step(ctx context.Context, mb *state.Mailbox, s Step, phase agents.Phase, trigger, extra string) error {
+	t, ok := transitionOf(s)
+	if !ok {
+		return fmt.Errorf("lifecycle: no step %q in the table", s)
+	}
+	if !t.allows(Status(mb.Status)) {
+		return fmt.Errorf("lifecycle: step %s is not declared from status %q", s, mb.Status)
+	}
+	run := t.Run
+	if run == phaseFailed {
+		run = phase
+	}
+	if e.stepped != nil {
+		e.stepped(s)
+	}
+	switch {
+	case t.To != "":
+		return e.transition(ctx, mb, t.To, run, trigger, extra)
+	case run != "":
+		return e.startRun(ctx, mb, run, trigger, extra)
+	}
+	return e.save(ctx, mb)
 }
 
 // transition sets the status (label and record) and, when phase is set,
@@ -468,11 +496,12 @@ func (e *Engine) comment(ctx context.Context, mb *state.Mailbox, kind, cause, bo
 }
 
 // statusOfPhase is the status shown while phase runs.
-func statusOfPhase(p agents.Phase) Status {
+// retryStep is the step that runs phase p again on a retry command.
+func retryStep(p agents.Phase) Step {
 	switch p {
 	case agents.PhaseAnalysis, agents.PhaseAnswer:
-		return StatusFunctionalAnalysis
+		return StepRetryAnalysis
 	default:
-		return StatusInDevelopment
+		return StepRetryDevelopment
 	}
 }

@@ -128,20 +128,20 @@ func (e *Engine) Intake(ctx context.Context, ev *forges.Event) error {
 	if ev.DeliveryID == "" {
 		ev.DeliveryID = syntheticDelivery(ev)
 	}
-	e.seenMu.Lock()
-	if _, dup := e.seen[ev.DeliveryID]; dup {
-		e.seenMu.Unlock()
+	e.events.seenMu.Lock()
+	if _, dup := e.events.seen[ev.DeliveryID]; dup {
+		e.events.seenMu.Unlock()
 		e.log.Info("redelivery dropped", "delivery", ev.DeliveryID, "type", ev.Type)
 		return nil
 	}
 	now := e.now()
-	e.seen[ev.DeliveryID] = now
-	e.seenMu.Unlock()
+	e.events.seen[ev.DeliveryID] = now
+	e.events.seenMu.Unlock()
 
-	if err := e.journal.append(journalEntry{Delivery: ev.DeliveryID, ReceivedAt: now, Event: ev}); err != nil {
-		e.seenMu.Lock()
-		delete(e.seen, ev.DeliveryID)
-		e.seenMu.Unlock()
+	if err := e.events.journal.append(journalEntry{Delivery: ev.DeliveryID, ReceivedAt: now, Event: ev}); err != nil {
+		e.events.seenMu.Lock()
+		delete(e.events.seen, ev.DeliveryID)
+		e.events.seenMu.Unlock()
 		return fmt.Errorf("record event %s: %w", ev.DeliveryID, err)
 	}
 	e.postEvent(message{event: ev, eventPath: eventPath(now, ev.DeliveryID), received: now, journaled: true})
@@ -162,13 +162,13 @@ func syntheticDelivery(ev *forges.Event) string {
 // event stays in the journal, and a crash hands it over to the next start
 // (handling is idempotent).
 func (e *Engine) finishEvent(m message, outcome string) {
-	e.finMu.Lock()
-	e.finished = append(e.finished, finished{m: m, outcome: outcome})
-	n := len(e.finished)
-	e.finMu.Unlock()
+	e.events.finMu.Lock()
+	e.events.finished = append(e.events.finished, finished{m: m, outcome: outcome})
+	n := len(e.events.finished)
+	e.events.finMu.Unlock()
 	if n >= flushBatch {
 		select {
-		case e.flushNow <- struct{}{}:
+		case e.events.flushNow <- struct{}{}:
 		default:
 		}
 	}
@@ -188,7 +188,7 @@ const (
 // flushLoop writes the records of handled events until the engine closes,
 // then once more.
 func (e *Engine) flushLoop() {
-	defer close(e.flushed)
+	defer close(e.events.flushed)
 	t := time.NewTicker(flushEvery)
 	defer t.Stop()
 	prune := time.NewTicker(pruneEvery)
@@ -200,8 +200,8 @@ func (e *Engine) flushLoop() {
 			if err := e.pruneEvents(e.ctx); err != nil {
 				e.log.Warn("prune events", "err", err)
 			}
-		case <-e.flushNow:
-		case <-e.stopFlush:
+		case <-e.events.flushNow:
+		case <-e.events.stopFlush:
 			e.flushEvents()
 			return
 		}
@@ -210,14 +210,14 @@ func (e *Engine) flushLoop() {
 }
 
 func (e *Engine) flushEvents() {
-	e.finMu.Lock()
-	batch := e.finished
-	e.finished, e.flushing = nil, batch
-	e.finMu.Unlock()
+	e.events.finMu.Lock()
+	batch := e.events.finished
+	e.events.finished, e.events.flushing = nil, batch
+	e.events.finMu.Unlock()
 	defer func() {
-		e.finMu.Lock()
-		e.flushing = nil
-		e.finMu.Unlock()
+		e.events.finMu.Lock()
+		e.events.flushing = nil
+		e.events.finMu.Unlock()
 	}()
 	if len(batch) == 0 {
 		return
@@ -234,14 +234,14 @@ func (e *Engine) flushEvents() {
 	if err != nil {
 		// The journal keeps them; try again at the next tick.
 		e.log.Error("record handled events", "events", len(batch), "err", err)
-		e.finMu.Lock()
-		e.finished = append(batch, e.finished...)
-		e.finMu.Unlock()
+		e.events.finMu.Lock()
+		e.events.finished = append(batch, e.events.finished...)
+		e.events.finMu.Unlock()
 		return
 	}
 	for _, f := range batch {
 		if f.m.journaled {
-			e.journal.done()
+			e.events.journal.done()
 		}
 	}
 }
@@ -265,17 +265,17 @@ func (e *Engine) recoverEvents(journaled []journalEntry) {
 			e.log.Warn("unreadable event record", "path", p, "err", err)
 			continue
 		}
-		e.seen[rec.Delivery] = rec.ReceivedAt
+		e.events.seen[rec.Delivery] = rec.ReceivedAt
 		if !rec.Done { // recorded before the journal existed
 			pending = append(pending, message{event: rec.Event, eventPath: p, received: rec.ReceivedAt})
 		}
 	}
 	for _, j := range journaled {
-		if _, handled := e.seen[j.Delivery]; handled {
-			e.journal.done()
+		if _, handled := e.events.seen[j.Delivery]; handled {
+			e.events.journal.done()
 			continue
 		}
-		e.seen[j.Delivery] = j.ReceivedAt
+		e.events.seen[j.Delivery] = j.ReceivedAt
 		pending = append(pending, message{event: j.Event, eventPath: eventPath(j.ReceivedAt, j.Delivery), received: j.ReceivedAt, journaled: true})
 	}
 	for _, m := range pending {
@@ -289,13 +289,13 @@ func (e *Engine) recoverEvents(journaled []journalEntry) {
 // in the redelivery filter. It runs at start and every day after.
 func (e *Engine) pruneEvents(ctx context.Context) error {
 	cutoff := e.now().Add(-eventRetention)
-	e.seenMu.Lock()
-	for id, at := range e.seen {
+	e.events.seenMu.Lock()
+	for id, at := range e.events.seen {
 		if at.Before(cutoff) {
-			delete(e.seen, id)
+			delete(e.events.seen, id)
 		}
 	}
-	e.seenMu.Unlock()
+	e.events.seenMu.Unlock()
 	lastDay := eventsDir + "/" + cutoff.UTC().Format("2006-01-02")
 	var stale []string
 	for _, p := range e.store.List(eventsDir) {

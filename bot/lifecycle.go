@@ -10,65 +10,6 @@ import (
 	"github.com/alchemic-studio/alfred/state"
 )
 
-// Status is where an issue mailbox stands. Its label, status::<status>, is
-// owned by the bot: exactly one is on the issue at a time.
-type Status string
-
-// Statuses of DESIGN.md section 3.
-const (
-	StatusFunctionalAnalysis Status = "functional_analysis"
-	StatusTechnicalAnalysis  Status = "technical_analysis"
-	StatusWaitingValidation  Status = "waiting_validation"
-	StatusWaitingInfo        Status = "waiting_info"
-	StatusInDevelopment      Status = "in_development"
-	StatusInCI               Status = "in_ci"
-	StatusInReview           Status = "in_review"
-	StatusDone               Status = "done"
-	StatusBlocked            Status = "blocked"
-)
-
-// Label is the status label.
-func (s Status) Label() string { return forges.StatusPrefix + string(s) }
-
-// Command is a command label people add to steer the bot; the bot removes it
-// once handled.
-type Command string
-
-// Command labels.
-const (
-	CommandValidatePlan    Command = "validate_plan"
-	CommandRetry           Command = "retry"
-	CommandRetryOnce       Command = "retry_once"
-	CommandRetryUntilGreen Command = "retry_until_green"
-)
-
-// Label is the command label.
-func (c Command) Label() string { return forges.CommandPrefix + string(c) }
-
-var commands = []Command{CommandValidatePlan, CommandRetry, CommandRetryOnce, CommandRetryUntilGreen}
-
-// Flow is what the type label asks of an issue.
-type Flow string
-
-// Flows. Task is the default when no type label is set.
-const (
-	FlowTask     Flow = "task"     // type::task and type::bug: the whole flow
-	FlowAnalysis Flow = "analysis" // type::analysis: stop after the plan
-	FlowQuestion Flow = "question" // type::question: an answer run
-)
-
-// FlowOf reads the type label.
-func FlowOf(labels []string) Flow {
-	switch {
-	case slices.Contains(labels, forges.TypePrefix+"question"):
-		return FlowQuestion
-	case slices.Contains(labels, forges.TypePrefix+"analysis"):
-		return FlowAnalysis
-	default:
-		return FlowTask
-	}
-}
-
 // IntentKind is what an event means for the engine.
 type IntentKind string
 
@@ -215,7 +156,7 @@ func classifyLabels(ev *forges.Event, mb *state.Mailbox) Intent {
 	if ev.LabelDeltaKnown {
 		newLabels = ev.LabelsAdded
 	}
-	for _, c := range commands {
+	for _, c := range commands() {
 		if slices.Contains(newLabels, c.Label()) {
 			return Intent{Kind: IntentCommand, Command: c, Labels: now}
 		}

@@ -20,9 +20,9 @@ var endInterrupted = live.End{Status: "interrupted", Outcome: "Alfred stopped; t
 // A follower keeps reading the output it got after the run has ended, up to
 // its end.
 func (e *Engine) Follow(runID string) (*live.Output, bool) {
-	e.runsMu.Lock()
-	defer e.runsMu.Unlock()
-	if r := e.running[runID]; r != nil && r.out != nil {
+	e.runs.mu.Lock()
+	defer e.runs.mu.Unlock()
+	if r := e.runs.running[runID]; r != nil && r.out != nil {
 		return r.out, true
 	}
 	return nil, false

@@ -51,7 +51,7 @@ func (e *Engine) handleRunDone(ctx context.Context, key, runID string) error {
 		}
 		mb.LLMRetries = 0
 		if Flow(mb.Flow) == FlowQuestion && Status(mb.Status) == StatusFunctionalAnalysis {
-			return e.transition(ctx, mb, StatusDone, "", "", "")
+			return e.step(ctx, mb, StepAnswered, "", "", "")
 		}
 		return e.save(ctx, mb)
 	}
@@ -60,7 +60,7 @@ func (e *Engine) handleRunDone(ctx context.Context, key, runID string) error {
 			return err
 		}
 		mb.LLMRetries = 0
-		if err := e.transition(ctx, mb, StatusInCI, "", "", ""); err != nil {
+		if err := e.step(ctx, mb, StepPushed, "", "", ""); err != nil {
 			return err
 		}
 		return e.checkMergeRequest(ctx, mb, run.ID)
@@ -76,7 +76,7 @@ func (e *Engine) handleRunDone(ctx context.Context, key, runID string) error {
 			return err
 		}
 	}
-	if err := e.transition(ctx, mb, StatusInCI, "", "", ""); err != nil {
+	if err := e.step(ctx, mb, StepPushed, "", "", ""); err != nil {
 		return err
 	}
 	return e.checkMergeRequest(ctx, mb, run.ID)
@@ -93,18 +93,18 @@ func (e *Engine) afterAnalysis(ctx context.Context, mb *state.Mailbox, run state
 		}
 	}
 	mb.LLMRetries = 0
-	need := e.settings.Bool(scopeOf(mb), "REQUIRE_PLAN_VALIDATION")
+	need := RequirePlanValidation.Get(e.settings, scopeOf(mb))
 	switch {
 	case a.Questions != "":
 		if err := e.comment(ctx, mb, KindQuestions, run.ID, textQuestions(a.Questions)); err != nil {
 			return err
 		}
-		return e.transition(ctx, mb, StatusWaitingInfo, "", "", "")
+		return e.step(ctx, mb, StepQuestionsAsked, "", "", "")
 	case Flow(mb.Flow) == FlowAnalysis:
 		if err := e.comment(ctx, mb, KindPlan, run.ID, textPlanOnly(a.Plan)); err != nil {
 			return err
 		}
-		return e.transition(ctx, mb, StatusDone, "", "", "")
+		return e.step(ctx, mb, StepPlanOnly, "", "", "")
 	case need && slices.Contains(mb.Labels, CommandValidatePlan.Label()):
 		// Validated while it was being revised (command keeps the label).
 		if err := e.comment(ctx, mb, KindPlan, run.ID, textPlan(a.Plan, false)); err != nil {
@@ -114,17 +114,17 @@ func (e *Engine) afterAnalysis(ctx context.Context, mb *state.Mailbox, run state
 			return fmt.Errorf("remove %s: %w", CommandValidatePlan.Label(), err)
 		}
 		mb.Labels = slices.DeleteFunc(slices.Clone(mb.Labels), func(l string) bool { return l == CommandValidatePlan.Label() })
-		return e.transition(ctx, mb, StatusInDevelopment, agents.PhaseDevelopment, run.ID, "")
+		return e.step(ctx, mb, StepPlanGoesOn, "", run.ID, "")
 	case need:
 		if err := e.comment(ctx, mb, KindPlan, run.ID, textPlan(a.Plan, true)); err != nil {
 			return err
 		}
-		return e.transition(ctx, mb, StatusWaitingValidation, "", "", "")
+		return e.step(ctx, mb, StepPlanPosted, "", "", "")
 	default:
 		if err := e.comment(ctx, mb, KindPlan, run.ID, textPlan(a.Plan, false)); err != nil {
 			return err
 		}
-		return e.transition(ctx, mb, StatusInDevelopment, agents.PhaseDevelopment, run.ID, "")
+		return e.step(ctx, mb, StepPlanGoesOn, "", run.ID, "")
 	}
 }
 
@@ -152,12 +152,12 @@ func (e *Engine) ensureMergeRequest(ctx context.Context, mb *state.Mailbox, run 
 // retryOrBlock runs a failed phase again while LLM_MAX_RETRIES allows, then
 // blocks the mailbox with one comment that says which label unblocks it.
 func (e *Engine) retryOrBlock(ctx context.Context, mb *state.Mailbox, run state.Run, why string) error {
-	limit := e.settings.Int(scopeOf(mb), "LLM_MAX_RETRIES")
+	limit := LLMMaxRetries.Get(e.settings, scopeOf(mb))
 	phase := agents.Phase(run.Phase)
 	if mb.LLMRetries < limit {
 		mb.LLMRetries++
 		e.log.Info("retrying failed run", "mailbox", mb.ID, "run", run.ID, "phase", phase, "llm_retries", mb.LLMRetries)
-		return e.startRun(ctx, mb, phase, run.ID+"/retry", run.Input)
+		return e.step(ctx, mb, StepRunFailed, phase, run.ID+"/retry", run.Input)
 	}
 	return e.block(ctx, mb, run.Phase, textBlocked(run.Phase, why, mb.LLMRetries+1), run.ID)
 }
@@ -230,7 +230,7 @@ func (e *Engine) recoverRuns(ctx context.Context) error {
 // pollLoop asks, at every interval, about the merge requests the bot waits on
 // (forges that send no webhook for CI or mergeability).
 func (e *Engine) pollLoop() {
-	defer e.runsWG.Done()
+	defer e.runs.wg.Done()
 	t := time.NewTicker(e.cfg.PollInterval)
 	defer t.Stop()
 	for {

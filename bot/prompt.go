@@ -13,7 +13,7 @@ import (
 
 // PromptInput is the full context of a phase (the issue body carries the
 // functional analysis in its managed section). The prompt is the same whether
-// the agent session is new, resumed or absent (DESIGN.md section 4, rule 6):
+// the agent session is new, resumed or absent (docs/design.md section 4, rule 6):
 // a resumed agent gets the whole context again.
 type PromptInput struct {
 	Phase    agents.Phase

@@ -50,7 +50,7 @@ type SessionDecision struct {
 	Why string
 }
 
-// SessionResolver applies the rules of DESIGN.md section 4.
+// SessionResolver applies the rules of docs/design.md section 4.
 type SessionResolver struct {
 	History SessionHistory
 	Store   SessionStore

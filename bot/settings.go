@@ -2,13 +2,58 @@ package bot
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/alchemic-studio/alfred/sandbox"
 )
+
+// The per-project settings. Each is declared once, here, as a typed value:
+// the engine reads it with Get (never by its key), and the catalogue, `alfred
+// settings`, the README's table and `alfred config reference` all come from
+// these declarations. Add a setting here and to Catalogue below.
+var (
+	AgentSessionResume = boolSetting("AGENT_SESSION_RESUME", true,
+		"name each agent CLI session after the issue branch and resume it on the next run")
+	RequirePlanValidation = boolSetting("REQUIRE_PLAN_VALIDATION", true,
+		"wait for ai::validate_plan after the plan; false goes straight on to development")
+	BranchPrefix = stringSetting("BRANCH_PREFIX", "agent/", "text allowed in a git branch name",
+		"prefix of issue branches ({prefix}issue-{iid}-{slug})", checkBranchPrefix)
+	LLMMaxRetries = intSetting("LLM_MAX_RETRIES", 2, 0, 20,
+		"failed runs retried before the mailbox is blocked")
+	CIFixMaxAttempts = intSetting("CI_FIX_MAX_ATTEMPTS", 3, 0, 50,
+		"ci_fix runs before the mailbox is blocked")
+	CIFixHardCap = intSetting("CI_FIX_HARD_CAP", 10, 1, 100,
+		"ci_fix runs allowed under ai::retry_until_green")
+	ConflictFixMaxAttempts = intSetting("CONFLICT_FIX_MAX_ATTEMPTS", 3, 0, 20,
+		"conflict_resolution runs in a row before the mailbox is blocked")
+	AgentAdapter = stringSetting("AGENT_ADAPTER", "claude-code", "an adapter id",
+		"adapter that runs the phases (claude-code, codex, opencode, copilot, gemini, grok, api)", nonEmpty)
+	AgentProvider = stringSetting("AGENT_PROVIDER", "", "a provider name, or empty",
+		"model provider handed to the adapter (empty: the adapter's default)", nil)
+	AgentModel = stringSetting("AGENT_MODEL", "", "a model name, or empty",
+		"model handed to the adapter (empty: the adapter's default)", nil)
+	AgentNetwork = stringSetting("AGENT_NETWORK", "default", "a Docker network name",
+		"Docker network of agent containers (none cuts them off, model API included)", nonEmpty)
+	AgentCredentialMounts = stringSetting("AGENT_CREDENTIAL_MOUNTS", "", "adapter=/host/path:/home/agent/path, comma-separated",
+		"read-only credential mounts (default: the service's -credential-mounts)",
+		func(v string) error { _, err := sandbox.ParseCredentialMounts(v); return err })
+	RunTimeout = durationSetting("RUN_TIMEOUT", 30*time.Minute,
+		"wall-clock limit of one run")
+)
+
+// Catalogue is every per-project setting, by key; SettingKeys gives the
+// order above.
+var Catalogue = catalogue(
+	AgentSessionResume, RequirePlanValidation, BranchPrefix,
+	LLMMaxRetries, CIFixMaxAttempts, CIFixHardCap, ConflictFixMaxAttempts,
+	AgentAdapter, AgentProvider, AgentModel, AgentNetwork, AgentCredentialMounts,
+	RunTimeout,
+)
+
+// settingOrder is the catalogue's keys in declaration order.
+var settingOrder []string
 
 // SettingType is the type of a per-project setting's value.
 type SettingType string
@@ -21,68 +66,130 @@ const (
 	TypeDuration SettingType = "duration"
 )
 
+// Levels says at which scopes a setting may be overridden.
+type Levels uint8
+
+// The scopes of an override. Every setting falls back to its default.
+const (
+	AtOrganization Levels = 1 << iota
+	AtProject
+)
+
+func (l Levels) String() string {
+	var out []string
+	if l&AtOrganization != 0 {
+		out = append(out, "organization")
+	}
+	if l&AtProject != 0 {
+		out = append(out, "project")
+	}
+	if len(out) == 0 {
+		return "none (default only)"
+	}
+	return strings.Join(out, ", ")
+}
+
+// allows reports whether an override at s may apply.
+func (l Levels) allows(s Scope) bool {
+	if s.Project == "" {
+		return l&AtOrganization != 0
+	}
+	return l&AtProject != 0
+}
+
 // SettingDef is one entry of the settings catalogue: behaviour a team may
 // change per organization or per project. Scopes resolve project, then
 // organization, then the default.
 type SettingDef struct {
 	Key     string
 	Type    SettingType
-	Default string
+	Default string // in canonical text form (see Parse)
+	Accepts string // the values it takes, in words
+	Scopes  Levels // where it may be overridden
 	Help    string
 	// Check refuses a well-typed value that is still wrong (a range, a format).
 	Check func(v string) error
 }
 
-// Catalogue is every per-project setting, by key.
-var Catalogue = catalogue(
-	SettingDef{Key: "AGENT_SESSION_RESUME", Type: TypeBool, Default: "true",
-		Help: "name each agent CLI session after the issue branch and resume it on the next run"},
-	SettingDef{Key: "REQUIRE_PLAN_VALIDATION", Type: TypeBool, Default: "true",
-		Help: "wait for ai::validate_plan after the plan; false goes straight on to development"},
-	SettingDef{Key: "BRANCH_PREFIX", Type: TypeString, Default: "agent/",
-		Help: "prefix of issue branches ({prefix}issue-{iid}-{slug})", Check: checkBranchPrefix},
-	SettingDef{Key: "LLM_MAX_RETRIES", Type: TypeInt, Default: "2",
-		Help: "failed runs retried before the mailbox is blocked", Check: intRange(0, 20)},
-	SettingDef{Key: "CI_FIX_MAX_ATTEMPTS", Type: TypeInt, Default: "3",
-		Help: "ci_fix runs before the mailbox is blocked", Check: intRange(0, 50)},
-	SettingDef{Key: "CI_FIX_HARD_CAP", Type: TypeInt, Default: "10",
-		Help: "ci_fix runs allowed under ai::retry_until_green", Check: intRange(1, 100)},
-	SettingDef{Key: "CONFLICT_FIX_MAX_ATTEMPTS", Type: TypeInt, Default: "3",
-		Help: "conflict_resolution runs in a row before the mailbox is blocked", Check: intRange(0, 20)},
-	SettingDef{Key: "AGENT_ADAPTER", Type: TypeString, Default: "claude-code",
-		Help: "adapter that runs the phases (claude-code, codex, opencode, copilot, gemini, grok, api)", Check: nonEmpty},
-	SettingDef{Key: "AGENT_PROVIDER", Type: TypeString, Default: "",
-		Help: "model provider handed to the adapter (empty: the adapter's default)"},
-	SettingDef{Key: "AGENT_MODEL", Type: TypeString, Default: "",
-		Help: "model handed to the adapter (empty: the adapter's default)"},
-	SettingDef{Key: "AGENT_NETWORK", Type: TypeString, Default: "default",
-		Help: "Docker network of agent containers (none cuts them off, model API included)", Check: nonEmpty},
-	SettingDef{Key: "AGENT_CREDENTIAL_MOUNTS", Type: TypeString, Default: "",
-		Help:  "read-only credential mounts, adapter=/host/path:/home/agent/path, comma-separated",
-		Check: func(v string) error { _, err := sandbox.ParseCredentialMounts(v); return err }},
-	SettingDef{Key: "RUN_TIMEOUT", Type: TypeDuration, Default: "30m",
-		Help: "wall-clock limit of one run"},
-)
+// Setting is one declared per-project setting whose value is a T.
+type Setting[T any] struct {
+	def  *SettingDef
+	conv func(string) (T, error)
+	dflt T
+}
 
-func catalogue(defs ...SettingDef) map[string]SettingDef {
-	m := make(map[string]SettingDef, len(defs))
-	for _, d := range defs {
-		if _, err := d.Parse(d.Default); err != nil {
-			panic(fmt.Sprintf("setting %s: bad default: %v", d.Key, err))
+// Key is the setting's name, as `alfred settings` and the state branch spell it.
+func (s Setting[T]) Key() string { return s.def.Key }
+
+// Def is the setting's catalogue entry.
+func (s Setting[T]) Def() SettingDef { return *s.def }
+
+// Default is the catalogue's default (the service configuration may replace it: Settings.Defaults).
+func (s Setting[T]) Default() T { return s.dflt }
+
+// Get resolves the setting for a project: the project's override, else the
+// organization's, else the default. An override that does not parse is
+// skipped (and reported, see Settings.Report), never read as the zero value.
+func (s Setting[T]) Get(st Settings, project Scope) T {
+	v, err := s.conv(st.resolve(project, *s.def))
+	if err != nil { // cannot happen: resolve returns parsed values only
+		return s.dflt
+	}
+	return v
+}
+
+func (s Setting[T]) definition() *SettingDef { return s.def }
+
+// declared is any Setting[T].
+type declared interface{ definition() *SettingDef }
+
+func define[T any](d SettingDef, dflt T, format func(T) string, conv func(string) (T, error)) Setting[T] {
+	d.Default = format(dflt)
+	if d.Scopes == 0 {
+		d.Scopes = AtOrganization | AtProject
+	}
+	if canon, err := d.Parse(d.Default); err != nil || canon != d.Default {
+		panic(fmt.Sprintf("setting %s: bad default %q: %v", d.Key, d.Default, err))
+	}
+	return Setting[T]{def: &d, conv: conv, dflt: dflt}
+}
+
+func boolSetting(key string, dflt bool, help string) Setting[bool] {
+	return define(SettingDef{Key: key, Type: TypeBool, Accepts: "true or false", Help: help},
+		dflt, strconv.FormatBool, strconv.ParseBool)
+}
+
+func intSetting(key string, dflt, lo, hi int, help string) Setting[int] {
+	return define(SettingDef{Key: key, Type: TypeInt, Accepts: fmt.Sprintf("a whole number from %d to %d", lo, hi),
+		Help: help, Check: intRange(lo, hi)}, dflt, strconv.Itoa, strconv.Atoi)
+}
+
+func durationSetting(key string, dflt time.Duration, help string) Setting[time.Duration] {
+	return define(SettingDef{Key: key, Type: TypeDuration, Accepts: "a positive Go duration such as " + shortDuration(dflt), Help: help},
+		dflt, shortDuration, time.ParseDuration)
+}
+
+func stringSetting(key, dflt, accepts, help string, check func(string) error) Setting[string] {
+	return define(SettingDef{Key: key, Type: TypeString, Accepts: accepts, Help: help, Check: check},
+		dflt, func(s string) string { return s }, func(s string) (string, error) { return s, nil })
+}
+
+func catalogue(settings ...declared) map[string]SettingDef {
+	m := make(map[string]SettingDef, len(settings))
+	for _, s := range settings {
+		d := s.definition()
+		if _, dup := m[d.Key]; dup {
+			panic("setting " + d.Key + " declared twice")
 		}
-		m[d.Key] = d
+		m[d.Key] = *d
+		settingOrder = append(settingOrder, d.Key)
 	}
 	return m
 }
 
-// SettingKeys lists the catalogue's keys in order.
+// SettingKeys lists the catalogue's keys in declaration order.
 func SettingKeys() []string {
-	keys := make([]string, 0, len(Catalogue))
-	for k := range Catalogue {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
+	return append([]string(nil), settingOrder...)
 }
 
 // LookupSetting returns the definition of key, or an error that lists the known keys.
@@ -95,7 +202,7 @@ func LookupSetting(key string) (SettingDef, error) {
 }
 
 // Parse checks v against the setting's type and rules and returns its
-// canonical text form ("true", "30m0s", ...).
+// canonical text form ("true", "1m30s", ...).
 func (d SettingDef) Parse(v string) (string, error) {
 	var canon string
 	switch d.Type {
@@ -116,7 +223,7 @@ func (d SettingDef) Parse(v string) (string, error) {
 		if err != nil || dur <= 0 {
 			return "", fmt.Errorf("setting %s takes a positive duration such as 30m, not %q", d.Key, v)
 		}
-		canon = dur.String()
+		canon = shortDuration(dur)
 	default:
 		canon = v
 	}
@@ -128,12 +235,31 @@ func (d SettingDef) Parse(v string) (string, error) {
 	return canon, nil
 }
 
+// shortDuration writes 30m rather than 30m0s, 1h rather than 1h0m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}
+
 // Scope says where an override applies: a whole organization (Project empty)
 // or one project.
 type Scope struct {
 	Forge   string
 	Owner   string
 	Project string
+}
+
+func (s Scope) String() string {
+	if s.Project == "" {
+		return "organization " + s.Forge + "/" + s.Owner
+	}
+	return "project " + s.Forge + "/" + s.Owner + "/" + s.Project
 }
 
 // Overrides is where set values live (the state store in production).
@@ -148,6 +274,9 @@ type Settings struct {
 	// Defaults replace the catalogue's defaults (the service configuration
 	// may set some, e.g. AGENT_CREDENTIAL_MOUNTS); checked by CheckDefaults.
 	Defaults map[string]string
+	// Report, when set, hears of every override skipped while resolving: a
+	// value that does not parse, or a scope the setting is not set at.
+	Report func(SettingProblem)
 }
 
 // CheckDefaults validates replaced defaults at start-up.
@@ -173,56 +302,76 @@ func (s Settings) fallback(d SettingDef) string {
 	return d.Default
 }
 
-// Value resolves key for a project: the project's override, else the
-// organization's, else the default. An override that no longer parses (the
-// catalogue changed) is skipped for the next scope, never trusted.
+// Value resolves key for a project as Setting.Get does, in canonical text
+// form; for keys only known at run time (`alfred settings get`, the pages).
+// The engine reads a setting with its typed declaration instead.
 func (s Settings) Value(project Scope, key string) (string, error) {
 	d, err := LookupSetting(key)
 	if err != nil {
 		return "", err
 	}
+	return s.resolve(project, d), nil
+}
+
+// Source says which scope gives key its value for project: "project",
+// "organization", "service configuration" or "default".
+func (s Settings) Source(project Scope, key string) string {
+	d, err := LookupSetting(key)
+	if err != nil {
+		return ""
+	}
+	if sc, ok := s.override(project, d); ok {
+		if sc.Project != "" {
+			return "project"
+		}
+		return "organization"
+	}
+	if v := s.Defaults[d.Key]; v != "" {
+		if _, err := d.Parse(v); err == nil {
+			return "service configuration"
+		}
+	}
+	return "default"
+}
+
+// resolve is the project's override, else the organization's, else the
+// default. An override that no longer parses (the catalogue changed, or the
+// record was written by hand) is reported and skipped for the next scope.
+func (s Settings) resolve(project Scope, d SettingDef) string {
+	if _, canon, ok := s.lookup(project, d); ok {
+		return canon
+	}
+	return s.fallback(d)
+}
+
+func (s Settings) override(project Scope, d SettingDef) (Scope, bool) {
+	sc, _, ok := s.lookup(project, d)
+	return sc, ok
+}
+
+func (s Settings) lookup(project Scope, d SettingDef) (Scope, string, bool) {
 	if s.Overrides == nil {
-		return s.fallback(d), nil
+		return Scope{}, "", false
 	}
 	scopes := []Scope{{Forge: project.Forge, Owner: project.Owner}}
 	if project.Project != "" {
 		scopes = append([]Scope{project}, scopes...)
 	}
 	for _, sc := range scopes {
-		if v, ok := s.Overrides.Override(sc, key); ok {
-			if canon, err := d.Parse(v); err == nil {
-				return canon, nil
-			}
+		v, ok := s.Overrides.Override(sc, d.Key)
+		if !ok {
+			continue
 		}
+		if p, bad := checkOverride(d, StoredOverride{Scope: sc, Key: d.Key, Value: v}); bad {
+			if s.Report != nil {
+				s.Report(p)
+			}
+			continue
+		}
+		canon, _ := d.Parse(v)
+		return sc, canon, true
 	}
-	return s.fallback(d), nil
-}
-
-// Bool resolves a boolean setting; a lookup error yields the default.
-func (s Settings) Bool(project Scope, key string) bool {
-	v, _ := s.Value(project, key)
-	b, _ := strconv.ParseBool(v)
-	return b
-}
-
-// Int resolves an integer setting.
-func (s Settings) Int(project Scope, key string) int {
-	v, _ := s.Value(project, key)
-	n, _ := strconv.Atoi(v)
-	return n
-}
-
-// String resolves a text setting.
-func (s Settings) String(project Scope, key string) string {
-	v, _ := s.Value(project, key)
-	return v
-}
-
-// Duration resolves a duration setting.
-func (s Settings) Duration(project Scope, key string) time.Duration {
-	v, _ := s.Value(project, key)
-	d, _ := time.ParseDuration(v)
-	return d
+	return Scope{}, "", false
 }
 
 func intRange(lo, hi int) func(string) error {

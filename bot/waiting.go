@@ -1,11 +1,5 @@
 package bot
 
-import (
-	"strings"
-
-	"github.com/alchemic-studio/alfred/forges"
-)
-
 // Waiting states of the events whose mailbox has no status to give.
 const (
 	waitingNew        = "new"        // a mailbox key with no mailbox yet (an issue just assigned)
@@ -18,10 +12,8 @@ const (
 // waits in them: the statuses of the label catalogue and the waiting* ones.
 func waitingStates() []string {
 	states := []string{waitingNew, waitingProject, waitingNone, waitingUnreadable}
-	for _, l := range forges.Catalogue() {
-		if s, ok := strings.CutPrefix(l.Name, forges.StatusPrefix); ok {
-			states = append(states, s)
-		}
+	for _, s := range Statuses() {
+		states = append(states, string(s))
 	}
 	return states
 }

@@ -70,6 +70,9 @@ type Config struct {
 	// Admins are the forge logins who may ask for a detection from the
 	// agents screen.
 	Admins []string
+	// SessionKeys are the secrets of the sign-in cookies: the first signs,
+	// all are accepted; empty: derived from OAuthClientSecret.
+	SessionKeys []string
 }
 
 // Setting describes one configuration value: its flag, its ALFRED_* variable,
@@ -203,6 +206,18 @@ var Settings = []Setting{
 	{Flag: "admins", Env: "ALFRED_ADMINS", Default: "", Accepts: "comma-separated forge logins",
 		Help: "people who, signed in, may ask for a new detection of the agent CLIs on the agents screen",
 		set:  func(c *Config, v string) error { c.Admins = splitList(v); return nil }, get: func(c *Config) string { return strings.Join(c.Admins, ",") }},
+	{Flag: "session-keys", Env: "ALFRED_SESSION_KEYS", Default: "", Accepts: "comma-separated secrets of 32 characters or more", Secret: true,
+		Help: "secrets the sign-in cookies are signed and encrypted with: the first signs, all are accepted (to rotate, put a new one first, drop the old one a day later); empty: derived from ALFRED_OAUTH_CLIENT_SECRET",
+		set: func(c *Config, v string) error {
+			keys := splitList(v)
+			for _, k := range keys {
+				if len(k) < 32 {
+					return fmt.Errorf("a key of %d characters is too short", len(k))
+				}
+			}
+			c.SessionKeys = keys
+			return nil
+		}, get: func(c *Config) string { return strings.Join(c.SessionKeys, ",") }},
 }
 
 // FileFlag and FileEnv name the optional configuration file: lines of

@@ -6,14 +6,13 @@ import (
 	"strings"
 )
 
-// Label name prefixes of DESIGN.md section 3.
+// Label name prefixes (docs/design.md, the lifecycle).
 const (
 	StatusPrefix  = "status::" // owned by the bot, exactly one at a time
 	CommandPrefix = "ai::"     // added by people, removed by the bot once handled
 	TypePrefix    = "type::"   // chooses the flow
 )
 
-// Catalogue is every label the bot uses, with its colour and description.
 // SyncLabels makes a project's labels match it.
 func Catalogue() []Label {
 	return []Label{
@@ -39,11 +38,12 @@ func Catalogue() []Label {
 	}
 }
 
-// SyncLabels creates the catalogue labels a project lacks and updates those
-// whose colour or description differ (colours compare without '#' and case).
-// It is idempotent: a second run creates and updates nothing. Labels outside
-// the catalogue are left alone.
-func SyncLabels(ctx context.Context, f Forge, p Project) (created, updated []string, err error) {
+// SyncLabels creates the labels of catalogue a project lacks and updates
+// those whose colour or description differ (colours compare without '#' and
+// case). It is idempotent: a second run creates and updates nothing. Labels
+// outside the catalogue are left alone. The bot's catalogue is bot.Labels,
+// made from its lifecycle table.
+func SyncLabels(ctx context.Context, f Forge, p Project, catalogue []Label) (created, updated []string, err error) {
 	have, err := f.Labels(ctx, p)
 	if err != nil {
 		return nil, nil, fmt.Errorf("sync labels of %s: %w", p.FullName(), err)
@@ -54,7 +54,7 @@ func SyncLabels(ctx context.Context, f Forge, p Project) (created, updated []str
 			byName[l.Name] = l
 		}
 	}
-	for _, want := range Catalogue() {
+	for _, want := range catalogue {
 		got, ok := byName[want.Name]
 		switch {
 		case !ok:

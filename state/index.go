@@ -30,6 +30,7 @@ type snapshot struct {
 	runs          map[string]string              // run id -> path
 	sessionsByRun map[string]map[string]struct{} // run id -> llm session paths
 	routes        map[Route]string               // how events find an issue mailbox -> its path
+	ov            overview                       // the overview's lists and totals (list.go)
 }
 
 // Route is what an event without an issue number names an issue mailbox
@@ -84,6 +85,7 @@ func newSnapshot() *snapshot {
 		runs:          map[string]string{},
 		sessionsByRun: map[string]map[string]struct{}{},
 		routes:        map[Route]string{},
+		ov:            newOverview(),
 	}
 }
 
@@ -121,6 +123,7 @@ func (s *snapshot) mailbox(id string) *mailboxIndex {
 
 // index adds the record at path to the indexes.
 func (s *snapshot) index(path string, r *record) {
+	defer s.ovIndex(path, r)
 	switch kindOf(path) {
 	case "mailbox":
 		s.mailboxFiles[path] = struct{}{}
@@ -160,6 +163,7 @@ func (s *snapshot) index(path string, r *record) {
 
 // unindex removes the record at path from the indexes.
 func (s *snapshot) unindex(path string, r *record) {
+	defer s.ovUnindex(path, r)
 	switch kindOf(path) {
 	case "mailbox":
 		delete(s.mailboxFiles, path)

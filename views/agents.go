@@ -12,6 +12,9 @@ type Agent struct {
 	Kind             string `json:"kind"` // "local" or "api"
 	Resumable        bool   `json:"declares_resumable_sessions"`
 	SessionStatePath string `json:"session_state_path,omitempty"`
+	// Shadowed says which credential mount hides the session path, when
+	// one does (the main package finds it: pages know no sandbox type).
+	Shadowed string `json:"session_path_shadowed_by,omitempty"`
 }
 
 // agentRow is one line of the agents screen.
@@ -63,8 +66,8 @@ func (d Deps) resumable(a Agent, inst *state.AgentInstallation) (bool, string) {
 		}
 		return false, "version outside the verified range"
 	}
-	if m, ok := d.Credentials.Overlap(a.ID, a.SessionStatePath); ok {
-		return false, "credential mount " + m.Container + " overlaps the session path " + a.SessionStatePath
+	if a.Shadowed != "" {
+		return false, a.Shadowed
 	}
 	return true, ""
 }
@@ -86,7 +89,7 @@ func (d Deps) agentsPage(w http.ResponseWriter, r *http.Request) {
 	if who := d.Access.admin(r); who != "" && d.Redetect != nil {
 		data.CSRF = d.Access.csrfToken(who)
 	}
-	render(w, d.Logger, "agents.html", data)
+	d.render(w, r, "agents.html", data)
 }
 
 // redetect is the "Detect again" button: an admin's signed form asks the

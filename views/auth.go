@@ -2,18 +2,18 @@ package views
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
+	"net/url"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/gorilla/securecookie"
 	"golang.org/x/oauth2"
 
 	"github.com/alchemic-studio/alfred/forges"
@@ -34,13 +34,24 @@ type Access struct {
 	Permission func(ctx context.Context, p forges.Project, login string) (forges.Permission, error)
 	// Public tells the projects anyone may read without signing in.
 	Public func(p forges.Project) bool
-	// Key signs the session cookie.
+	// Key is the secret the sign-in cookies' keys are derived from when Keys
+	// is empty (the start derives it from ALFRED_OAUTH_CLIENT_SECRET).
 	Key []byte
+	// Keys are the secrets of ALFRED_SESSION_KEYS: the first signs and
+	// encrypts the cookies, all are accepted (key rotation).
+	Keys [][]byte
+	// Secure marks the cookies Secure: ALFRED_PUBLIC_URL is https. Behind a
+	// reverse proxy that ends TLS the request cannot tell it. See Configure.
+	Secure bool
 	// Client is used for the token exchange and the user lookup.
 	Client *http.Client
 	// Admins are the logins who may ask for a detection of the agent CLIs
 	// (ALFRED_ADMINS).
 	Admins []string
+
+	once    sync.Once
+	derived []cookieKeys
+	codecs  [][]securecookie.Codec // for the session, for the state
 }
 
 const (
@@ -54,32 +65,11 @@ var errSignIn = errors.New("sign in to see this page")
 
 // login returns the signed-in login of the request, or "".
 func (a *Access) login(r *http.Request) string {
-	c, err := r.Cookie(sessionCookie)
-	if err != nil {
+	var s session
+	if !a.readCookie(r, sessionCookie, &s) {
 		return ""
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(c.Value)
-	if err != nil {
-		return ""
-	}
-	parts := strings.Split(string(raw), "|")
-	if len(parts) != 3 {
-		return ""
-	}
-	if !hmac.Equal([]byte(parts[2]), []byte(a.sign(parts[0]+"|"+parts[1]))) {
-		return ""
-	}
-	exp, err := strconv.ParseInt(parts[1], 10, 64)
-	if err != nil || time.Now().Unix() > exp {
-		return ""
-	}
-	return parts[0]
-}
-
-func (a *Access) sign(s string) string {
-	m := hmac.New(sha256.New, a.Key)
-	m.Write([]byte(s))
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+	return s.Login
 }
 
 // allow tells whether the request may read project p: nil, errSignIn for an
@@ -118,17 +108,8 @@ func (a *Access) admin(r *http.Request) string {
 	return ""
 }
 
-// csrfField is the form field that carries csrfToken.
+// csrfField is the form field that carries csrfToken (auth_cookies.go).
 const csrfField = "csrf"
-
-// csrfToken ties a form to the signed-in login, so that another site cannot
-// make a signed-in browser post it.
-func (a *Access) csrfToken(login string) string { return a.sign("csrf\x00" + login) }
-
-// checkCSRF tells whether the posted form carries login's token.
-func (a *Access) checkCSRF(r *http.Request, login string) bool {
-	return hmac.Equal([]byte(r.PostFormValue(csrfField)), []byte(a.csrfToken(login)))
-}
 
 // signedIn tells whether the request comes from someone signed in (pages
 // that show no project's data, such as the agents screen).
@@ -139,22 +120,18 @@ func (a *Access) loginPage(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "sign-in is not configured: set ALFRED_OAUTH_CLIENT_ID and ALFRED_OAUTH_CLIENT_SECRET", http.StatusServiceUnavailable)
 		return
 	}
-	b := make([]byte, 16)
-	rand.Read(b)
-	state := base64.RawURLEncoding.EncodeToString(b)
-	next := r.URL.Query().Get("next")
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") {
-		next = "/"
+	state := rand.Text()
+	if err := a.setCookie(w, r, stateCookie, oauthState{State: state, Next: safeNext(r.URL.Query().Get("next"))}, stateTTL); err != nil {
+		http.Error(w, "sign-in failed: "+err.Error(), http.StatusInternalServerError)
+		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: stateCookie, Value: state + "|" + next, Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil, MaxAge: 600})
 	http.Redirect(w, r, a.OAuth.AuthCodeURL(state), http.StatusFound)
 }
 
 func (a *Access) callback(w http.ResponseWriter, r *http.Request) {
-	c, err := r.Cookie(stateCookie)
-	state, next, _ := strings.Cut(cookieValue(c, err), "|")
-	if state == "" || r.URL.Query().Get("state") != state {
+	var st oauthState
+	if !a.readCookie(r, stateCookie, &st) || st.State == "" ||
+		subtle.ConstantTimeCompare([]byte(r.URL.Query().Get("state")), []byte(st.State)) != 1 {
 		http.Error(w, "sign-in failed: the state does not match; try again", http.StatusBadRequest)
 		return
 	}
@@ -172,19 +149,12 @@ func (a *Access) callback(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "sign-in failed: the forge did not say who you are", http.StatusBadGateway)
 		return
 	}
-	exp := strconv.FormatInt(time.Now().Add(sessionTTL).Unix(), 10)
-	value := who + "|" + exp
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: base64.RawURLEncoding.EncodeToString([]byte(value + "|" + a.sign(value))),
-		Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil, MaxAge: int(sessionTTL.Seconds())})
-	http.SetCookie(w, &http.Cookie{Name: stateCookie, Path: "/", MaxAge: -1})
-	http.Redirect(w, r, next, http.StatusFound)
-}
-
-func cookieValue(c *http.Cookie, err error) string {
-	if err != nil {
-		return ""
+	if err := a.setCookie(w, r, sessionCookie, session{Login: who}, int(sessionTTL.Seconds())); err != nil {
+		http.Error(w, "sign-in failed: "+err.Error(), http.StatusInternalServerError)
+		return
 	}
-	return c.Value
+	a.clearCookie(w, r, stateCookie)
+	http.Redirect(w, r, safeNext(st.Next), http.StatusFound)
 }
 
 // whoIs reads the login of the token's owner from the forge.
@@ -213,9 +183,24 @@ func (a *Access) whoIs(ctx context.Context, tok *oauth2.Token) (string, error) {
 	return login, nil
 }
 
-func logout(w http.ResponseWriter, r *http.Request) {
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Path: "/", MaxAge: -1})
-	http.Redirect(w, r, "/", http.StatusFound)
+// logout signs out: only by POST, with the form's token. By GET it shows
+// the form (a link cannot sign anybody out, from this site or another).
+func (d Deps) logout(w http.ResponseWriter, r *http.Request) {
+	a := d.Access
+	who := a.login(r)
+	switch {
+	case r.Method != http.MethodPost && who == "":
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+	case r.Method != http.MethodPost:
+		w.Header().Set("Cache-Control", "no-store")
+		render(w, d.Logger, "signin.html", map[string]string{"SignOut": a.csrfToken(who), "Login": who})
+	case who != "" && !a.checkCSRF(r, who):
+		d.Logger.Info("sign-out refused: bad form token", "login", who)
+		http.Error(w, "the form's token does not match: reload the page and try again", http.StatusForbidden)
+	default:
+		a.clearCookie(w, r, sessionCookie)
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+	}
 }
 
 // guard answers a request that may not see p: the sign-in page (401) for an
@@ -238,10 +223,10 @@ func (d Deps) signIn(w http.ResponseWriter, r *http.Request) {
 	if strings.HasPrefix(r.URL.Path, "/api/") {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusUnauthorized)
-		json.NewEncoder(w).Encode(map[string]string{"error": errSignIn.Error(), "sign_in": "/login?next=" + r.URL.Path})
+		json.NewEncoder(w).Encode(map[string]string{"error": errSignIn.Error(), "sign_in": "/login?next=" + url.QueryEscape(safeNext(r.URL.RequestURI()))})
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(http.StatusUnauthorized)
-	render(w, d.Logger, "signin.html", map[string]string{"Next": r.URL.Path})
+	render(w, d.Logger, "signin.html", map[string]string{"Next": safeNext(r.URL.RequestURI())})
 }

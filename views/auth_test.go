@@ -118,8 +118,12 @@ func TestSignInAndAccess(t *testing.T) {
 	}
 
 	// Alice signs in through the forge and lands back on the run page.
-	if code, body := get(srv.URL + "/login?next=/runs/" + f.fresh); code != 200 || !strings.Contains(body, `data-test="session-name"`) {
+	code, body := get(srv.URL + "/login?next=/runs/" + f.fresh)
+	if code != 200 || !strings.Contains(body, `data-test="session-name"`) {
 		t.Fatalf("after sign-in: %d", code)
+	}
+	if !strings.Contains(body, `data-test="signout-button"`) || !strings.Contains(body, `name="csrf" value="`+d.Access.csrfToken("alice")+`"`) {
+		t.Error("a signed-in page offers no sign-out form with alice's token")
 	}
 	if code, _ := get(srv.URL + "/mailboxes/" + f.mb.ID); code != 200 {
 		t.Fatalf("alice's mailbox page: %d", code)

@@ -21,6 +21,11 @@ type Records interface {
 	Runs(mailboxID string) ([]state.Run, error)
 	RunWithSessions(runID string) (state.Run, []state.LLMSession, error)
 	Installations() ([]state.AgentInstallation, error)
+	// The lists (overview, projects, runs, their API): see state/list.go.
+	ListMailboxes(f state.MailboxFilter, cursor string, limit int) ([]state.MailboxRow, string, error)
+	ListRuns(f state.RunFilter, cursor string, limit int) ([]state.Run, string, error)
+	Daily(f state.RunFilter, since, now time.Time) []state.DayTotal
+	Projects() []state.ProjectRef
 }
 
 // runView is everything the run page and its JSON show.
@@ -90,7 +95,7 @@ func readable[V interface{ mailbox() state.Mailbox }](d Deps, w http.ResponseWri
 func (d Deps) runPage(w http.ResponseWriter, r *http.Request) {
 	if v, ok := readable(d, w, r, d.loadRun); ok {
 		v.Stream = v.Live && d.Live != nil
-		render(w, d.Logger, "run.html", v)
+		d.render(w, r, "run.html", v)
 	}
 }
 
@@ -107,11 +112,37 @@ func projectOf(mb state.Mailbox) forges.Project {
 type mailboxView struct {
 	Mailbox state.Mailbox `json:"mailbox"`
 	Runs    []runRow      `json:"runs"`
+	Total   usage         `json:"total"` // every run's together
 }
 
 type runRow struct {
 	Run     state.Run         `json:"run"`
 	Session *state.LLMSession `json:"llm_session,omitempty"`
+	usage
+}
+
+// usage is the tokens and cost of a run's llm sessions.
+type usage struct {
+	InputTokens  int64   `json:"input_tokens"`
+	OutputTokens int64   `json:"output_tokens"`
+	CostUSD      float64 `json:"cost_usd"`
+}
+
+func (u *usage) add(v usage) {
+	u.InputTokens += v.InputTokens
+	u.OutputTokens += v.OutputTokens
+	u.CostUSD += v.CostUSD
+}
+
+// Tokens is input and output tokens together.
+func (u usage) Tokens() int64 { return u.InputTokens + u.OutputTokens }
+
+func usageOf(sessions []state.LLMSession) usage {
+	var u usage
+	for _, s := range sessions {
+		u.add(usage{InputTokens: s.InputTokens, OutputTokens: s.OutputTokens, CostUSD: s.CostUSD})
+	}
+	return u
 }
 
 func (d Deps) loadMailbox(id string) (*mailboxView, error) {
@@ -133,7 +164,9 @@ func (d Deps) loadMailbox(id string) (*mailboxView, error) {
 		row.Run.Log = ""
 		if _, ls, _ := d.Records.RunWithSessions(r.ID); len(ls) > 0 {
 			row.Session = &ls[len(ls)-1]
+			row.usage = usageOf(ls)
 		}
+		v.Total.add(row.usage)
 		v.Runs = append(v.Runs, row)
 	}
 	return v, nil
@@ -141,7 +174,7 @@ func (d Deps) loadMailbox(id string) (*mailboxView, error) {
 
 func (d Deps) mailboxPage(w http.ResponseWriter, r *http.Request) {
 	if v, ok := readable(d, w, r, d.loadMailbox); ok {
-		render(w, d.Logger, "mailbox.html", v)
+		d.render(w, r, "mailbox.html", v)
 	}
 }
 
@@ -188,6 +221,9 @@ var funcs = map[string]any{
 		return map[string]any{"Title": title, "Refresh": refresh}
 	},
 	"livePage": livePage,
+	// signOut is the signed-in person's sign-out token; Deps.render sets it.
+	"signOut": func() string { return "" },
+	"kind":    kindMark,
 }
 
 func derefString(s *string) string {

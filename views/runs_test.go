@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alchemic-studio/alfred/sandbox"
 	"github.com/alchemic-studio/alfred/state"
 )
 
@@ -177,7 +176,7 @@ func TestAgentsScreenSaysWhyNot(t *testing.T) {
 			t.Errorf("agents screen lacks %q", want)
 		}
 	}
-	d.Credentials = sandbox.CredentialMounts{"claude-code": {{Host: "/srv/claude", Container: "/home/agent/.claude", ReadOnly: true}}}
+	d.Agents[0].Shadowed = "credential mount /home/agent/.claude overlaps the session path /home/agent/.claude/projects"
 	_, body = get(t, serve(t, d).URL+"/agents")
 	if !strings.Contains(body, "credential mount /home/agent/.claude overlaps the session path /home/agent/.claude/projects") {
 		t.Error("agents screen does not say the credential mount overlaps")

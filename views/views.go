@@ -11,13 +11,16 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/alchemic-studio/alfred/config"
-	"github.com/alchemic-studio/alfred/sandbox"
 )
 
 //go:embed templates/*.html
 var templateFS embed.FS
 
 var templates = template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/*.html"))
+
+// pristine is a copy of templates that is never executed, so that it can be
+// cloned per request (html/template refuses to clone an executed set).
+var pristine = template.Must(templates.Clone())
 
 // Deps is what the pages need from the rest of the service.
 type Deps struct {
@@ -30,11 +33,11 @@ type Deps struct {
 
 	// Records serves the run, mailbox and agents pages; nil serves none.
 	Records Records
-	// Agents are the adapters the engine has; Runner is "image" or "host";
-	// Credentials the default credential mounts (for the agents screen).
-	Agents      []Agent
-	Runner      string
-	Credentials sandbox.CredentialMounts
+	// Statuses are the lifecycle's statuses, by who they wait for.
+	Statuses Statuses
+	// Agents are the adapters the engine has; Runner is "image" or "host".
+	Agents []Agent
+	Runner string
 	// Secrets are hidden from every page, again.
 	Secrets []string
 	// Access guards the run, mailbox and agents pages; nil leaves them open.
@@ -48,6 +51,13 @@ type Deps struct {
 	// Redetect asks for a detection of the agent CLIs (the agents screen's
 	// button, for Access.Admins); nil: this server detects nothing.
 	Redetect func()
+	// Settings tells a project's settings in force and where each comes
+	// from (the project page); nil: the page shows none.
+	Settings ProjectSettings
+	// Clock is the time of the overview's durations and charts; nil: time.Now.
+	Clock func() time.Time
+
+	perms *permCache // the lists' permission cache, made by Register
 }
 
 // Register adds the health probes and the pages to r.
@@ -57,15 +67,22 @@ func Register(r *mux.Router, d Deps) {
 	}
 	r.HandleFunc("/healthz", healthz).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/readyz", d.readyz).Methods(http.MethodGet, http.MethodHead)
-	r.HandleFunc("/", d.home).Methods(http.MethodGet, http.MethodHead)
+	d.perms = newPermCache(d.Clock)
+	r.HandleFunc("/", d.overview).Methods(http.MethodGet, http.MethodHead)
+	r.HandleFunc("/config", d.home).Methods(http.MethodGet, http.MethodHead)
 	if d.Records == nil {
 		return
 	}
 	get := []string{http.MethodGet, http.MethodHead}
+	r.HandleFunc("/runs", d.runsPage).Methods(get...)
+	r.HandleFunc("/projects/{forge}/{path:.+}", d.projectPage).Methods(get...)
+	r.HandleFunc("/api/mailboxes", d.mailboxesJSON).Methods(get...)
+	r.HandleFunc("/api/runs", d.runsJSON).Methods(get...)
+	r.HandleFunc("/api/projects/{forge}/{path:.+}", d.projectJSON).Methods(get...)
 	if d.Access != nil {
 		r.HandleFunc("/login", d.Access.loginPage).Methods(get...)
 		r.HandleFunc("/oauth/callback", d.Access.callback).Methods(get...)
-		r.HandleFunc("/logout", logout).Methods(http.MethodPost, http.MethodGet)
+		r.HandleFunc("/logout", d.logout).Methods(http.MethodPost, http.MethodGet, http.MethodHead)
 	}
 	r.HandleFunc("/runs/{id}", d.runPage).Methods(get...)
 	r.HandleFunc("/runs/{id}/live", d.runLive).Methods(http.MethodGet)
@@ -116,12 +133,37 @@ func (d Deps) home(w http.ResponseWriter, r *http.Request) {
 			data.Webhook = "/webhooks/" + d.Config.ForgeName
 		}
 	}
-	render(w, d.Logger, "home.html", data)
+	d.render(w, r, "config.html", data)
 }
 
 func render(w http.ResponseWriter, log *slog.Logger, name string, data any) {
+	execute(w, log, templates, name, data)
+}
+
+// render renders a page for the person who asked: signed in, its header
+// offers to sign out (a POST with the form's token).
+func (d Deps) render(w http.ResponseWriter, r *http.Request, name string, data any) {
+	who := ""
+	if d.Access != nil {
+		who = d.Access.login(r)
+	}
+	if who == "" {
+		render(w, d.Logger, name, data)
+		return
+	}
+	t, err := pristine.Clone()
+	if err != nil {
+		d.Logger.Error("render page", "template", name, "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	token := d.Access.csrfToken(who)
+	execute(w, d.Logger, t.Funcs(template.FuncMap{"signOut": func() string { return token }}), name, data)
+}
+
+func execute(w http.ResponseWriter, log *slog.Logger, t *template.Template, name string, data any) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	if err := templates.ExecuteTemplate(w, name, data); err != nil {
+	if err := t.ExecuteTemplate(w, name, data); err != nil {
 		log.Error("render page", "template", name, "err", err)
 	}
 }

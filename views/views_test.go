@@ -60,17 +60,20 @@ func TestHomeSaysWhatIsMissing(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := serve(t, Deps{Version: "test", Config: c})
-	code, body := get(t, srv.URL+"/")
+	if code, body := get(t, srv.URL+"/"); code != 200 || !strings.Contains(body, `data-test="missing"`) || !strings.Contains(body, "ALFRED_WEBHOOK_SECRETS") {
+		t.Errorf("home: %d, or it does not say what is missing", code)
+	}
+	code, body := get(t, srv.URL+"/config")
 	if code != 200 {
-		t.Fatalf("home: %d", code)
+		t.Fatalf("configuration page: %d", code)
 	}
 	for _, want := range []string{`data-test="missing"`, "ALFRED_WEBHOOK_SECRETS", "/webhooks/forgejo", "(set, hidden)"} {
 		if !strings.Contains(body, want) {
-			t.Errorf("home page lacks %q", want)
+			t.Errorf("configuration page lacks %q", want)
 		}
 	}
 	if strings.Contains(body, "tok-secret-1") {
-		t.Error("home page shows the forge token")
+		t.Error("configuration page shows the forge token")
 	}
 	if code, _ := get(t, srv.URL+"/nope"); code != 404 {
 		t.Errorf("unknown path: %d", code)

@@ -25,9 +25,6 @@ package claudecode
 import (
 	"strings"
 
-	"github.com/Masterminds/semver/v3"
-	"github.com/google/uuid"
-
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/sandbox"
 )
@@ -48,32 +45,39 @@ const VerifiedRange = ">=2.1.101, <=2.1.332"
 // CLI implements agents.CLI for Claude Code.
 type CLI struct{}
 
-var (
-	_ agents.CLI          = CLI{}
-	_ agents.PromptReader = CLI{}
-)
-
 // New returns the Claude Code adapter.
 func New() (*agents.Local, error) { return agents.NewLocal(CLI{}) }
 
-// ID implements agents.CLI.
-func (CLI) ID() string { return ID }
-
-// Capabilities implements agents.CLI. No WorktreeFiles: real runs in a git
-// working copy (TestRealWorktreeHoldsOnlyTheChange) leave nothing there
-// but the change asked for.
-func (CLI) Capabilities() agents.Capabilities {
-	return agents.Capabilities{Kind: agents.KindLocal, ResumableSessions: true, SessionStatePath: SessionStatePath}
+// Descriptor implements agents.CLI. The version is the first x.y.z of
+// `claude --version` ("2.1.197 (Claude Code)"); the prompt goes to stdin;
+// Claude takes a caller-chosen UUID. No WorktreeFiles: real runs in a git
+// working copy (TestRealWorktreeHoldsOnlyTheChange) leave nothing there but
+// the change asked for.
+//
+// CLAUDE_CONFIG_DIR is left out of the allowlist on purpose: it would move
+// the session store away from SessionStatePath. The fixed environment turns
+// off self-update and telemetry, and tells the process it runs in a sandbox.
+func (CLI) Descriptor() agents.Descriptor {
+	return agents.Descriptor{
+		ID: ID, Executable: Executable, VerifiedRange: VerifiedRange,
+		SessionStatePath: SessionStatePath,
+		PromptOnStdin:    true, TakesSessionID: true,
+		EnvAllowlist: []string{
+			"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL",
+			"ANTHROPIC_SMALL_FAST_MODEL", "ANTHROPIC_DEFAULT_OPUS_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL",
+			"ANTHROPIC_DEFAULT_HAIKU_MODEL", "ANTHROPIC_CUSTOM_HEADERS", "CLAUDE_CODE_OAUTH_TOKEN",
+			"CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "AWS_REGION", "AWS_ACCESS_KEY_ID",
+			"AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK",
+			"ANTHROPIC_VERTEX_PROJECT_ID", "CLOUD_ML_REGION", "GOOGLE_APPLICATION_CREDENTIALS",
+			"CLAUDE_CODE_MAX_RETRIES", "API_TIMEOUT_MS", "CLAUDE_CODE_MAX_OUTPUT_TOKENS",
+		},
+		FixedEnv: map[string]string{
+			"DISABLE_AUTOUPDATER":                      "1",
+			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+			"IS_SANDBOX":                               "1",
+		},
+	}
 }
-
-// VerifiedRange implements agents.CLI.
-func (CLI) VerifiedRange() string { return VerifiedRange }
-
-// VersionArgv implements agents.CLI.
-func (CLI) VersionArgv() []string { return []string{Executable, "--version"} }
-
-// ParseVersion implements agents.CLI ("2.1.197 (Claude Code)").
-func (CLI) ParseVersion(stdout, _ []byte) (*semver.Version, error) { return agents.FindVersion(stdout) }
 
 // Argv implements agents.CLI. Phases that change the worktree run with
 // bypassPermissions (the sandbox is the boundary; IS_SANDBOX=1 lets it run
@@ -95,36 +99,6 @@ func (CLI) Argv(inv agents.Invocation) []string {
 	}
 	return argv
 }
-
-// PromptOnStdin implements agents.PromptReader.
-func (CLI) PromptOnStdin() bool { return true }
-
-// EnvAllowlist implements agents.CLI. CLAUDE_CONFIG_DIR is left out on
-// purpose: it would move the session store away from SessionStatePath.
-func (CLI) EnvAllowlist() []string {
-	return []string{
-		"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL",
-		"ANTHROPIC_SMALL_FAST_MODEL", "ANTHROPIC_DEFAULT_OPUS_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL",
-		"ANTHROPIC_DEFAULT_HAIKU_MODEL", "ANTHROPIC_CUSTOM_HEADERS", "CLAUDE_CODE_OAUTH_TOKEN",
-		"CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "AWS_REGION", "AWS_ACCESS_KEY_ID",
-		"AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK",
-		"ANTHROPIC_VERTEX_PROJECT_ID", "CLOUD_ML_REGION", "GOOGLE_APPLICATION_CREDENTIALS",
-		"CLAUDE_CODE_MAX_RETRIES", "API_TIMEOUT_MS", "CLAUDE_CODE_MAX_OUTPUT_TOKENS",
-	}
-}
-
-// FixedEnv implements agents.CLI: no self-update, no telemetry, and the
-// process knows it runs in a sandbox.
-func (CLI) FixedEnv() map[string]string {
-	return map[string]string{
-		"DISABLE_AUTOUPDATER":                      "1",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-		"IS_SANDBOX":                               "1",
-	}
-}
-
-// NewSessionID implements agents.CLI: Claude takes a caller-chosen UUID.
-func (CLI) NewSessionID() string { return uuid.NewString() }
 
 // result is the JSON result object (json) or the last stream-json event.
 type result struct {

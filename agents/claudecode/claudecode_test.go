@@ -29,7 +29,7 @@ func TestGoldenArgv(t *testing.T) {
 }
 
 func TestNewSessionIDIsRandomUUID(t *testing.T) {
-	a, b := CLI{}.NewSessionID(), CLI{}.NewSessionID()
+	a, b := CLI{}.Descriptor().NewSessionID(), CLI{}.Descriptor().NewSessionID()
 	if _, err := uuid.Parse(a); err != nil || a == b {
 		t.Fatalf("NewSessionID() = %q, %q: want two different UUIDs", a, b)
 	}

@@ -36,8 +36,6 @@ package codex
 import (
 	"strings"
 
-	"github.com/Masterminds/semver/v3"
-
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/sandbox"
 )
@@ -58,32 +56,26 @@ const VerifiedRange = ">=0.117.0, <=0.171.0"
 // CLI implements agents.CLI for Codex.
 type CLI struct{}
 
-var (
-	_ agents.CLI          = CLI{}
-	_ agents.PromptReader = CLI{}
-)
-
 // New returns the Codex adapter.
 func New() (*agents.Local, error) { return agents.NewLocal(CLI{}) }
 
-// ID implements agents.CLI.
-func (CLI) ID() string { return ID }
-
-// Capabilities implements agents.CLI. No WorktreeFiles: real runs in a git
-// working copy (TestRealWorktreeHoldsOnlyTheChange) leave nothing there
-// but the change asked for.
-func (CLI) Capabilities() agents.Capabilities {
-	return agents.Capabilities{Kind: agents.KindLocal, ResumableSessions: true, SessionStatePath: SessionStatePath}
+// Descriptor implements agents.CLI. The version is the first x.y.z of
+// `codex --version` ("codex-cli 0.171.0"); the prompt goes to stdin; codex
+// picks its own thread id. No WorktreeFiles: real runs in a git working copy
+// (TestRealWorktreeHoldsOnlyTheChange) leave nothing there but the change
+// asked for. CODEX_HOME is left out of the allowlist on purpose: it would
+// move the session store away from SessionStatePath.
+func (CLI) Descriptor() agents.Descriptor {
+	return agents.Descriptor{
+		ID: ID, Executable: Executable, VerifiedRange: VerifiedRange,
+		SessionStatePath: SessionStatePath,
+		PromptOnStdin:    true,
+		EnvAllowlist: []string{
+			"OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL", "OPENAI_ORGANIZATION", "OPENAI_PROJECT",
+			"AZURE_OPENAI_API_KEY", "RUST_LOG",
+		},
+	}
 }
-
-// VerifiedRange implements agents.CLI.
-func (CLI) VerifiedRange() string { return VerifiedRange }
-
-// VersionArgv implements agents.CLI.
-func (CLI) VersionArgv() []string { return []string{Executable, "--version"} }
-
-// ParseVersion implements agents.CLI ("codex-cli 0.171.0").
-func (CLI) ParseVersion(stdout, _ []byte) (*semver.Version, error) { return agents.FindVersion(stdout) }
 
 // Argv implements agents.CLI. Phases that change the worktree bypass
 // codex's own sandbox and approvals (the container is the sandbox, and
@@ -104,24 +96,6 @@ func (CLI) Argv(inv agents.Invocation) []string {
 	}
 	return append(argv, "-")
 }
-
-// PromptOnStdin implements agents.PromptReader.
-func (CLI) PromptOnStdin() bool { return true }
-
-// EnvAllowlist implements agents.CLI. CODEX_HOME is left out on purpose: it
-// would move the session store away from SessionStatePath.
-func (CLI) EnvAllowlist() []string {
-	return []string{
-		"OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL", "OPENAI_ORGANIZATION", "OPENAI_PROJECT",
-		"AZURE_OPENAI_API_KEY", "RUST_LOG",
-	}
-}
-
-// FixedEnv implements agents.CLI.
-func (CLI) FixedEnv() map[string]string { return nil }
-
-// NewSessionID implements agents.CLI: codex picks its own thread id.
-func (CLI) NewSessionID() string { return "" }
 
 type event struct {
 	Type     string `json:"type"`

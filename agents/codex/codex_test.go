@@ -31,7 +31,7 @@ func TestGoldenArgv(t *testing.T) {
 }
 
 func TestNoCallerChosenID(t *testing.T) {
-	if id := (CLI{}).NewSessionID(); id != "" {
+	if id := (CLI{}).Descriptor().NewSessionID(); id != "" {
 		t.Fatalf("NewSessionID() = %q, want empty: codex exec cannot take an id", id)
 	}
 }

@@ -31,9 +31,6 @@ package copilot
 import (
 	"strings"
 
-	"github.com/Masterminds/semver/v3"
-	"github.com/google/uuid"
-
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/sandbox"
 )
@@ -55,35 +52,32 @@ const VerifiedRange = ">=1.0.51, <=1.0.102"
 // CLI implements agents.CLI for the Copilot CLI.
 type CLI struct{}
 
-var (
-	_ agents.CLI          = CLI{}
-	_ agents.PromptReader = CLI{}
-)
-
 // New returns the Copilot adapter.
 func New() (*agents.Local, error) { return agents.NewLocal(CLI{}) }
 
-// ID implements agents.CLI.
-func (CLI) ID() string { return ID }
-
-// Capabilities implements agents.CLI. No WorktreeFiles: real runs in a git
-// working copy (TestRealWorktreeHoldsOnlyTheChange) leave nothing there
-// but the change asked for.
-func (CLI) Capabilities() agents.Capabilities {
-	return agents.Capabilities{Kind: agents.KindLocal, ResumableSessions: true, SessionStatePath: SessionStatePath}
+// Descriptor implements agents.CLI. The version is the first x.y.z of
+// `copilot --version` ("GitHub Copilot CLI 1.0.102."); the prompt goes to
+// stdin; a fresh session gets a random UUID for --session-id. No
+// WorktreeFiles: real runs in a git working copy
+// (TestRealWorktreeHoldsOnlyTheChange) leave nothing there but the change
+// asked for. The allowlist is GitHub authentication and BYOK provider
+// settings; the fixed environment never downloads and runs another version.
+func (CLI) Descriptor() agents.Descriptor {
+	return agents.Descriptor{
+		ID: ID, Executable: Executable, VerifiedRange: VerifiedRange,
+		SessionStatePath: SessionStatePath,
+		PromptOnStdin:    true, TakesSessionID: true,
+		EnvAllowlist: []string{
+			"COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN", "GH_HOST", "COPILOT_GH_HOST",
+			"COPILOT_MODEL", "COPILOT_OFFLINE",
+			"COPILOT_PROVIDER_BASE_URL", "COPILOT_PROVIDER_TYPE", "COPILOT_PROVIDER_API_KEY",
+			"COPILOT_PROVIDER_BEARER_TOKEN", "COPILOT_PROVIDER_WIRE_API", "COPILOT_PROVIDER_AZURE_API_VERSION",
+			"COPILOT_PROVIDER_MODEL_ID", "COPILOT_PROVIDER_WIRE_MODEL", "COPILOT_PROVIDER_HEADERS",
+			"COPILOT_PROVIDER_MAX_PROMPT_TOKENS", "COPILOT_PROVIDER_MAX_OUTPUT_TOKENS",
+		},
+		FixedEnv: map[string]string{"COPILOT_AUTO_UPDATE": "false", "NO_COLOR": "1"},
+	}
 }
-
-// VerifiedRange implements agents.CLI.
-func (CLI) VerifiedRange() string { return VerifiedRange }
-
-// VersionArgv implements agents.CLI.
-func (CLI) VersionArgv() []string { return []string{Executable, "--version"} }
-
-// ParseVersion implements agents.CLI ("GitHub Copilot CLI 1.0.102.").
-func (CLI) ParseVersion(stdout, _ []byte) (*semver.Version, error) { return agents.FindVersion(stdout) }
-
-// PromptOnStdin implements agents.PromptReader.
-func (CLI) PromptOnStdin() bool { return true }
 
 // Argv implements agents.CLI. Values are joined with "=" so that a name
 // starting with a dash stays a value. The prompt is on stdin.
@@ -100,27 +94,6 @@ func (CLI) Argv(inv agents.Invocation) []string {
 	}
 	return argv
 }
-
-// EnvAllowlist implements agents.CLI: GitHub authentication and BYOK
-// provider settings.
-func (CLI) EnvAllowlist() []string {
-	return []string{
-		"COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN", "GH_HOST", "COPILOT_GH_HOST",
-		"COPILOT_MODEL", "COPILOT_OFFLINE",
-		"COPILOT_PROVIDER_BASE_URL", "COPILOT_PROVIDER_TYPE", "COPILOT_PROVIDER_API_KEY",
-		"COPILOT_PROVIDER_BEARER_TOKEN", "COPILOT_PROVIDER_WIRE_API", "COPILOT_PROVIDER_AZURE_API_VERSION",
-		"COPILOT_PROVIDER_MODEL_ID", "COPILOT_PROVIDER_WIRE_MODEL", "COPILOT_PROVIDER_HEADERS",
-		"COPILOT_PROVIDER_MAX_PROMPT_TOKENS", "COPILOT_PROVIDER_MAX_OUTPUT_TOKENS",
-	}
-}
-
-// FixedEnv implements agents.CLI: never download and run another version.
-func (CLI) FixedEnv() map[string]string {
-	return map[string]string{"COPILOT_AUTO_UPDATE": "false", "NO_COLOR": "1"}
-}
-
-// NewSessionID implements agents.CLI: a random UUID for --session-id.
-func (CLI) NewSessionID() string { return uuid.NewString() }
 
 type event struct {
 	Type      string `json:"type"`

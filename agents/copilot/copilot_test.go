@@ -21,7 +21,7 @@ func TestArgvGolden(t *testing.T) {
 }
 
 func TestNewSessionID(t *testing.T) {
-	a, b := CLI{}.NewSessionID(), CLI{}.NewSessionID()
+	a, b := CLI{}.Descriptor().NewSessionID(), CLI{}.Descriptor().NewSessionID()
 	if _, err := uuid.Parse(a); err != nil || a == b {
 		t.Fatalf("NewSessionID = %q, %q: want two random UUIDs", a, b)
 	}
@@ -101,7 +101,7 @@ func TestNew(t *testing.T) {
 	if c := a.Capabilities(); !c.ResumableSessions || c.SessionStatePath != SessionStatePath || a.ID() != ID {
 		t.Fatalf("adapter = %s %+v", a.ID(), c)
 	}
-	if v, err := (CLI{}).ParseVersion([]byte("GitHub Copilot CLI 1.0.102.\nRun 'copilot update' to check for updates.\n"), nil); err != nil || v.String() != "1.0.102" {
+	if v, err := (CLI{}).Descriptor().ParseVersion([]byte("GitHub Copilot CLI 1.0.102.\nRun 'copilot update' to check for updates.\n"), nil); err != nil || v.String() != "1.0.102" {
 		t.Fatalf("ParseVersion = %v, %v", v, err)
 	}
 }

@@ -28,7 +28,7 @@ func TestRealVersion(t *testing.T) {
 // before authentication).
 func TestRealMissingSession(t *testing.T) {
 	bin := clitest.Bin(t, Executable)
-	got, res := clitest.ResumeMissing(t, CLI{}, bin, uuid.NewString(), CLI{}.FixedEnv())
+	got, res := clitest.ResumeMissing(t, CLI{}, bin, uuid.NewString(), CLI{}.Descriptor().FixedEnv)
 	if got != agents.FallbackStateMissing {
 		t.Fatalf("Classify = %q, want state_missing; exit %d stdout %q stderr %q", got, res.ExitCode, res.Stdout, res.Stderr)
 	}

@@ -1,9 +1,9 @@
 // Package fake owns the fake adapter for engine tests, and is the worked
 // example of a CLI package built on the shared local-agent flow
 // (agents.NewLocal): the CLI type below implements agents.CLI exactly as a
-// real CLI package does (argv per mode, env allowlist, id chooser, output
-// parser, failure classifier); only the process is simulated in-process
-// instead of being a real binary.
+// real CLI package does (a descriptor, argv per mode, output parser, failure
+// classifier); only the process is simulated in-process instead of being a
+// real binary.
 //
 // The simulated "alfred-fake-agent" prints one JSON object on stdout,
 //
@@ -26,9 +26,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/Masterminds/semver/v3"
-	"github.com/google/uuid"
 
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/sandbox"
@@ -54,25 +51,21 @@ type CLI struct {
 
 var _ agents.CLI = CLI{}
 
-// ID implements agents.CLI.
-func (CLI) ID() string { return ID }
-
-// Capabilities implements agents.CLI.
-func (c CLI) Capabilities() agents.Capabilities {
-	if !c.resumable {
-		return agents.Capabilities{Kind: agents.KindLocal}
+// Descriptor implements agents.CLI: the version is the first x.y.z of
+// `alfred-fake-agent --version`, the prompt is the last argv element, and
+// the fake accepts a caller-chosen id, so a fresh session gets a random UUID.
+func (c CLI) Descriptor() agents.Descriptor {
+	d := agents.Descriptor{
+		ID: ID, Executable: Executable, VerifiedRange: ">=1.0.0, <2.0.0",
+		EnvAllowlist:   []string{"FAKE_API_KEY"},
+		FixedEnv:       map[string]string{"FAKE_NO_UPDATE": "1"},
+		TakesSessionID: true,
 	}
-	return agents.Capabilities{Kind: agents.KindLocal, ResumableSessions: true, SessionStatePath: SessionStatePath}
+	if c.resumable {
+		d.SessionStatePath = SessionStatePath
+	}
+	return d
 }
-
-// VerifiedRange implements agents.CLI.
-func (CLI) VerifiedRange() string { return ">=1.0.0, <2.0.0" }
-
-// VersionArgv implements agents.CLI.
-func (CLI) VersionArgv() []string { return []string{Executable, "--version"} }
-
-// ParseVersion implements agents.CLI.
-func (CLI) ParseVersion(stdout, _ []byte) (*semver.Version, error) { return agents.FindVersion(stdout) }
 
 // Argv implements agents.CLI. The headless flags and the prompt are the same
 // in every mode; only the session flags differ.
@@ -89,16 +82,6 @@ func (CLI) Argv(inv agents.Invocation) []string {
 	}
 	return append(argv, "--", inv.Prompt)
 }
-
-// EnvAllowlist implements agents.CLI.
-func (CLI) EnvAllowlist() []string { return []string{"FAKE_API_KEY"} }
-
-// FixedEnv implements agents.CLI.
-func (CLI) FixedEnv() map[string]string { return map[string]string{"FAKE_NO_UPDATE": "1"} }
-
-// NewSessionID implements agents.CLI: the fake accepts a caller-chosen id, so
-// it returns a random UUID.
-func (CLI) NewSessionID() string { return uuid.NewString() }
 
 type output struct {
 	SessionID string `json:"session_id"`

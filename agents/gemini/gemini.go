@@ -36,9 +36,6 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/Masterminds/semver/v3"
-	"github.com/google/uuid"
-
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/sandbox"
 )
@@ -60,35 +57,30 @@ const VerifiedRange = ">=0.43.0, <=0.61.0"
 // CLI implements agents.CLI for the Gemini CLI.
 type CLI struct{}
 
-var (
-	_ agents.CLI          = CLI{}
-	_ agents.PromptReader = CLI{}
-)
-
 // New returns the Gemini adapter.
 func New() (*agents.Local, error) { return agents.NewLocal(CLI{}) }
 
-// ID implements agents.CLI.
-func (CLI) ID() string { return ID }
-
-// Capabilities implements agents.CLI. No WorktreeFiles: real runs in a git
-// working copy (TestRealWorktreeHoldsOnlyTheChange) leave nothing there
-// but the change asked for.
-func (CLI) Capabilities() agents.Capabilities {
-	return agents.Capabilities{Kind: agents.KindLocal, ResumableSessions: true, SessionStatePath: SessionStatePath}
+// Descriptor implements agents.CLI. The version is the first x.y.z of
+// `gemini --version` ("0.61.0"); the prompt goes to stdin; a fresh session
+// gets a random UUID for --session-id (never a number: --resume 5 means the
+// fifth session). No WorktreeFiles: real runs in a git working copy
+// (TestRealWorktreeHoldsOnlyTheChange) leave nothing there but the change
+// asked for. The allowlist is Gemini API, Vertex AI and gateway settings;
+// the fixed environment trusts the worktree (headless runs refuse an
+// untrusted folder) and turns colour off.
+func (CLI) Descriptor() agents.Descriptor {
+	return agents.Descriptor{
+		ID: ID, Executable: Executable, VerifiedRange: VerifiedRange,
+		SessionStatePath: SessionStatePath,
+		PromptOnStdin:    true, TakesSessionID: true,
+		EnvAllowlist: []string{
+			"GEMINI_API_KEY", "GOOGLE_API_KEY", "GEMINI_MODEL", "GOOGLE_GEMINI_BASE_URL",
+			"GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_GCA", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION",
+			"GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_VERTEX_BASE_URL",
+		},
+		FixedEnv: map[string]string{"GEMINI_CLI_TRUST_WORKSPACE": "true", "NO_COLOR": "1"},
+	}
 }
-
-// VerifiedRange implements agents.CLI.
-func (CLI) VerifiedRange() string { return VerifiedRange }
-
-// VersionArgv implements agents.CLI.
-func (CLI) VersionArgv() []string { return []string{Executable, "--version"} }
-
-// ParseVersion implements agents.CLI ("0.61.0").
-func (CLI) ParseVersion(stdout, _ []byte) (*semver.Version, error) { return agents.FindVersion(stdout) }
-
-// PromptOnStdin implements agents.PromptReader.
-func (CLI) PromptOnStdin() bool { return true }
 
 // Argv implements agents.CLI. The prompt is on stdin.
 func (CLI) Argv(inv agents.Invocation) []string {
@@ -104,26 +96,6 @@ func (CLI) Argv(inv agents.Invocation) []string {
 	}
 	return argv
 }
-
-// EnvAllowlist implements agents.CLI: Gemini API, Vertex AI and gateway
-// settings.
-func (CLI) EnvAllowlist() []string {
-	return []string{
-		"GEMINI_API_KEY", "GOOGLE_API_KEY", "GEMINI_MODEL", "GOOGLE_GEMINI_BASE_URL",
-		"GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_GCA", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION",
-		"GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_VERTEX_BASE_URL",
-	}
-}
-
-// FixedEnv implements agents.CLI: trust the worktree (headless runs refuse
-// an untrusted folder) and no colour.
-func (CLI) FixedEnv() map[string]string {
-	return map[string]string{"GEMINI_CLI_TRUST_WORKSPACE": "true", "NO_COLOR": "1"}
-}
-
-// NewSessionID implements agents.CLI: a random UUID for --session-id (never
-// a number: --resume 5 means the fifth session).
-func (CLI) NewSessionID() string { return uuid.NewString() }
 
 type output struct {
 	SessionID string  `json:"session_id"`

@@ -31,8 +31,6 @@ package grok
 import (
 	"strings"
 
-	"github.com/Masterminds/semver/v3"
-
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/sandbox"
 )
@@ -51,29 +49,20 @@ const VerifiedRange = "1.0.1"
 // CLI implements agents.CLI for the community Grok CLI.
 type CLI struct{}
 
-var _ agents.CLI = CLI{}
-
 // New returns the Grok adapter.
 func New() (*agents.Local, error) { return agents.NewLocal(CLI{}) }
 
-// ID implements agents.CLI.
-func (CLI) ID() string { return ID }
-
-// Capabilities implements agents.CLI: local, never resumable, and the
-// project settings file every run creates kept out of the commit (see the
-// package doc).
-func (CLI) Capabilities() agents.Capabilities {
-	return agents.Capabilities{Kind: agents.KindLocal, WorktreeFiles: []string{"/.grok/settings.json"}}
+// Descriptor implements agents.CLI: local, never resumable, the prompt in
+// argv, and the project settings file every run creates kept out of the
+// commit (see the package doc). The version is what `grok --version` prints
+// ("1.0.1").
+func (CLI) Descriptor() agents.Descriptor {
+	return agents.Descriptor{
+		ID: ID, Executable: Executable, VerifiedRange: VerifiedRange,
+		WorktreeFiles: []string{"/.grok/settings.json"},
+		EnvAllowlist:  []string{"GROK_API_KEY", "GROK_BASE_URL", "GROK_MODEL", "MORPH_API_KEY"},
+	}
 }
-
-// VerifiedRange implements agents.CLI.
-func (CLI) VerifiedRange() string { return VerifiedRange }
-
-// VersionArgv implements agents.CLI.
-func (CLI) VersionArgv() []string { return []string{Executable, "--version"} }
-
-// ParseVersion implements agents.CLI ("1.0.1").
-func (CLI) ParseVersion(stdout, _ []byte) (*semver.Version, error) { return agents.FindVersion(stdout) }
 
 // Argv implements agents.CLI. Only ModeNone ever runs (the adapter takes no
 // session reference), so the mode adds nothing.
@@ -84,17 +73,6 @@ func (CLI) Argv(inv agents.Invocation) []string {
 	}
 	return argv
 }
-
-// EnvAllowlist implements agents.CLI.
-func (CLI) EnvAllowlist() []string {
-	return []string{"GROK_API_KEY", "GROK_BASE_URL", "GROK_MODEL", "MORPH_API_KEY"}
-}
-
-// FixedEnv implements agents.CLI.
-func (CLI) FixedEnv() map[string]string { return nil }
-
-// NewSessionID implements agents.CLI: no sessions.
-func (CLI) NewSessionID() string { return "" }
 
 type message struct {
 	Role    string `json:"role"`

@@ -74,7 +74,7 @@ func TestNotResumable(t *testing.T) {
 	if c := a.Capabilities(); c.ResumableSessions || c.SessionStatePath != "" || c.Kind != agents.KindLocal || a.ID() != ID {
 		t.Fatalf("adapter = %s %+v", a.ID(), c)
 	}
-	if (CLI{}).NewSessionID() != "" {
+	if (CLI{}).Descriptor().NewSessionID() != "" {
 		t.Fatal("NewSessionID must be empty")
 	}
 	_, err = a.Run(context.Background(), agents.Request{Prompt: "p", Runner: sandbox.NewHostRunner(sandbox.HostOptions{}),
@@ -82,7 +82,7 @@ func TestNotResumable(t *testing.T) {
 	if err == nil {
 		t.Fatal("a session reference was accepted")
 	}
-	if v, err := (CLI{}).ParseVersion([]byte("1.0.1\n"), nil); err != nil || v.String() != "1.0.1" {
+	if v, err := (CLI{}).Descriptor().ParseVersion([]byte("1.0.1\n"), nil); err != nil || v.String() != "1.0.1" {
 		t.Fatalf("ParseVersion = %v, %v", v, err)
 	}
 }

@@ -35,8 +35,6 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/Masterminds/semver/v3"
-
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/sandbox"
 )
@@ -63,37 +61,37 @@ const VerifiedRange = ">=1.15.0, <=1.18.33"
 // CLI implements agents.CLI for OpenCode.
 type CLI struct{}
 
-var (
-	_ agents.CLI          = CLI{}
-	_ agents.PromptReader = CLI{}
-)
-
 // New returns the OpenCode adapter.
 func New() (*agents.Local, error) { return agents.NewLocal(CLI{}) }
 
-// ID implements agents.CLI.
-func (CLI) ID() string { return ID }
-
-// Capabilities implements agents.CLI. No WorktreeFiles: real runs in a git
-// working copy (TestRealWorktreeHoldsOnlyTheChange) leave nothing there
-// but the change asked for; OpenCode's project id cache goes to .git/opencode,
-// inside .git, which git never stages.
-func (CLI) Capabilities() agents.Capabilities {
-	return agents.Capabilities{Kind: agents.KindLocal, ResumableSessions: true, SessionStatePath: SessionStatePath}
+// Descriptor implements agents.CLI. The version is the first x.y.z of
+// `opencode --version` ("1.18.33"); the prompt goes to stdin, verbatim (see
+// the package doc); OpenCode assigns its own session ids. No WorktreeFiles:
+// real runs in a git working copy (TestRealWorktreeHoldsOnlyTheChange) leave
+// nothing there but the change asked for; OpenCode's project id cache goes
+// to .git/opencode, inside .git, which git never stages.
+//
+// The allowlist is OpenCode's own configuration and the API keys of the
+// providers it reads from the environment. The fixed environment sets the
+// relocated database (every mode, so a run is the same with or without the
+// session feature) and turns self-update off.
+func (CLI) Descriptor() agents.Descriptor {
+	return agents.Descriptor{
+		ID: ID, Executable: Executable, VerifiedRange: VerifiedRange,
+		SessionStatePath: SessionStatePath,
+		PromptOnStdin:    true,
+		EnvAllowlist: []string{
+			"OPENCODE_CONFIG", "OPENCODE_CONFIG_CONTENT", "OPENCODE_CONFIG_DIR", "OPENCODE_DISABLE_MODELS_FETCH",
+			"OPENCODE_MODELS_PATH", "OPENCODE_MODELS_URL",
+			"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL",
+			"OPENROUTER_API_KEY", "GOOGLE_GENERATIVE_AI_API_KEY", "GEMINI_API_KEY", "XAI_API_KEY",
+			"GROQ_API_KEY", "MISTRAL_API_KEY", "DEEPSEEK_API_KEY",
+			"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION", "AWS_PROFILE",
+			"AZURE_API_KEY", "AZURE_RESOURCE_NAME",
+		},
+		FixedEnv: map[string]string{"OPENCODE_DB": DBEnv, "OPENCODE_DISABLE_AUTOUPDATE": "1"},
+	}
 }
-
-// VerifiedRange implements agents.CLI.
-func (CLI) VerifiedRange() string { return VerifiedRange }
-
-// VersionArgv implements agents.CLI.
-func (CLI) VersionArgv() []string { return []string{Executable, "--version"} }
-
-// ParseVersion implements agents.CLI ("1.18.33").
-func (CLI) ParseVersion(stdout, _ []byte) (*semver.Version, error) { return agents.FindVersion(stdout) }
-
-// PromptOnStdin implements agents.PromptReader: the prompt goes to stdin,
-// verbatim (see the package doc).
-func (CLI) PromptOnStdin() bool { return true }
 
 // Argv implements agents.CLI. The model is "provider/model"; a bare model
 // gets the request's provider as prefix. The prompt is on stdin.
@@ -117,29 +115,6 @@ func model(provider, m string) string {
 	}
 	return provider + "/" + m
 }
-
-// EnvAllowlist implements agents.CLI: OpenCode's own configuration and the
-// API keys of the providers it reads from the environment.
-func (CLI) EnvAllowlist() []string {
-	return []string{
-		"OPENCODE_CONFIG", "OPENCODE_CONFIG_CONTENT", "OPENCODE_CONFIG_DIR", "OPENCODE_DISABLE_MODELS_FETCH",
-		"OPENCODE_MODELS_PATH", "OPENCODE_MODELS_URL",
-		"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL",
-		"OPENROUTER_API_KEY", "GOOGLE_GENERATIVE_AI_API_KEY", "GEMINI_API_KEY", "XAI_API_KEY",
-		"GROQ_API_KEY", "MISTRAL_API_KEY", "DEEPSEEK_API_KEY",
-		"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION", "AWS_PROFILE",
-		"AZURE_API_KEY", "AZURE_RESOURCE_NAME",
-	}
-}
-
-// FixedEnv implements agents.CLI: the relocated database (every mode, so a
-// run is the same with or without the session feature) and no self-update.
-func (CLI) FixedEnv() map[string]string {
-	return map[string]string{"OPENCODE_DB": DBEnv, "OPENCODE_DISABLE_AUTOUPDATE": "1"}
-}
-
-// NewSessionID implements agents.CLI: OpenCode assigns its own ids.
-func (CLI) NewSessionID() string { return "" }
 
 // event is one line of `opencode run --format json`.
 type event struct {

@@ -16,7 +16,7 @@ func TestArgvGolden(t *testing.T) {
 		Prompt: "Fix issue #7.\n--- context ---\n-rf", Phase: agents.PhaseDevelopment,
 		Provider: "anthropic", Model: "claude-sonnet-4-5", Workdir: "/workspace",
 	}
-	clitest.ArgvGolden(t, CLI{}, base, "agent/issue-7-fix-login", CLI{}.NewSessionID(), "ses_dd51e5029ffe6f5YB4sQK1KroY")
+	clitest.ArgvGolden(t, CLI{}, base, "agent/issue-7-fix-login", CLI{}.Descriptor().NewSessionID(), "ses_dd51e5029ffe6f5YB4sQK1KroY")
 }
 
 func TestArgvModel(t *testing.T) {
@@ -112,7 +112,7 @@ func TestNew(t *testing.T) {
 	if c := a.Capabilities(); !c.ResumableSessions || c.SessionStatePath != SessionStatePath || a.ID() != ID {
 		t.Fatalf("adapter = %s %+v", a.ID(), c)
 	}
-	if v, err := (CLI{}).ParseVersion([]byte("1.18.33\n"), nil); err != nil || v.String() != "1.18.33" {
+	if v, err := (CLI{}).Descriptor().ParseVersion([]byte("1.18.33\n"), nil); err != nil || v.String() != "1.18.33" {
 		t.Fatalf("ParseVersion = %v, %v", v, err)
 	}
 }

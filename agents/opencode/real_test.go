@@ -38,7 +38,7 @@ func TestRealMissingSession(t *testing.T) {
 // fixed variables (ResumeMissing runs the argv without the flow).
 func offered(extra map[string]string) map[string]string {
 	env := map[string]string{"OPENCODE_DISABLE_MODELS_FETCH": "1"}
-	for k, v := range (CLI{}).FixedEnv() {
+	for k, v := range (CLI{}).Descriptor().FixedEnv {
 		env[k] = v
 	}
 	for k, v := range extra {

@@ -670,20 +670,30 @@ func testEnsureSection(t *testing.T, h Harness) {
 	}
 }
 
+// catalogue is a label catalogue like the bot's (bot.Labels), with a label
+// of each prefix.
+var catalogue = []forges.Label{
+	{Name: "status::in_ci", Color: "c5def5", Description: "The pull request waits for CI (set by the bot)"},
+	{Name: "status::blocked", Color: "b60205", Description: "Alfred gave up"},
+	{Name: "ai::retry", Color: "e99695", Description: "Retry the failed phase with counters reset"},
+	{Name: "type::bug", Color: "d73a4a", Description: "Alfred runs the whole flow for a bug fix"},
+	{Name: "type::question", Color: "cc317c", Description: "Alfred answers the question in the thread"},
+}
+
 func testSyncLabels(t *testing.T, h Harness) {
 	ctx, f, p := ctxFor(t), h.Forge(), h.Project()
 	if err := f.CreateLabel(ctx, p, forges.Label{Name: "type::bug", Color: "000000", Description: "old"}); err != nil {
 		t.Fatalf("CreateLabel: %v", err)
 	}
-	cat := forges.Catalogue()
-	created, updated, err := forges.SyncLabels(ctx, f, p)
+	cat := catalogue
+	created, updated, err := forges.SyncLabels(ctx, f, p, cat)
 	if err != nil {
 		t.Fatalf("SyncLabels: %v", err)
 	}
 	if len(created) != len(cat)-1 || !slices.Equal(updated, []string{"type::bug"}) {
 		t.Errorf("first SyncLabels created %d %q, updated %q; want %d created and [type::bug] updated", len(created), created, updated, len(cat)-1)
 	}
-	created, updated, err = forges.SyncLabels(ctx, f, p)
+	created, updated, err = forges.SyncLabels(ctx, f, p, cat)
 	if err != nil || len(created) != 0 || len(updated) != 0 {
 		t.Errorf("second SyncLabels = %q, %q, %v; want nothing to do", created, updated, err)
 	}

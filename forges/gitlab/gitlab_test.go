@@ -231,7 +231,7 @@ func TestReviewThreadsAndComments(t *testing.T) {
 // speaks six hex digits without '#'.
 func TestLabelsStoredWithHash(t *testing.T) {
 	h := newHarness(t)
-	created, _, err := forges.SyncLabels(context.Background(), h.forge, h.Project())
+	created, _, err := forges.SyncLabels(context.Background(), h.forge, h.Project(), []forges.Label{{Name: "status::in_ci", Color: "c5def5", Description: "waits for CI"}})
 	if err != nil || len(created) == 0 {
 		t.Fatalf("SyncLabels = %q, %v", created, err)
 	}

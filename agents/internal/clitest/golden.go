@@ -80,7 +80,7 @@ func GoldenJSON(t testing.TB, path string, v any) {
 // may only add session flags to the no-session argv.
 func ArgvGolden(t *testing.T, cli agents.CLI, base agents.Invocation, name, freshID, resumeID string) {
 	t.Helper()
-	if pr, ok := cli.(agents.PromptReader); !ok || !pr.PromptOnStdin() {
+	if !cli.Descriptor().PromptOnStdin {
 		t.Fatal("the CLI does not read the prompt on stdin")
 	}
 	none := base

@@ -17,7 +17,7 @@ func ResumeMissing(t *testing.T, cli agents.CLI, bin, id string, extra map[strin
 	t.Helper()
 	inv := agents.Invocation{Mode: agents.ModeResume, Prompt: "continue", Phase: agents.PhaseAnswer, SessionName: "agent/issue-1-x", SessionID: id}
 	spec := sandbox.Spec{Argv: cli.Argv(inv), Env: Env(bin, extra), Workdir: t.TempDir(), Timeout: 2 * time.Minute}
-	if pr, ok := cli.(agents.PromptReader); ok && pr.PromptOnStdin() {
+	if cli.Descriptor().PromptOnStdin {
 		spec.Stdin = strings.NewReader(inv.Prompt)
 	}
 	res, err := Host(t).Run(context.Background(), spec)

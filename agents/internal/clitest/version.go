@@ -21,17 +21,18 @@ func RealVersion(t *testing.T, cli agents.CLI, exe, pinned string) {
 	if len(inst) != 1 || inst[0].Error != "" || inst[0].Version != pinned {
 		t.Fatalf("Detect = %+v, want the pinned version %s", inst, pinned)
 	}
-	c, err := semver.NewConstraint(cli.VerifiedRange())
+	d := cli.Descriptor()
+	c, err := semver.NewConstraint(d.VerifiedRange)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !c.Check(semver.MustParse(pinned)) {
-		t.Fatalf("pinned version %s outside the verified range %s", pinned, cli.VerifiedRange())
+		t.Fatalf("pinned version %s outside the verified range %s", pinned, d.VerifiedRange)
 	}
 	if inst[0].ResumableSessions {
 		t.Fatalf("Detect on the host runner = %+v, want resumable_sessions false", inst[0])
 	}
-	if cli.Capabilities().ResumableSessions && !strings.Contains(inst[0].Reason, "host") {
+	if d.Capabilities().ResumableSessions && !strings.Contains(inst[0].Reason, "host") {
 		t.Fatalf("Detect reason = %q, want it to name the host runner", inst[0].Reason)
 	}
 }

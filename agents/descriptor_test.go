@@ -1,0 +1,73 @@
+package agents
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/Masterminds/semver/v3"
+	"github.com/google/uuid"
+)
+
+func TestDescriptorDefaults(t *testing.T) {
+	d := Descriptor{ID: "x", Executable: "xcli", VerifiedRange: ">=1.0.0"}
+	if got := d.versionArgv(); !slices.Equal(got, []string{"xcli", "--version"}) {
+		t.Errorf("default version argv = %q", got)
+	}
+	if v, err := d.ParseVersion([]byte("xcli 1.2.3\n"), []byte("9.9.9")); err != nil || v.String() != "1.2.3" {
+		t.Errorf("default ParseVersion = %v, %v; want 1.2.3 from stdout", v, err)
+	}
+	if id := d.NewSessionID(); id != "" {
+		t.Errorf("NewSessionID without TakesSessionID = %q, want empty", id)
+	}
+	if c := d.Capabilities(); c.Kind != KindLocal || c.ResumableSessions || c.SessionStatePath != "" {
+		t.Errorf("Capabilities = %+v, want local and not resumable", c)
+	}
+
+	d.VersionArgv = []string{"xcli", "version"}
+	d.VersionParser = func(_, stderr []byte) (*semver.Version, error) { return FindVersion(stderr) }
+	d.TakesSessionID = true
+	d.SessionStatePath = AgentHome + "/.x"
+	if got := d.versionArgv(); !slices.Equal(got, d.VersionArgv) {
+		t.Errorf("version argv = %q, want VersionArgv", got)
+	}
+	if v, err := d.ParseVersion([]byte("1.2.3"), []byte("9.9.9")); err != nil || v.String() != "9.9.9" {
+		t.Errorf("ParseVersion with a parser = %v, %v; want 9.9.9 from stderr", v, err)
+	}
+	a, b := d.NewSessionID(), d.NewSessionID()
+	if _, err := uuid.Parse(a); err != nil || a == b {
+		t.Errorf("NewSessionID = %q, %q: want two random UUIDs", a, b)
+	}
+	if c := d.Capabilities(); !c.ResumableSessions || c.SessionStatePath != AgentHome+"/.x" {
+		t.Errorf("Capabilities = %+v, want resumable at %s/.x", c, AgentHome)
+	}
+	if _, err := (Descriptor{ID: "x", Executable: "xcli"}).ParseVersion([]byte("none"), nil); !errors.Is(err, ErrNoVersion) {
+		t.Errorf("ParseVersion(no version) error = %v, want ErrNoVersion", err)
+	}
+}
+
+func TestDescriptorValidate(t *testing.T) {
+	ok := Descriptor{ID: "x", Executable: "xcli", VerifiedRange: ">=1.0.0"}
+	for name, tt := range map[string]struct {
+		edit func(*Descriptor)
+		want string // "" means valid
+	}{
+		"valid":                {func(*Descriptor) {}, ""},
+		"no id":                {func(d *Descriptor) { d.ID = "" }, "no adapter id"},
+		"no executable":        {func(d *Descriptor) { d.Executable = "" }, "no executable"},
+		"version argv instead": {func(d *Descriptor) { d.Executable, d.VersionArgv = "", []string{"x", "-V"} }, ""},
+		"bad range":            {func(d *Descriptor) { d.VerifiedRange = "not a range" }, "verified range"},
+		"state outside home":   {func(d *Descriptor) { d.SessionStatePath = "/root/.x" }, AgentHome},
+		"bad worktree pattern": {func(d *Descriptor) { d.WorktreeFiles = []string{"!x"} }, "plain exclude line"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := ok
+			tt.edit(&d)
+			err := d.Validate()
+			if (err == nil) != (tt.want == "") || (err != nil && !strings.Contains(err.Error(), tt.want)) {
+				t.Fatalf("Validate() = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestImportRules checks the "never imports" column of docs/design.md: a
+// package of the left column imports none of the right (nor their
+// sub-packages); "*" is every Alfred package. Tests are left out.
+func TestImportRules(t *testing.T) {
+	const module = "github.com/alchemic-studio/alfred/"
+	rules := map[string][]string{
+		"bot":     {"views", "config"},
+		"forges":  {"bot", "state", "agents", "sandbox", "views"},
+		"agents":  {"bot", "forges", "state", "views"},
+		"sandbox": {"*"},
+		"state":   {"*"},
+		"views":   {"bot", "agents", "sandbox"},
+		"config":  {"*"},
+		"metrics": {"*"},
+	}
+	for dir, banned := range rules {
+		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+			if err != nil {
+				return err
+			}
+			for _, imp := range f.Imports {
+				p, _ := strconv.Unquote(imp.Path.Value)
+				own, ok := strings.CutPrefix(p, module)
+				if !ok || strings.HasPrefix(own, dir+"/") || own == dir {
+					continue
+				}
+				for _, b := range banned {
+					if b == "*" || own == b || strings.HasPrefix(own, b+"/") {
+						t.Errorf("%s imports %s: docs/design.md says %s never imports %s", path, p, dir, b)
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("walk %s: %v", dir, err)
+		}
+	}
+	if _, err := os.Stat("docs/design.md"); err != nil {
+		t.Errorf("the rules are documented in docs/design.md: %v", err)
+	}
+}
