@@ -138,7 +138,7 @@ func waitIdle(b *testing.B, e *Engine, iid int64) {
 // mostly queueing on 2 cores); "rate=200/s" paces the requests (the latency
 // a webhook sees under a bounded load).
 func BenchmarkWebhookIntake(b *testing.B) {
-	body, err := os.ReadFile("../forges/forgejo/testdata/hooks/hook-issue_comment-created.json")
+	body, err := os.ReadFile("../testdata/forgejo/forgejo-7.0.16-api/hook-issue_comment-created.json")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,7 +1,7 @@
 // Package forgejo implements forges.Forge and forges.Hooks for Forgejo and
 // Gitea on the Gitea SDK (code.gitea.io/sdk/gitea). It targets the API of
 // Forgejo 7 (Gitea 1.21) and newer, and builds around what a real Forgejo
-// 7.0.16 answers (see testdata/README.md): label ids instead of names, uneven
+// 7.0.16 answers (see testdata/forgejo/README.md at the repository's root): label ids instead of names, uneven
 // paging, 201 for PATCH, 500 for some missing objects, no commit-status webhook.
 // The contract suite also runs it against a real Gitea 1.26
 // (TestContractRealGitea, with scripts/gitea.sh).

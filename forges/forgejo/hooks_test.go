@@ -11,18 +11,23 @@ import (
 	"testing"
 
 	"github.com/alchemic-studio/alfred/forges"
+	"github.com/alchemic-studio/alfred/forges/forgetest"
 )
 
 const fixtureSecret = "s3cret"
 
+// recordings is the corpus folder of the deliveries recorded with the REST
+// exchanges of ../shared/fixtures/forgejo-7.0.16-api (see its README).
+var recordings = filepath.Join(corpus, "forgejo-7.0.16-api")
+
 // delivery reads a recorded delivery: its body and headers.
 func delivery(t testing.TB, name string) (http.Header, []byte) {
 	t.Helper()
-	body, err := os.ReadFile(filepath.Join("testdata", "hooks", name+".json"))
+	body, err := os.ReadFile(filepath.Join(recordings, name+".json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := os.ReadFile(filepath.Join("testdata", "hooks", name+".headers.json"))
+	raw, err := os.ReadFile(filepath.Join(recordings, name+".headers.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +150,7 @@ func TestParseRecordedDeliveries(t *testing.T) {
 			}
 		}},
 	}
-	files, _ := filepath.Glob("testdata/hooks/hook-*.headers.json")
+	files, _ := filepath.Glob(filepath.Join(recordings, "hook-*.headers.json"))
 	if len(files) != len(cases) {
 		t.Errorf("%d recorded deliveries, %d cases: every recording must be tested", len(files), len(cases))
 	}
@@ -262,14 +267,12 @@ func TestVerifySignatures(t *testing.T) {
 	}
 }
 
-// FuzzParse feeds recorded deliveries, mutated, to the parser: it must never
-// panic, and it either fails with ErrMalformed or returns an event with a type.
+// FuzzParse feeds the recorded deliveries of the corpus, mutated, to the
+// parser: it must never panic, and it either fails with ErrMalformed or
+// returns an event with a type.
 func FuzzParse(f *testing.F) {
-	files, _ := filepath.Glob("testdata/hooks/hook-*.headers.json")
-	for _, file := range files {
-		name := strings.TrimSuffix(filepath.Base(file), ".headers.json")
-		h, body := delivery(f, name)
-		f.Add(h.Get("X-Forgejo-Event-Type"), body)
+	for _, d := range forgetest.LoadCorpus(f, corpus) {
+		f.Add(d.Header.Get("X-Forgejo-Event-Type"), d.Body)
 	}
 	f.Fuzz(func(t *testing.T, typ string, body []byte) {
 		h := http.Header{"X-Forgejo-Event-Type": {typ}, "X-Forgejo-Delivery": {"d"}}

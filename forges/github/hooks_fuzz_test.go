@@ -2,12 +2,10 @@ package github
 
 import (
 	"errors"
-	"io/fs"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/alchemic-studio/alfred/forges"
+	"github.com/alchemic-studio/alfred/forges/forgetest"
 )
 
 type seed struct {
@@ -15,29 +13,13 @@ type seed struct {
 	body  []byte
 }
 
-// seeds are every payload in testdata with its X-GitHub-Event: the folder
-// name, or for derived/ the file name up to its first dot.
+// seeds are every payload of the corpus (../../testdata/github) with its
+// X-GitHub-Event.
 func seeds(t testing.TB) []seed {
 	t.Helper()
 	var out []seed
-	err := filepath.WalkDir("testdata", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".json") {
-			return err
-		}
-		rel, _ := filepath.Rel("testdata", path)
-		dir, file := filepath.Split(rel)
-		event := strings.TrimSuffix(dir, "/")
-		if event == "derived" {
-			event, _, _ = strings.Cut(file, ".")
-		}
-		out = append(out, seed{event: event, body: fixture(t, rel)})
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(out) == 0 {
-		t.Fatal("no payloads in testdata")
+	for _, d := range forgetest.LoadCorpus(t, corpus) {
+		out = append(out, seed{event: d.Header.Get(headerEvent), body: d.Body})
 	}
 	return out
 }

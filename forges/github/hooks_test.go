@@ -22,9 +22,10 @@ func headers(event, delivery string) http.Header {
 	return h
 }
 
+// fixture reads a payload of the corpus (../../testdata/github).
 func fixture(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
+	b, err := os.ReadFile(filepath.Join(corpus, name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,11 +14,13 @@ import (
 	"time"
 
 	"github.com/alchemic-studio/alfred/forges"
+	"github.com/alchemic-studio/alfred/forges/forgetest"
 )
 
+// fixture reads a payload of the corpus's webhooks/ (../../testdata/gitlab/webhooks).
 func fixture(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "webhooks", name))
+	b, err := os.ReadFile(filepath.Join(corpus, "webhooks", name))
 	if err != nil {
 		t.Fatalf("read fixture: %v", err)
 	}
@@ -177,19 +179,9 @@ func TestParse(t *testing.T) {
 // some recorded payload above.
 func TestParseCoversEveryEventType(t *testing.T) {
 	seen := map[forges.EventType]string{}
-	for _, dir := range []string{"testdata/webhooks/*.json", "testdata/webhooks/derived/*.json"} {
-		files, err := filepath.Glob(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range files {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if ev, err := (Hooks{}).Parse(http.Header{}, b); err == nil {
-				seen[ev.Type] = f
-			}
+	for _, d := range forgetest.LoadCorpus(t, corpus) {
+		if ev, err := (Hooks{}).Parse(d.Header, d.Body); err == nil {
+			seen[ev.Type] = d.Path
 		}
 	}
 	for _, ty := range []forges.EventType{
@@ -228,13 +220,12 @@ func TestParseMalformed(t *testing.T) {
 	}
 }
 
-// TestParseTruncated cuts every recorded payload short: the token still
+// TestParseTruncated cuts every payload of the corpus short: the token still
 // verifies (GitLab signs nothing), and Parse refuses the body.
 func TestParseTruncated(t *testing.T) {
-	files, _ := filepath.Glob("testdata/webhooks/*.json")
-	for _, f := range files {
-		body := fixture(t, filepath.Base(f))
-		h := hookHeader("Issue Hook")
+	for _, d := range forgetest.LoadCorpus(t, corpus) {
+		f, body := d.Path, d.Body
+		h := d.Header.Clone()
 		h.Set(HeaderToken, "s3cret")
 		if err := (Hooks{}).Verify(h, body[:len(body)/2], []string{"s3cret"}); err != nil {
 			t.Errorf("%s: Verify of a truncated body with the right token: %v", f, err)
@@ -358,22 +349,12 @@ func TestWebhookHandler(t *testing.T) {
 	}
 }
 
-// FuzzParse feeds Parse mutations of every recorded payload: it must never
+// FuzzParse feeds Parse mutations of every payload of the corpus: it must never
 // panic, and must either fail with ErrMalformed or return a typed event whose
 // target names a project.
 func FuzzParse(f *testing.F) {
-	for _, dir := range []string{"testdata/webhooks/*.json", "testdata/webhooks/derived/*.json"} {
-		files, err := filepath.Glob(dir)
-		if err != nil {
-			f.Fatal(err)
-		}
-		for _, file := range files {
-			b, err := os.ReadFile(file)
-			if err != nil {
-				f.Fatal(err)
-			}
-			f.Add(b)
-		}
+	for _, d := range forgetest.LoadCorpus(f, corpus) {
+		f.Add(d.Body)
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		ev, err := Hooks{}.Parse(hookHeader("Issue Hook"), body)
