@@ -25,6 +25,7 @@ func TestImportRules(t *testing.T) {
 		"views":   {"bot", "agents", "sandbox"},
 		"config":  {"*"},
 		"metrics": {"*"},
+		"gateway": {"bot", "forges", "agents", "sandbox", "state", "views", "config", "metrics"},
 	}
 	for dir, banned := range rules {
 		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {

@@ -1,0 +1,35 @@
+// Package gateway owns Alfred's model gateway: the one way out of a sealed
+// agent sandbox. For each run it serves an HTTP reverse proxy on a unix socket
+// of its own (a Session), which the runner bind-mounts into the agent's
+// container; a small forwarder in the container (cmd/alfred-forward) carries
+// each TCP connection to 127.0.0.1:<port> to that socket, and each adapter
+// points its CLI's base-URL setting at http://127.0.0.1:<port>/<provider>.
+//
+// What it owns:
+//
+//   - Credentials. The container holds only a per-run token (Session.Token),
+//     which the gateway accepts on that run's socket alone and which stops
+//     working when the session closes. The gateway takes the token from
+//     wherever the CLI put its key (Authorization: Bearer, x-api-key,
+//     x-goog-api-key, api-key, the key= query parameter, Proxy-Authorization),
+//     strips every one of those, and adds the provider's real credential
+//     (Provider.Header/Scheme, or Provider.Query for Gemini's key=). The real
+//     key is never logged, never put in an error, and is redacted from the
+//     headers and bodies of error answers.
+//   - Egress. A request reaches a configured provider (by the first path
+//     segment, or by its host in an absolute-form proxy request) or a host of
+//     Options.Allow; anything else, including CONNECT and absolute-form
+//     requests to other hosts, is answered 403 and recorded on the session
+//     (Session.Refused). CONNECT to an allowed host is tunnelled (not metered).
+//   - Metering. Token counts are read from the providers' answers as they
+//     stream through (Anthropic messages and its SSE message_start /
+//     message_delta usage, OpenAI chat completions and responses usage
+//     including streamed usage chunks, Gemini usageMetadata) and summed per
+//     session (Session.Usage). There is no price table in Alfred (the agent
+//     adapters take cost from the CLIs' own output), so the gateway reports
+//     no cost.
+//   - Streaming. Answers pass through unbuffered: every chunk the provider
+//     sends is flushed to the agent as it comes.
+//
+// It imports nothing of Alfred but internal/redact.
+package gateway

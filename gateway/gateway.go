@@ -1,0 +1,385 @@
+package gateway
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ContainerSocket is where the runner mounts a session's socket inside the
+// agent's container, and the forwarder's default -socket.
+const ContainerSocket = "/run/alfred/gateway.sock"
+
+// DefaultForwardPort is the forwarder's default port on 127.0.0.1 inside the
+// container.
+const DefaultForwardPort = 47080
+
+// SocketMode is the mode of a session's socket: anyone may connect to the
+// socket file itself, whatever uid the container runs as; on the host, only
+// the bot (and root) can reach it, through the session's 0700 folder. The
+// runner bind-mounts the socket file, not its folder, into the container.
+const SocketMode = 0o666
+
+// maxSocketPath is the longest unix socket path Linux accepts (108 bytes with
+// the terminating NUL).
+const maxSocketPath = 107
+
+// Provider is one model API the gateway forwards to, with its real credential.
+type Provider struct {
+	// Name is the first path segment that routes to it
+	// (http://127.0.0.1:<port>/<Name>/...): lower-case letters, digits, '-'.
+	Name string
+	// BaseURL is where requests go: scheme, host, optional path prefix
+	// (a request for /<Name>/v1/messages goes to BaseURL + /v1/messages).
+	BaseURL string
+	// Key is the real credential. Empty means none is added.
+	Key string
+	// Header carries the key (e.g. "x-api-key", "Authorization",
+	// "x-goog-api-key"), prefixed by Scheme and a space when Scheme is set
+	// (e.g. "Bearer"). Used when Query is empty.
+	Header string
+	Scheme string
+	// Query, when set, carries the key as this query parameter instead
+	// (e.g. "key" for Gemini).
+	Query string
+	// Headers are added to every forwarded request (e.g. an API version or
+	// organization header); they must hold no secret the agent may not see
+	// (they are not redacted).
+	Headers http.Header
+}
+
+// Default base URLs of the usual providers.
+const (
+	AnthropicURL = "https://api.anthropic.com"
+	OpenAIURL    = "https://api.openai.com"
+	GeminiURL    = "https://generativelanguage.googleapis.com"
+	XAIURL       = "https://api.x.ai"
+)
+
+// Anthropic is the Anthropic API (Claude Code), named "anthropic", key in
+// x-api-key. An empty baseURL means AnthropicURL.
+func Anthropic(baseURL, key string) Provider {
+	return Provider{Name: "anthropic", BaseURL: or(baseURL, AnthropicURL), Key: key, Header: "x-api-key"}
+}
+
+// OpenAI is the OpenAI API (Codex, OpenCode, Copilot BYOK), named "openai",
+// key as a Bearer token. An empty baseURL means OpenAIURL.
+func OpenAI(baseURL, key string) Provider {
+	return Provider{Name: "openai", BaseURL: or(baseURL, OpenAIURL), Key: key, Header: "Authorization", Scheme: "Bearer"}
+}
+
+// Gemini is the Gemini API (Gemini CLI), named "gemini", key in
+// x-goog-api-key. An empty baseURL means GeminiURL.
+func Gemini(baseURL, key string) Provider {
+	return Provider{Name: "gemini", BaseURL: or(baseURL, GeminiURL), Key: key, Header: "x-goog-api-key"}
+}
+
+// XAI is xAI's API (Grok), named "xai", key as a Bearer token. An empty
+// baseURL means XAIURL.
+func XAI(baseURL, key string) Provider {
+	return Provider{Name: "xai", BaseURL: or(baseURL, XAIURL), Key: key, Header: "Authorization", Scheme: "Bearer"}
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// Options configure a Gateway.
+type Options struct {
+	// Providers are the model APIs the agents may reach; at least one.
+	Providers []Provider
+	// Allow lists extra hosts reachable through the gateway as an HTTP proxy
+	// (absolute-form requests and CONNECT): "host" (ports 80 and 443),
+	// "host:port", or "*.domain" (any subdomain, ports 80 and 443). Empty by
+	// default: only the providers are reachable.
+	Allow []string
+	// Dir is where each session's 0700 folder is made; empty means
+	// os.TempDir(). With the image runner it must be a path the Docker
+	// daemon sees at the same place (e.g. under ALFRED_DATA_DIR when the bot
+	// runs in a container), and short: a socket path is at most 107 bytes.
+	Dir string
+	// Transport sends the forwarded requests; nil means a clone of
+	// http.DefaultTransport (which honours the bot's own HTTPS_PROXY).
+	Transport http.RoundTripper
+	// Dial opens CONNECT tunnels; nil means a net.Dialer with a 10 s timeout.
+	Dial func(network, addr string) (net.Conn, error)
+	// Logger receives one Debug record per forwarded request and one Warn
+	// per refusal; nil means slog.Default(). No credential is ever logged.
+	Logger *slog.Logger
+	// Clock stamps refusals and activity; nil means time.Now.
+	Clock func() time.Time
+}
+
+// Gateway serves the sessions of all runs. Safe for concurrent use.
+type Gateway struct {
+	providers []*provider
+	byName    map[string]*provider
+	allow     []hostRule
+	secrets   []string // every provider key, to redact
+	transport http.RoundTripper
+	dial      func(network, addr string) (net.Conn, error)
+	dir       string
+	log       *slog.Logger
+	now       func() time.Time
+
+	mu       sync.Mutex
+	sessions map[string]*Session
+}
+
+// provider is a validated Provider.
+type provider struct {
+	Provider
+	base *url.URL
+	host hostRule // its host and port
+}
+
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
+
+// New checks the options and returns a gateway with no session open.
+func New(opts Options) (*Gateway, error) {
+	if len(opts.Providers) == 0 {
+		return nil, errors.New("gateway: no provider configured")
+	}
+	g := &Gateway{
+		byName:    map[string]*provider{},
+		transport: opts.Transport,
+		dial:      opts.Dial,
+		dir:       or(opts.Dir, os.TempDir()),
+		log:       opts.Logger,
+		now:       opts.Clock,
+		sessions:  map[string]*Session{},
+	}
+	for _, p := range opts.Providers {
+		if !nameRE.MatchString(p.Name) {
+			return nil, fmt.Errorf("gateway: provider name %q: want lower-case letters, digits and '-'", p.Name)
+		}
+		if g.byName[p.Name] != nil {
+			return nil, fmt.Errorf("gateway: provider %q configured twice", p.Name)
+		}
+		u, err := url.Parse(p.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" {
+			return nil, fmt.Errorf("gateway: provider %q: base URL %q: want http(s)://host[:port][/path]", p.Name, p.BaseURL)
+		}
+		if p.Key != "" && p.Header == "" && p.Query == "" {
+			return nil, fmt.Errorf("gateway: provider %q: a key but neither Header nor Query to carry it", p.Name)
+		}
+		u.Path = strings.TrimSuffix(u.Path, "/")
+		u.RawPath = ""
+		pp := &provider{Provider: p, base: u, host: hostRule{host: normHost(u.Hostname()), port: portOf(u)}}
+		g.providers = append(g.providers, pp)
+		g.byName[p.Name] = pp
+		if p.Key != "" {
+			g.secrets = append(g.secrets, p.Key)
+		}
+	}
+	for _, a := range opts.Allow {
+		r, err := parseRule(a)
+		if err != nil {
+			return nil, err
+		}
+		g.allow = append(g.allow, r)
+	}
+	if g.transport == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = 16
+		g.transport = t
+	}
+	if g.dial == nil {
+		d := &net.Dialer{Timeout: 10 * time.Second}
+		g.dial = d.Dial
+	}
+	if g.log == nil {
+		g.log = slog.Default()
+	}
+	if g.now == nil {
+		g.now = time.Now
+	}
+	return g, nil
+}
+
+// Providers returns the names of the configured providers, in order.
+func (g *Gateway) Providers() []string {
+	names := make([]string, len(g.providers))
+	for i, p := range g.providers {
+		names[i] = p.Name
+	}
+	return names
+}
+
+// Open starts the session of a run: a fresh 0700 folder under Options.Dir
+// holding the socket (mode SocketMode) the session serves, and a new token.
+// One session per run id at a time. Close it when the run ends.
+func (g *Gateway) Open(runID string) (*Session, error) {
+	if runID == "" {
+		return nil, errors.New("gateway: empty run id")
+	}
+	g.mu.Lock()
+	if g.sessions[runID] != nil {
+		g.mu.Unlock()
+		return nil, fmt.Errorf("gateway: run %s already has a session", runID)
+	}
+	g.sessions[runID] = nil // reserved
+	g.mu.Unlock()
+	s, err := g.open(runID)
+	g.mu.Lock()
+	if err != nil {
+		delete(g.sessions, runID)
+	} else {
+		g.sessions[runID] = s
+	}
+	g.mu.Unlock()
+	return s, err
+}
+
+func (g *Gateway) open(runID string) (*Session, error) {
+	dir, err := os.MkdirTemp(g.dir, "alfred-gw-")
+	if err != nil {
+		return nil, fmt.Errorf("gateway: session folder: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil { // MkdirTemp makes 0700; make sure of it
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("gateway: session folder: %w", err)
+	}
+	path := filepath.Join(dir, "gateway.sock")
+	if len(path) > maxSocketPath {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("gateway: socket path %s is %d bytes, over the %d a unix socket allows: choose a shorter Options.Dir", path, len(path), maxSocketPath)
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("gateway: listen: %w", err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(true)
+	if err := os.Chmod(path, SocketMode); err != nil {
+		_ = ln.Close()
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("gateway: socket mode: %w", err)
+	}
+	var raw [32]byte
+	_, _ = rand.Read(raw[:]) // never fails (crypto/rand panics instead)
+	s := &Session{
+		g:     g,
+		id:    runID,
+		token: "alfred-run-" + base64.RawURLEncoding.EncodeToString(raw[:]),
+		dir:   dir,
+		path:  path,
+		ln:    ln,
+		log:   g.log.With("run", runID),
+	}
+	s.last.Store(g.now().UnixNano())
+	s.srv = &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelDebug),
+	}
+	s.proxy = g.reverseProxy(s)
+	go func() { _ = s.srv.Serve(ln) }()
+	return s, nil
+}
+
+// Close closes every open session.
+func (g *Gateway) Close() error {
+	g.mu.Lock()
+	var all []*Session
+	for _, s := range g.sessions {
+		if s != nil {
+			all = append(all, s)
+		}
+	}
+	g.mu.Unlock()
+	var errs []error
+	for _, s := range all {
+		errs = append(errs, s.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func (g *Gateway) forget(s *Session) {
+	g.mu.Lock()
+	if g.sessions[s.id] == s {
+		delete(g.sessions, s.id)
+	}
+	g.mu.Unlock()
+}
+
+// hostRule matches a host (and port) a request may reach.
+type hostRule struct {
+	host     string // normalized; for a wildcard, the suffix with its dot (".example.com")
+	wildcard bool
+	port     string // "" means 80 or 443
+}
+
+func parseRule(s string) (hostRule, error) {
+	h := strings.TrimSpace(s)
+	var r hostRule
+	if strings.HasPrefix(h, "*.") {
+		r.wildcard = true
+		h = h[1:]
+	}
+	if host, port, err := net.SplitHostPort(h); err == nil {
+		h, r.port = host, port
+	}
+	h = normHost(h)
+	if _, err := strconv.ParseUint(r.port, 10, 16); r.port != "" && err != nil || h == "" || h == "." || strings.ContainsAny(h, "/@?#*: ") {
+		return hostRule{}, fmt.Errorf("gateway: allowed host %q: want host, host:port or *.domain", s)
+	}
+	r.host = h
+	return r, nil
+}
+
+func (r hostRule) match(host, port string) bool {
+	if r.wildcard {
+		if !strings.HasSuffix(host, r.host) {
+			return false
+		}
+	} else if host != r.host {
+		return false
+	}
+	if r.port == "" {
+		return port == "80" || port == "443"
+	}
+	return port == r.port
+}
+
+func normHost(h string) string {
+	return strings.TrimSuffix(strings.ToLower(strings.Trim(h, "[]")), ".")
+}
+
+func portOf(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	if u.Scheme == "https" {
+		return "443"
+	}
+	return "80"
+}
+
+// allowed tells whether host:port may be reached, and which provider it is
+// (nil for an Allow host).
+func (g *Gateway) allowed(host, port string) (bool, *provider) {
+	host = normHost(host)
+	for _, p := range g.providers {
+		if p.host.host == host && (p.host.port == port || port == "443") {
+			return true, p
+		}
+	}
+	return slices.ContainsFunc(g.allow, func(r hostRule) bool { return r.match(host, port) }), nil
+}

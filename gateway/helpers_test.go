@@ -1,0 +1,127 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a log sink safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// newGateway makes a gateway whose sessions live in a test folder and whose
+// logs (Debug and up) go to the returned buffer.
+func newGateway(t testing.TB, opts Options) (*Gateway, *syncBuffer) {
+	t.Helper()
+	logs := &syncBuffer{}
+	if opts.Dir == "" {
+		// Not t.TempDir(): its path holds the test's name, and a socket
+		// path is at most 107 bytes.
+		dir, err := os.MkdirTemp("", "gwt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = os.RemoveAll(dir) })
+		opts.Dir = dir
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	g, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Close() })
+	return g, logs
+}
+
+func open(t testing.TB, g *Gateway, runID string) *Session {
+	t.Helper()
+	s, err := g.Open(runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// socketClient is an HTTP client whose every connection goes to the socket.
+func socketClient(path string) *http.Client {
+	return &http.Client{
+		Transport: &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, "unix", path)
+			},
+			DisableCompression: true,
+		},
+		Timeout: 20 * time.Second,
+	}
+}
+
+// do sends one request to the session's socket and returns the status, the
+// headers and the body.
+func do(t testing.TB, c *http.Client, method, url, body string, hdr map[string]string) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: reading: %v", method, url, err)
+	}
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+// headerDump is every header name and value, to look for a secret.
+func headerDump(h http.Header) string {
+	var sb strings.Builder
+	for k, vs := range h {
+		sb.WriteString(k + ": " + strings.Join(vs, ", ") + "\n")
+	}
+	return sb.String()
+}
+
+func mustURL(s string) *url.URL {
+	u, err := url.Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return u
+}

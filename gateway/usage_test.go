@@ -1,0 +1,260 @@
+package gateway
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/alchemic-studio/alfred/agents/mockllm"
+)
+
+// mockGateway is a gateway in front of the mock model server, with the four
+// providers the CLIs use.
+func mockGateway(t testing.TB, mock *mockllm.Server) *Gateway {
+	t.Helper()
+	g, _ := newGateway(t, Options{Providers: []Provider{
+		Anthropic(mock.URL, realKey), OpenAI(mock.URL, realKey), Gemini(mock.URL, realKey), XAI(mock.URL, realKey),
+	}})
+	return g
+}
+
+// mockCall is one request in each API shape, as the CLIs send it.
+type mockCall struct {
+	name, path, body string
+	hdr              func(tok string) map[string]string
+}
+
+var mockCalls = func() []mockCall {
+	xAPI := func(tok string) map[string]string {
+		return map[string]string{"x-api-key": tok, "anthropic-version": "2023-06-01"}
+	}
+	bearer := func(tok string) map[string]string { return map[string]string{"Authorization": "Bearer " + tok} }
+	goog := func(tok string) map[string]string { return map[string]string{"x-goog-api-key": tok} }
+	msgs := `"messages":[{"role":"user","content":"hi"}]`
+	var calls []mockCall
+	for _, stream := range []bool{false, true} {
+		st := fmt.Sprint(stream)
+		gem := "/gemini/v1beta/models/gemini-x:generateContent"
+		if stream {
+			gem = "/gemini/v1beta/models/gemini-x:streamGenerateContent?alt=sse"
+		}
+		calls = append(calls,
+			mockCall{"anthropic stream=" + st, "/anthropic/v1/messages", `{"model":"claude-x","stream":` + st + `,` + msgs + `}`, xAPI},
+			mockCall{"responses stream=" + st, "/openai/v1/responses", `{"model":"gpt-x","stream":` + st + `,"input":"hi"}`, bearer},
+			mockCall{"chat stream=" + st, "/openai/v1/chat/completions", `{"model":"gpt-x","stream":` + st + `,` + msgs + `}`, bearer},
+			mockCall{"grok chat stream=" + st, "/xai/v1/chat/completions", `{"model":"grok-x","stream":` + st + `,` + msgs + `}`, bearer},
+			mockCall{"gemini stream=" + st, gem, `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`, goog},
+		)
+	}
+	return calls
+}()
+
+// TestUsageMock: every API shape of the mock model, streamed or not, is
+// metered (the mock says 10 input tokens and 1 output token each time), and
+// the session sums them.
+func TestUsageMock(t *testing.T) {
+	mock := mockllm.Start(mockllm.Options{Reply: "hello from the mock"})
+	defer mock.Close()
+	g := mockGateway(t, mock)
+	s := open(t, g, "run")
+	c := socketClient(s.SocketPath())
+	for i, mc := range mockCalls {
+		t.Run(mc.name, func(t *testing.T) {
+			before := s.Usage()
+			code, _, body := do(t, c, http.MethodPost, "http://gateway"+mc.path, mc.body, mc.hdr(s.Token()))
+			if code != 200 || !strings.Contains(body, "hello from the mock") {
+				t.Fatalf("status %d %s", code, body)
+			}
+			after := s.Usage()
+			if d := (Usage{after.Requests - before.Requests, after.InputTokens - before.InputTokens, after.OutputTokens - before.OutputTokens}); d != (Usage{1, 10, 1}) {
+				t.Errorf("this request counted %+v, want 1 request, 10 in, 1 out", d)
+			}
+			reqs := mock.Requests()
+			if len(reqs) != i+1 {
+				t.Fatalf("the mock got %d requests", len(reqs))
+			}
+			last := reqs[i]
+			if last.Header.Get("Authorization")+last.Header.Get("X-Api-Key")+last.Header.Get("X-Goog-Api-Key") == "" {
+				t.Errorf("the mock got no credential: %v", last.Header)
+			}
+		})
+	}
+	n := int64(len(mockCalls))
+	if u := s.Usage(); u != (Usage{Requests: n, InputTokens: 10 * n, OutputTokens: n}) {
+		t.Errorf("session usage %+v", u)
+	}
+	if miss := mock.Unhandled(); len(miss) > 0 {
+		t.Errorf("the mock did not know %v", miss)
+	}
+}
+
+// TestUsageShapes: the usage fields of each provider, where the mock does
+// not send them: Anthropic cache tokens and cumulative message_delta, OpenAI
+// streamed usage chunks (null until the last), Responses events, Gemini
+// cumulative usageMetadata with thinking tokens, SSE lines split across
+// writes, errors without usage.
+func TestUsageShapes(t *testing.T) {
+	tests := []struct {
+		name    string
+		ctype   string
+		chunks  []string
+		status  int
+		in, out int64
+	}{
+		{
+			name:  "anthropic message with cache",
+			ctype: "application/json",
+			chunks: []string{`{"type":"message","content":[],"usage":{"input_tokens":5,"cache_creation_input_tokens":100,` +
+				`"cache_read_input_tokens":200,"output_tokens":30}}`},
+			in: 305, out: 30,
+		},
+		{
+			name:  "anthropic stream",
+			ctype: "text/event-stream",
+			chunks: []string{
+				"event: message_start\r\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":5,\"cache_read_input_tokens\":50,\"output_tokens\":1}}}\r\n\r\n",
+				"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"text\":\"usage is high\"}}\n\n",
+				"event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":12}}\n\n",
+				"event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":42}}\n\n",
+				"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+			},
+			in: 55, out: 42,
+		},
+		{
+			name:  "chat stream with usage chunk",
+			ctype: "text/event-stream; charset=utf-8",
+			chunks: []string{
+				"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}],\"usage\":null}\n\n",
+				"data: {\"choices\":[{\"delta\":{\"content\":\"b\"}}],\"usage\":null}\n\n",
+				"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":123,\"completion_tokens\":45,\"total_tokens\":168}}\n\n",
+				"data: [DONE]\n\n",
+			},
+			in: 123, out: 45,
+		},
+		{
+			name:  "responses stream",
+			ctype: "text/event-stream",
+			chunks: []string{
+				"event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"usage\":null}}\n\n",
+				"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"x\"}\n\n",
+				"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"usage\":{\"input_tokens\":900,\"input_tokens_details\":{\"cached_tokens\":800},\"output_tokens\":70}}}\n\n",
+			},
+			in: 900, out: 70,
+		},
+		{
+			name:  "gemini stream, cumulative with thoughts",
+			ctype: "text/event-stream",
+			chunks: []string{
+				"data: {\"candidates\":[],\"usageMetadata\":{\"promptTokenCount\":11,\"candidatesTokenCount\":2}}\n\n",
+				"data: {\"candidates\":[],\"usageMetadata\":{\"promptTokenCount\":11,\"candidatesTokenCount\":8,\"thoughtsTokenCount\":5}}\n\n",
+			},
+			in: 11, out: 13,
+		},
+		{
+			name:  "gemini json array",
+			ctype: "application/json",
+			chunks: []string{
+				`[{"usageMetadata":{"promptTokenCount":4,"candidatesTokenCount":1}},`,
+				`{"usageMetadata":{"promptTokenCount":4,"candidatesTokenCount":6}}]`,
+			},
+			in: 4, out: 6,
+		},
+		{
+			name:   "sse split byte by byte",
+			ctype:  "text/event-stream",
+			chunks: strings.Split("data: {\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n", ""),
+			in:     3, out: 2,
+		},
+		{
+			name:   "error without usage",
+			ctype:  "application/json",
+			status: 429,
+			chunks: []string{`{"error":{"message":"rate limited"}}`},
+		},
+		{
+			name:   "not json",
+			ctype:  "text/plain",
+			chunks: []string{"usage: lots"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", tc.ctype)
+				w.WriteHeader(max(tc.status, 200))
+				for _, c := range tc.chunks {
+					_, _ = io.WriteString(w, c)
+					w.(http.Flusher).Flush()
+				}
+			}))
+			defer up.Close()
+			g, _ := newGateway(t, Options{Providers: []Provider{OpenAI(up.URL, realKey)}})
+			s := open(t, g, "run")
+			code, _, body := do(t, socketClient(s.SocketPath()), http.MethodPost, "http://gateway/openai/v1/x", "{}", map[string]string{"Authorization": "Bearer " + s.Token()})
+			if code != max(tc.status, 200) || body != strings.Join(tc.chunks, "") {
+				t.Errorf("status %d, body %q: want the answer untouched", code, body)
+			}
+			if u := s.Usage(); u != (Usage{Requests: 1, InputTokens: tc.in, OutputTokens: tc.out}) {
+				t.Errorf("usage %+v, want %d in, %d out", u, tc.in, tc.out)
+			}
+		})
+	}
+}
+
+// TestConcurrentSessions: sessions used at once keep their own tokens,
+// usage and refusals.
+func TestConcurrentSessions(t *testing.T) {
+	mock := mockllm.Start(mockllm.Options{})
+	defer mock.Close()
+	g := mockGateway(t, mock)
+	const runs, perRun = 8, 10
+	sessions := make([]*Session, runs)
+	for i := range sessions {
+		sessions[i] = open(t, g, fmt.Sprintf("run-%d", i))
+	}
+	var wg sync.WaitGroup
+	for i, s := range sessions {
+		wg.Go(func() {
+			c := socketClient(s.SocketPath())
+			other := sessions[(i+1)%runs]
+			for j := range perRun {
+				mc := mockCalls[(i+j)%len(mockCalls)]
+				if code, _, body := do(t, c, http.MethodPost, "http://gateway"+mc.path, mc.body, mc.hdr(s.Token())); code != 200 {
+					t.Errorf("run %d: status %d %s", i, code, body)
+				}
+				// The neighbour's token on this socket, and this token on the neighbour's.
+				if code, _, _ := do(t, c, http.MethodPost, "http://gateway"+mc.path, mc.body, mc.hdr(other.Token())); code != http.StatusUnauthorized {
+					t.Errorf("run %d accepted run %d's token: %d", i, (i+1)%runs, code)
+				}
+				if code, _, _ := do(t, socketClient(other.SocketPath()), http.MethodPost, "http://gateway"+mc.path, mc.body, mc.hdr(s.Token())); code != http.StatusUnauthorized {
+					t.Errorf("run %d's socket accepted run %d's token: %d", (i+1)%runs, i, code)
+				}
+			}
+			if i%2 == 0 {
+				pc := socketClient(s.SocketPath())
+				pc.Transport.(*http.Transport).Proxy = http.ProxyURL(mustURL("http://gateway"))
+				do(t, pc, http.MethodGet, fmt.Sprintf("http://run-%d.attacker.example/", i), "", nil)
+			}
+		})
+	}
+	wg.Wait()
+	for i, s := range sessions {
+		if u := s.Usage(); u != (Usage{Requests: perRun, InputTokens: 10 * perRun, OutputTokens: perRun}) {
+			t.Errorf("run %d: usage %+v", i, u)
+		}
+		ref := s.Refused()
+		switch {
+		case i%2 == 1 && len(ref) != 0:
+			t.Errorf("run %d: refusals %v", i, ref)
+		case i%2 == 0 && (len(ref) != 1 || ref[0].Host != fmt.Sprintf("run-%d.attacker.example", i)):
+			t.Errorf("run %d: refusals %v", i, ref)
+		}
+	}
+	if n := len(mock.Requests()); n != runs*perRun {
+		t.Errorf("the mock got %d requests, want %d", n, runs*perRun)
+	}
+}
