@@ -241,7 +241,7 @@ func commands() []Command {
 func Labels() []forges.Label {
 	var out []forges.Label
 	for _, d := range statuses {
-		out = append(out, forges.Label{Name: d.Status.Label(), Color: d.Color, Description: d.Description})
+		out = append(out, forges.Label{Name: d.Status.Label(), Color: d.Color, Description: d.Description, Exclusive: true})
 	}
 	for _, d := range commandDefs {
 		out = append(out, forges.Label{Name: d.Command.Label(), Color: d.Color, Description: d.Description})

@@ -95,6 +95,10 @@ type Label struct {
 	Name        string `json:"name"`
 	Color       string `json:"color"`
 	Description string `json:"description"`
+	// Exclusive asks the forge to keep at most one label of the label's scope
+	// on an issue. Only a Forge implementing ExclusiveLabels stores it;
+	// the others ignore it and read it back false.
+	Exclusive bool `json:"exclusive,omitempty"`
 }
 
 // MergeRequest states.

@@ -13,37 +13,26 @@ const (
 	TypePrefix    = "type::"   // chooses the flow
 )
 
-// SyncLabels makes a project's labels match it.
-func Catalogue() []Label {
-	return []Label{
-		{Name: "status::functional_analysis", Color: "1d76db", Description: "Alfred is writing the functional analysis (set by the bot)"},
-		{Name: "status::technical_analysis", Color: "0e8a16", Description: "Alfred is writing the implementation plan (set by the bot)"},
-		{Name: "status::waiting_validation", Color: "fbca04", Description: "The plan waits for ai::validate_plan (set by the bot)"},
-		{Name: "status::waiting_info", Color: "fef2c0", Description: "Alfred needs an answer in the thread (set by the bot)"},
-		{Name: "status::in_development", Color: "5319e7", Description: "Alfred is developing on the issue branch (set by the bot)"},
-		{Name: "status::in_ci", Color: "c5def5", Description: "The pull request waits for CI (set by the bot)"},
-		{Name: "status::in_review", Color: "bfd4f2", Description: "CI is green; the pull request waits for review (set by the bot)"},
-		{Name: "status::done", Color: "0e8a16", Description: "Merged or closed (set by the bot)"},
-		{Name: "status::blocked", Color: "b60205", Description: "Alfred gave up; the blocking comment says which label unblocks it (set by the bot)"},
-
-		{Name: "ai::validate_plan", Color: "d93f0b", Description: "Start development from the posted plan"},
-		{Name: "ai::retry", Color: "e99695", Description: "Retry the failed phase with counters reset"},
-		{Name: "ai::retry_once", Color: "f9d0c4", Description: "Allow exactly one more attempt of the failed phase"},
-		{Name: "ai::retry_until_green", Color: "c2e0c6", Description: "Keep fixing CI until it is green, up to a hard cap"},
-
-		{Name: "type::task", Color: "0052cc", Description: "Alfred runs the whole flow: analysis, plan, development"},
-		{Name: "type::bug", Color: "d73a4a", Description: "Alfred runs the whole flow for a bug fix"},
-		{Name: "type::analysis", Color: "006b75", Description: "Alfred stops after the plan"},
-		{Name: "type::question", Color: "cc317c", Description: "Alfred answers the question in the thread"},
-	}
+// ExclusiveLabels is implemented by a Forge whose label definitions carry an
+// exclusive flag (Forgejo and Gitea): CreateLabel and UpdateLabel set
+// Label.Exclusive and Labels reads it back. GitHub has no such flag; GitLab
+// has none either, its scoped labels ("a::b") being exclusive by their name,
+// on Premium only.
+type ExclusiveLabels interface {
+	// ExclusiveScope is the scope in which the forge keeps at most one
+	// exclusive label on an issue or merge request, for a label named name
+	// ("" for a name the forge gives no scope: then the flag changes nothing).
+	ExclusiveScope(name string) string
 }
 
 // SyncLabels creates the labels of catalogue a project lacks and updates
 // those whose colour or description differ (colours compare without '#' and
-// case). It is idempotent: a second run creates and updates nothing. Labels
-// outside the catalogue are left alone. The bot's catalogue is bot.Labels,
-// made from its lifecycle table.
+// case), or whose exclusive flag differs on a forge that stores it
+// (ExclusiveLabels). It is idempotent: a second run creates and updates
+// nothing. Labels outside the catalogue are left alone. The bot's catalogue
+// is bot.Labels, made from its lifecycle table.
 func SyncLabels(ctx context.Context, f Forge, p Project, catalogue []Label) (created, updated []string, err error) {
+	_, exclusive := f.(ExclusiveLabels)
 	have, err := f.Labels(ctx, p)
 	if err != nil {
 		return nil, nil, fmt.Errorf("sync labels of %s: %w", p.FullName(), err)
@@ -62,7 +51,7 @@ func SyncLabels(ctx context.Context, f Forge, p Project, catalogue []Label) (cre
 				return created, updated, fmt.Errorf("sync labels of %s: create %s: %w", p.FullName(), want.Name, err)
 			}
 			created = append(created, want.Name)
-		case !SameColor(got.Color, want.Color) || got.Description != want.Description:
+		case !SameColor(got.Color, want.Color) || got.Description != want.Description || exclusive && got.Exclusive != want.Exclusive:
 			if err := f.UpdateLabel(ctx, p, want); err != nil {
 				return created, updated, fmt.Errorf("sync labels of %s: update %s: %w", p.FullName(), want.Name, err)
 			}

@@ -57,7 +57,10 @@ type Forge struct {
 	me *forges.User
 }
 
-var _ forges.Forge = (*Forge)(nil)
+var (
+	_ forges.Forge           = (*Forge)(nil)
+	_ forges.ExclusiveLabels = (*Forge)(nil)
+)
 
 // New returns a Forge for the instance at opts.BaseURL. It does no network I/O.
 func New(opts Options) (*Forge, error) {
@@ -308,7 +311,8 @@ func (f *Forge) EditComment(ctx context.Context, t forges.Target, commentID int6
 	return &out, nil
 }
 
-// Labels lists the label definitions of a project (colours without '#').
+// Labels lists the label definitions of a project (colours without '#'),
+// with their exclusive flag.
 func (f *Forge) Labels(ctx context.Context, p forges.Project) ([]forges.Label, error) {
 	list, err := f.labels(ctx, p)
 	if err != nil {
@@ -316,7 +320,7 @@ func (f *Forge) Labels(ctx context.Context, p forges.Project) ([]forges.Label, e
 	}
 	out := make([]forges.Label, 0, len(list))
 	for _, l := range list {
-		out = append(out, forges.Label{Name: l.Name, Color: strings.ToLower(strings.TrimPrefix(l.Color, "#")), Description: l.Description})
+		out = append(out, forges.Label{Name: l.Name, Color: strings.ToLower(strings.TrimPrefix(l.Color, "#")), Description: l.Description, Exclusive: l.Exclusive})
 	}
 	return out, nil
 }
@@ -335,6 +339,19 @@ func (f *Forge) labels(ctx context.Context, p forges.Project) ([]*gitea.Label, e
 	return list, nil
 }
 
+// ExclusiveScope is the scope Forgejo and Gitea keep one exclusive label
+// of on an issue (forges.ExclusiveLabels): the name up to its last '/', as
+// their Label.ExclusiveScope has it; "" when the '/' is missing, first or
+// last. A "status::x" name has no scope there: marking it exclusive changes
+// nothing on the forge, and the engine keeps one status itself.
+func (f *Forge) ExclusiveScope(name string) string {
+	i := strings.LastIndexByte(name, '/')
+	if i <= 0 || i == len(name)-1 {
+		return ""
+	}
+	return name[:i]
+}
+
 // labelIDs resolves label names to ids: Forgejo 7 adds labels by id only.
 // Forgejo accepts duplicate names; the first label of a name wins.
 func (f *Forge) labelIDs(ctx context.Context, p forges.Project) (map[string]int64, error) {
@@ -351,20 +368,21 @@ func (f *Forge) labelIDs(ctx context.Context, p forges.Project) (map[string]int6
 	return ids, nil
 }
 
-// CreateLabel defines a label.
+// CreateLabel defines a label, exclusive when l.Exclusive.
 func (f *Forge) CreateLabel(ctx context.Context, p forges.Project, l forges.Label) error {
 	c, err := f.api(ctx)
 	if err != nil {
 		return err
 	}
-	opt := gitea.CreateLabelOption{Name: l.Name, Color: "#" + strings.TrimPrefix(l.Color, "#"), Description: l.Description}
+	opt := gitea.CreateLabelOption{Name: l.Name, Color: "#" + strings.TrimPrefix(l.Color, "#"), Description: l.Description, Exclusive: l.Exclusive}
 	if _, resp, err := c.CreateLabel(p.Owner, p.Name, opt); err != nil {
 		return fmt.Errorf("create label %s on %s: %w", l.Name, p.FullName(), apiErr(resp, err))
 	}
 	return nil
 }
 
-// UpdateLabel changes the colour and description of the label named l.Name.
+// UpdateLabel changes the colour, description and exclusive flag of the
+// label named l.Name.
 func (f *Forge) UpdateLabel(ctx context.Context, p forges.Project, l forges.Label) error {
 	ids, err := f.labelIDs(ctx, p)
 	if err != nil {
@@ -379,7 +397,7 @@ func (f *Forge) UpdateLabel(ctx context.Context, p forges.Project, l forges.Labe
 		return err
 	}
 	color := "#" + strings.TrimPrefix(l.Color, "#")
-	if _, resp, err := c.EditLabel(p.Owner, p.Name, id, gitea.EditLabelOption{Color: &color, Description: &l.Description}); err != nil {
+	if _, resp, err := c.EditLabel(p.Owner, p.Name, id, gitea.EditLabelOption{Color: &color, Description: &l.Description, Exclusive: &l.Exclusive}); err != nil {
 		return fmt.Errorf("update label %s on %s: %w", l.Name, p.FullName(), apiErr(resp, err))
 	}
 	return nil

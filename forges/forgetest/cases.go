@@ -671,27 +671,42 @@ func testEnsureSection(t *testing.T, h Harness) {
 }
 
 // catalogue is a label catalogue like the bot's (bot.Labels), with a label
-// of each prefix.
+// of each prefix; the status labels are exclusive, as the bot's are.
 var catalogue = []forges.Label{
-	{Name: "status::in_ci", Color: "c5def5", Description: "The pull request waits for CI (set by the bot)"},
-	{Name: "status::blocked", Color: "b60205", Description: "Alfred gave up"},
+	{Name: "status::in_ci", Color: "c5def5", Description: "The pull request waits for CI (set by the bot)", Exclusive: true},
+	{Name: "status::blocked", Color: "b60205", Description: "Alfred gave up", Exclusive: true},
 	{Name: "ai::retry", Color: "e99695", Description: "Retry the failed phase with counters reset"},
 	{Name: "type::bug", Color: "d73a4a", Description: "Alfred runs the whole flow for a bug fix"},
 	{Name: "type::question", Color: "cc317c", Description: "Alfred answers the question in the thread"},
 }
 
+// testSyncLabels syncs a catalogue onto a project holding an outdated
+// type::bug and a status::blocked that differs only by its exclusive flag:
+// a forge that stores the flag (forges.ExclusiveLabels) has status::blocked
+// updated and every status label read back exclusive, the others leave it
+// alone and read every label back not exclusive. A second sync does nothing.
 func testSyncLabels(t *testing.T, h Harness) {
 	ctx, f, p := ctxFor(t), h.Forge(), h.Project()
 	if err := f.CreateLabel(ctx, p, forges.Label{Name: "type::bug", Color: "000000", Description: "old"}); err != nil {
 		t.Fatalf("CreateLabel: %v", err)
 	}
 	cat := catalogue
+	blocked := cat[1]
+	blocked.Exclusive = false
+	if err := f.CreateLabel(ctx, p, blocked); err != nil {
+		t.Fatalf("CreateLabel: %v", err)
+	}
+	_, exclusive := f.(forges.ExclusiveLabels)
+	wantUpdated := []string{"type::bug"}
+	if exclusive {
+		wantUpdated = []string{"status::blocked", "type::bug"}
+	}
 	created, updated, err := forges.SyncLabels(ctx, f, p, cat)
 	if err != nil {
 		t.Fatalf("SyncLabels: %v", err)
 	}
-	if len(created) != len(cat)-1 || !slices.Equal(updated, []string{"type::bug"}) {
-		t.Errorf("first SyncLabels created %d %q, updated %q; want %d created and [type::bug] updated", len(created), created, updated, len(cat)-1)
+	if len(created) != len(cat)-2 || !slices.Equal(updated, wantUpdated) {
+		t.Errorf("first SyncLabels created %d %q, updated %q; want %d created and %q updated", len(created), created, updated, len(cat)-2, wantUpdated)
 	}
 	created, updated, err = forges.SyncLabels(ctx, f, p, cat)
 	if err != nil || len(created) != 0 || len(updated) != 0 {
@@ -706,8 +721,9 @@ func testSyncLabels(t *testing.T, h Harness) {
 		have[l.Name] = l
 	}
 	for _, w := range cat {
-		if g, ok := have[w.Name]; !ok || !forges.SameColor(g.Color, w.Color) || g.Description != w.Description {
-			t.Errorf("label %s = %+v, want %+v", w.Name, g, w)
+		g, ok := have[w.Name]
+		if !ok || !forges.SameColor(g.Color, w.Color) || g.Description != w.Description || g.Exclusive != (exclusive && w.Exclusive) {
+			t.Errorf("label %s = %+v, want %+v (the forge stores the exclusive flag: %v)", w.Name, g, w, exclusive)
 		}
 	}
 }

@@ -11,40 +11,37 @@ import (
 	"time"
 
 	"github.com/alchemic-studio/alfred/forges"
+	"github.com/alchemic-studio/alfred/forges/github/githubtest"
 )
 
 // These tests cover what the contract suite cannot see: GitHub's own
 // status codes, headers and shapes.
 
-func testSetup(t *testing.T) (*fakeGitHub, *Forge, forges.Project) {
+func testSetup(t *testing.T) (*githubtest.Server, *Forge, forges.Project) {
 	t.Helper()
-	srv := newFakeGitHub(t)
-	return srv, newTestForge(t, srv), forges.Project{Owner: srv.owner, Name: srv.repo}
+	srv := githubtest.NewServer(t)
+	return srv, newTestForge(t, srv), srv.Project()
 }
 
-func (f *fakeGitHub) requestCount() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.requests
-}
+func sha40(c byte) string { return strings.Repeat(string(c), 40) }
 
 func TestCommentsFollowLinkHeaders(t *testing.T) {
 	srv, f, p := testSetup(t)
 	h := &harness{srv: srv, forge: f}
 	h.SeedIssue(t, forges.Issue{Number: 1, Title: "t", Author: "alice"})
 	tg := forges.Target{Project: p, Kind: forges.TargetIssue, Number: 1}
-	for range 2*pageCap + 1 {
+	for range 2*githubtest.MaxPerPage + 1 {
 		h.SeedComment(t, tg, "alice", "x")
 	}
-	before := srv.requestCount()
+	before := srv.Requests()
 	got, err := f.Comments(t.Context(), tg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 2*pageCap+1 {
-		t.Errorf("got %d comments, want %d", len(got), 2*pageCap+1)
+	if len(got) != 2*githubtest.MaxPerPage+1 {
+		t.Errorf("got %d comments, want %d", len(got), 2*githubtest.MaxPerPage+1)
 	}
-	if n := srv.requestCount() - before; n != 3 {
+	if n := srv.Requests() - before; n != 3 {
 		t.Errorf("Comments made %d requests, want 3 pages", n)
 	}
 }
@@ -161,17 +158,17 @@ func TestRateLimitWaitHonoursContext(t *testing.T) {
 }
 
 func TestAttemptTimeoutIsRetried(t *testing.T) {
-	srv := newFakeGitHub(t)
-	(&harness{srv: srv}).Hang(t, 1)
-	f, err := New(Options{BaseURL: srv.baseURL(), Token: srv.token, Retry: forges.RetryPolicy{AttemptTimeout: 100 * time.Millisecond, MinBackoff: time.Millisecond}})
+	srv := githubtest.NewServer(t)
+	srv.Hang(1)
+	f, err := New(Options{BaseURL: srv.URL(), Token: srv.Token(), Retry: forges.RetryPolicy{AttemptTimeout: 100 * time.Millisecond, MinBackoff: time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	me, err := f.Me(t.Context())
-	if err != nil || me.Login != srv.bot {
+	if err != nil || me.Login != srv.BotLogin() {
 		t.Fatalf("Me after one hung attempt = %+v, %v", me, err)
 	}
-	if n := srv.requestCount(); n != 2 {
+	if n := srv.Requests(); n != 2 {
 		t.Errorf("%d requests, want 2", n)
 	}
 }
@@ -217,14 +214,14 @@ func TestPermissionRoles(t *testing.T) {
 func TestReviewCommentsSkipPendingAndEmptyReviews(t *testing.T) {
 	srv, f, p := testSetup(t)
 	h := &harness{srv: srv, forge: f}
-	h.SeedMergeRequest(t, forges.MergeRequest{Number: 20, Title: "mr", Author: srv.bot, State: forges.MergeRequestOpen,
+	h.SeedMergeRequest(t, forges.MergeRequest{Number: 20, Title: "mr", Author: srv.BotLogin(), State: forges.MergeRequestOpen,
 		SourceBranch: "b", TargetBranch: "main", HeadSHA: sha40('1')})
 	t0 := time.Date(2026, 11, 30, 4, 0, 0, 0, time.UTC)
 	h.SeedReviewComment(t, 20, forges.ReviewComment{Author: "alice", Body: "inline", Path: "a.go", Line: 4, CreatedAt: t0})
 	h.SeedReviewComment(t, 20, forges.ReviewComment{Author: "alice", Body: "   ", CreatedAt: t0.Add(time.Minute)})
-	srv.mu.Lock()
-	srv.reviews = append(srv.reviews, &fakeReview{id: srv.id(), pr: 20, author: "alice", body: "draft", state: "PENDING", submitted: t0.Add(2 * time.Minute)})
-	srv.mu.Unlock()
+	if _, err := srv.AddReview(20, "alice", "PENDING", "draft", t0.Add(2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
 	got, err := f.ReviewComments(t.Context(), p, 20, time.Time{})
 	if err != nil {
 		t.Fatal(err)
@@ -271,9 +268,9 @@ func TestNewRejectsBadBaseURL(t *testing.T) {
 
 func TestTokenNotInErrors(t *testing.T) {
 	srv, f, p := testSetup(t)
-	(&harness{srv: srv}).FailNext(t, http.StatusInternalServerError, 100)
+	srv.FailNext(http.StatusInternalServerError, 100)
 	_, err := f.Issue(t.Context(), p, 1)
-	if err == nil || strings.Contains(err.Error(), srv.token) {
+	if err == nil || strings.Contains(err.Error(), srv.Token()) {
 		t.Errorf("error = %v; want an error without the token", err)
 	}
 }
@@ -311,9 +308,9 @@ func TestPostNotRetriedWhenItMayHaveApplied(t *testing.T) {
 		h := &harness{srv: srv, forge: f}
 		h.SeedIssue(t, forges.Issue{Number: 1, Title: "t", Author: "alice"})
 		h.FailNext(t, tc.status, 1)
-		before := srv.requestCount()
+		before := srv.Requests()
 		_, err := f.CreateComment(t.Context(), forges.Target{Project: p, Kind: forges.TargetIssue, Number: 1}, "hi")
-		if n := srv.requestCount() - before; n != tc.wantRequests {
+		if n := srv.Requests() - before; n != tc.wantRequests {
 			t.Errorf("POST answered %d: %d requests, want %d", tc.status, n, tc.wantRequests)
 		}
 		if (err == nil) != (tc.wantRequests == 2) {

@@ -11,13 +11,14 @@ import (
 	"time"
 
 	"github.com/alchemic-studio/alfred/forges"
+	"github.com/alchemic-studio/alfred/forges/github/githubtest"
 )
 
 // inspectFake puts the webhooks list and a classic token's X-OAuth-Scopes in
-// front of fakeGitHub (and an empty issues list, which it lacks). A nil scopes sends no header, as for fine-grained
+// front of githubtest.Server (and an empty issues list, which it lacks). A nil scopes sends no header, as for fine-grained
 // tokens; hooksStatus other than 200 refuses the list.
 type inspectFake struct {
-	*fakeGitHub
+	*githubtest.Server
 	srv         *httptest.Server
 	scopes      []string
 	hooks       []map[string]any
@@ -25,18 +26,18 @@ type inspectFake struct {
 }
 
 func newInspectFake(t *testing.T) *inspectFake {
-	x := &inspectFake{fakeGitHub: newFakeGitHub(t), hooksStatus: http.StatusOK}
+	x := &inspectFake{Server: githubtest.NewServer(t), hooksStatus: http.StatusOK}
 	x.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if x.scopes != nil {
 			w.Header().Set("X-OAuth-Scopes", strings.Join(x.scopes, ", "))
 		}
-		if r.URL.Path == "/api/v3/repos/acme/demo/issues" && r.Header.Get("Authorization") == "Bearer "+x.token {
-			w.Header().Set("Content-Type", "application/json") // fakeGitHub does not list issues
+		if r.URL.Path == "/api/v3/repos/acme/demo/issues" && r.Header.Get("Authorization") == "Bearer "+x.Token() {
+			w.Header().Set("Content-Type", "application/json") // githubtest does not list issues
 			_, _ = w.Write([]byte("[]"))
 			return
 		}
-		if r.URL.Path != "/api/v3/repos/acme/demo/hooks" || r.Header.Get("Authorization") != "Bearer "+x.token {
-			x.serve(w, r)
+		if r.URL.Path != "/api/v3/repos/acme/demo/hooks" || r.Header.Get("Authorization") != "Bearer "+x.Token() {
+			x.Server.ServeHTTP(w, r)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -52,7 +53,7 @@ func newInspectFake(t *testing.T) *inspectFake {
 }
 
 func (x *inspectFake) forge(t *testing.T) *Forge {
-	f, err := New(Options{BaseURL: x.srv.URL + "/api/v3/", Token: x.token, Retry: forges.RetryPolicy{MinBackoff: time.Millisecond}})
+	f, err := New(Options{BaseURL: x.srv.URL + "/api/v3/", Token: x.Token(), Retry: forges.RetryPolicy{MinBackoff: time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,9 +48,7 @@ func (s *Server) ActUnassign(number int64, assignee, by string) (Delivery, error
 func (s *Server) ActLabel(number int64, by string, add, remove []string) (Delivery, error) {
 	return s.act(number, func(is *issue) *outgoing {
 		for _, id := range s.ensureLabels(add) {
-			if !slices.Contains(is.labels, id) {
-				is.labels = append(is.labels, id)
-			}
+			s.putLabel(is, id)
 		}
 		for _, n := range remove {
 			if l := s.labelByName(n); l != nil {

@@ -184,6 +184,7 @@ func (s *Server) label(w http.ResponseWriter, r *http.Request, id string) {
 	if r.Method == "PATCH" {
 		var in struct {
 			Name, Color, Description *string
+			Exclusive                *bool
 		}
 		if !decode(w, r, s, &in) {
 			return
@@ -201,6 +202,9 @@ func (s *Server) label(w http.ResponseWriter, r *http.Request, id string) {
 		}
 		if in.Description != nil {
 			l.descr = *in.Description
+		}
+		if in.Exclusive != nil {
+			l.exclusive = *in.Exclusive
 		}
 	}
 	writeJSON(w, 200, s.labelJSON(l))
@@ -339,8 +343,8 @@ func (s *Server) issueLabels(w http.ResponseWriter, r *http.Request, num, labelI
 			is.labels = nil
 		}
 		for _, id := range in.Labels { // unknown ids are silently ignored
-			if s.labelByID(id) != nil && !slices.Contains(is.labels, id) {
-				is.labels = append(is.labels, id)
+			if s.labelByID(id) != nil {
+				s.putLabel(is, id)
 			}
 		}
 		is.upd = s.now()
@@ -354,6 +358,32 @@ func (s *Server) issueLabels(w http.ResponseWriter, r *http.Request, num, labelI
 	default:
 		s.notFound(w, nil)
 	}
+}
+
+// exclusiveScope is Forgejo's (and Gitea's) Label.ExclusiveScope: the name
+// up to its last '/' for an exclusive label ("" when the '/' is missing,
+// first or last). A "status::x" label has none, exclusive or not.
+func (l *label) exclusiveScope() string {
+	i := strings.LastIndexByte(l.name, '/')
+	if !l.exclusive || i <= 0 || i == len(l.name)-1 {
+		return ""
+	}
+	return l.name[:i]
+}
+
+// putLabel puts label id on is unless it is there, first taking off the
+// labels of its exclusive scope, as Forgejo does.
+func (s *Server) putLabel(is *issue, id int64) {
+	if slices.Contains(is.labels, id) {
+		return
+	}
+	if scope := s.labelByID(id).exclusiveScope(); scope != "" {
+		is.labels = slices.DeleteFunc(is.labels, func(x int64) bool {
+			o := s.labelByID(x)
+			return o != nil && o.exclusiveScope() == scope
+		})
+	}
+	is.labels = append(is.labels, id)
 }
 
 func (s *Server) labelByID(id int64) *label {

@@ -192,7 +192,7 @@ func (s *Server) Labels() []forges.Label {
 	defer s.mu.Unlock()
 	var out []forges.Label
 	for _, l := range s.labels {
-		out = append(out, forges.Label{Name: l.name, Color: l.color, Description: l.descr})
+		out = append(out, forges.Label{Name: l.name, Color: l.color, Description: l.descr, Exclusive: l.exclusive})
 	}
 	return out
 }

@@ -1,4 +1,10 @@
-package github
+// Package githubtest is a stateful fake of the part of GitHub's REST API (v3,
+// API version 2022-11-28) that forges/github uses, on an httptest server: one
+// repository, its issues, pull requests, comments, labels, branches, reviews,
+// commit statuses and check runs, seeded directly and changed through the API.
+// Tests of forges/github and of anything driving a GitHub forge run against
+// it.
+package githubtest
 
 import (
 	"encoding/json"
@@ -10,18 +16,18 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/alchemic-studio/alfred/forges"
 )
 
-// fakeGitHub is a stateful httptest stand-in for GitHub's REST API (v3, API
-// version 2022-11-28), for one repository. It answers with GitHub's status
-// codes, error bodies ({"message", "documentation_url", "status"}), JSON
-// shapes and Link pagination headers, as in the REST documentation. Pages are
-// capped at pageCap items (GitHub allows 100) so that lists page in tests.
-type fakeGitHub struct {
+// Server is a stateful httptest stand-in for GitHub's REST API (v3, API
+// version 2022-11-28), for one repository, served Enterprise style under
+// /api/v3/. It answers with GitHub's status codes, error bodies ({"message",
+// "documentation_url", "status"}), JSON shapes and Link pagination headers,
+// as in the REST documentation. Pages are capped at MaxPerPage items (GitHub
+// allows 100) so that lists page in tests.
+type Server struct {
 	srv   *httptest.Server
 	owner string
 	repo  string
@@ -88,10 +94,14 @@ type fakeReviewComment struct {
 	created        time.Time
 }
 
-const pageCap = 25
+// MaxPerPage is the most items a page holds, whatever per_page asks.
+const MaxPerPage = 25
 
-func newFakeGitHub(t testing.TB) *fakeGitHub {
-	f := &fakeGitHub{
+// NewServer starts a fake GitHub, closed when t's test ends. Its repository
+// is acme/demo with the branch main; the bot (alfred-bot, with write access,
+// authenticated by Token) and the owner acme (admin) exist.
+func NewServer(t interface{ Cleanup(func()) }) *Server {
+	f := &Server{
 		owner:    "acme",
 		repo:     "demo",
 		bot:      "alfred-bot",
@@ -105,21 +115,21 @@ func newFakeGitHub(t testing.TB) *fakeGitHub {
 		runs:     map[string][]forges.Check{},
 	}
 	f.users[f.bot] = forges.PermissionWrite
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	f.srv = httptest.NewServer(f)
 	t.Cleanup(f.srv.Close)
 	return f
 }
 
 // baseURL is the API root, Enterprise style.
-func (f *fakeGitHub) baseURL() string { return f.srv.URL + "/api/v3/" }
+func (f *Server) baseURL() string { return f.srv.URL + "/api/v3/" }
 
-func (f *fakeGitHub) cloneURL() string {
+func (f *Server) cloneURL() string {
 	return f.srv.URL + "/" + f.owner + "/" + f.repo + ".git"
 }
 
-func (f *fakeGitHub) id() int64 { f.nextID++; return f.nextID }
+func (f *Server) id() int64 { f.nextID++; return f.nextID }
 
-func (f *fakeGitHub) tick() time.Time { f.now = f.now.Add(time.Second); return f.now }
+func (f *Server) tick() time.Time { f.now = f.now.Add(time.Second); return f.now }
 
 // --- HTTP ---
 
@@ -129,7 +139,9 @@ type reply struct {
 	body   any
 }
 
-func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
+// ServeHTTP answers one API request; the fake's own server calls it, and a
+// test may put another handler in front of it.
+func (f *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.requests++
 	if f.hang > 0 {
@@ -165,14 +177,14 @@ func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 // fail answers status with the headers GitHub sends with it.
-func (f *fakeGitHub) fail(w http.ResponseWriter, status int) {
+func (f *Server) fail(w http.ResponseWriter, status int) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	msg := http.StatusText(status)
 	switch status {
 	case http.StatusTooManyRequests: // secondary rate limit
 		w.Header().Set("Retry-After", "1")
 		msg = "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."
-	case http.StatusForbidden: // a permission refusal (rate limits: see TestRateLimitAnswers)
+	case http.StatusForbidden: // a permission refusal (rate limits: forges/github TestRateLimitAnswers)
 		msg = "Resource not accessible by personal access token"
 	}
 	w.WriteHeader(status)
@@ -198,7 +210,7 @@ func created(body any) reply { return reply{status: http.StatusCreated, body: bo
 
 // route dispatches on the escaped path, so that branch and label names with
 // '/' or ':' stay one segment.
-func (f *fakeGitHub) route(r *http.Request) reply {
+func (f *Server) route(r *http.Request) reply {
 	if r.Header.Get("Authorization") != "Bearer "+f.token {
 		return errReply(http.StatusUnauthorized, "Bad credentials")
 	}
@@ -267,9 +279,9 @@ func (f *fakeGitHub) route(r *http.Request) reply {
 	return notFound
 }
 
-// page slices items by ?page and ?per_page (default 30, capped at pageCap)
+// page slices items by ?page and ?per_page (default 30, capped at MaxPerPage)
 // and sets GitHub's Link header.
-func (f *fakeGitHub) page(r *http.Request, items []any) reply {
+func (f *Server) page(r *http.Request, items []any) reply {
 	body, hdr := f.paginate(r, items)
 	if body == nil {
 		body = []any{}
@@ -277,13 +289,13 @@ func (f *fakeGitHub) page(r *http.Request, items []any) reply {
 	return reply{status: http.StatusOK, header: hdr, body: body}
 }
 
-func (f *fakeGitHub) paginate(r *http.Request, items []any) ([]any, http.Header) {
+func (f *Server) paginate(r *http.Request, items []any) ([]any, http.Header) {
 	q := r.URL.Query()
 	per, _ := strconv.Atoi(q.Get("per_page"))
 	if per <= 0 {
 		per = 30
 	}
-	per = min(per, pageCap)
+	per = min(per, MaxPerPage)
 	pg, _ := strconv.Atoi(q.Get("page"))
 	pg = max(pg, 1)
 	last := max((len(items)+per-1)/per, 1)
@@ -318,12 +330,12 @@ func invalid(msg string) reply {
 	return errReply(http.StatusUnprocessableEntity, msg)
 }
 
-func (f *fakeGitHub) num(s string) (int64, bool) {
+func (f *Server) num(s string) (int64, bool) {
 	n, err := strconv.ParseInt(s, 10, 64)
 	return n, err == nil && n > 0
 }
 
-func (f *fakeGitHub) withIssue(s string, fn func(*fakeIssue) reply) reply {
+func (f *Server) withIssue(s string, fn func(*fakeIssue) reply) reply {
 	n, good := f.num(s)
 	if !good || f.issues[n] == nil {
 		return notFound
@@ -331,7 +343,7 @@ func (f *fakeGitHub) withIssue(s string, fn func(*fakeIssue) reply) reply {
 	return fn(f.issues[n])
 }
 
-func (f *fakeGitHub) withPull(s string, fn func(*fakeIssue) reply) reply {
+func (f *Server) withPull(s string, fn func(*fakeIssue) reply) reply {
 	return f.withIssue(s, func(is *fakeIssue) reply {
 		if is.pr == nil {
 			return notFound
@@ -342,7 +354,7 @@ func (f *fakeGitHub) withPull(s string, fn func(*fakeIssue) reply) reply {
 
 // --- handlers ---
 
-func (f *fakeGitHub) permission(login string) reply {
+func (f *Server) permission(login string) reply {
 	p, known := f.users[login]
 	if !known {
 		return notFound
@@ -359,7 +371,7 @@ func (f *fakeGitHub) permission(login string) reply {
 	return ok(map[string]any{"permission": perm, "role_name": role, "user": f.userJSON(login)})
 }
 
-func (f *fakeGitHub) branch(name string) reply {
+func (f *Server) branch(name string) reply {
 	sha, found := f.branches[name]
 	if !found {
 		return errReply(http.StatusNotFound, "Branch not found")
@@ -372,7 +384,7 @@ func (f *fakeGitHub) branch(name string) reply {
 	})
 }
 
-func (f *fakeGitHub) findLabel(name string) *forges.Label {
+func (f *Server) findLabel(name string) *forges.Label {
 	for _, l := range f.labels {
 		if strings.EqualFold(l.Name, name) {
 			return l
@@ -381,7 +393,7 @@ func (f *fakeGitHub) findLabel(name string) *forges.Label {
 	return nil
 }
 
-func (f *fakeGitHub) createLabel(r *http.Request) reply {
+func (f *Server) createLabel(r *http.Request) reply {
 	var in struct{ Name, Color, Description string }
 	if err := decodeBody(r, &in); err != nil || in.Name == "" {
 		return invalid("Validation Failed")
@@ -402,7 +414,7 @@ func (f *fakeGitHub) createLabel(r *http.Request) reply {
 	return created(f.labelJSON(l))
 }
 
-func (f *fakeGitHub) updateLabel(r *http.Request, name string) reply {
+func (f *Server) updateLabel(r *http.Request, name string) reply {
 	l := f.findLabel(name)
 	if l == nil {
 		return notFound
@@ -427,7 +439,7 @@ func (f *fakeGitHub) updateLabel(r *http.Request, name string) reply {
 	return ok(f.labelJSON(l))
 }
 
-func (f *fakeGitHub) editIssue(r *http.Request, is *fakeIssue) reply {
+func (f *Server) editIssue(r *http.Request, is *fakeIssue) reply {
 	var in struct {
 		Title *string `json:"title"`
 		Body  *string `json:"body"`
@@ -449,7 +461,7 @@ func (f *fakeGitHub) editIssue(r *http.Request, is *fakeIssue) reply {
 	return ok(f.issueJSON(is))
 }
 
-func (f *fakeGitHub) listComments(r *http.Request, is *fakeIssue) reply {
+func (f *Server) listComments(r *http.Request, is *fakeIssue) reply {
 	var items []any
 	for _, c := range f.comments {
 		if c.issue == is.number {
@@ -459,14 +471,14 @@ func (f *fakeGitHub) listComments(r *http.Request, is *fakeIssue) reply {
 	return f.page(r, items)
 }
 
-func (f *fakeGitHub) addComment(issue int64, author, body string) *fakeComment {
+func (f *Server) addComment(issue int64, author, body string) *fakeComment {
 	now := f.tick()
 	c := &fakeComment{id: f.id(), issue: issue, author: author, body: body, created: now, updated: now}
 	f.comments = append(f.comments, c)
 	return c
 }
 
-func (f *fakeGitHub) createComment(r *http.Request, is *fakeIssue) reply {
+func (f *Server) createComment(r *http.Request, is *fakeIssue) reply {
 	var in struct {
 		Body *string `json:"body"`
 	}
@@ -476,7 +488,7 @@ func (f *fakeGitHub) createComment(r *http.Request, is *fakeIssue) reply {
 	return created(f.commentJSON(f.addComment(is.number, f.bot, *in.Body)))
 }
 
-func (f *fakeGitHub) editComment(r *http.Request, s string) reply {
+func (f *Server) editComment(r *http.Request, s string) reply {
 	id, _ := f.num(s)
 	for _, c := range f.comments {
 		if c.id != id {
@@ -496,7 +508,7 @@ func (f *fakeGitHub) editComment(r *http.Request, s string) reply {
 
 // addLabels takes a JSON array of names or {"labels": [...]}, as GitHub does,
 // and creates labels that do not exist yet.
-func (f *fakeGitHub) addLabels(r *http.Request, is *fakeIssue) reply {
+func (f *Server) addLabels(r *http.Request, is *fakeIssue) reply {
 	var raw json.RawMessage
 	if err := decodeBody(r, &raw); err != nil {
 		return invalid("Problems parsing JSON")
@@ -521,7 +533,7 @@ func (f *fakeGitHub) addLabels(r *http.Request, is *fakeIssue) reply {
 	return ok(f.issueLabelsJSON(is))
 }
 
-func (f *fakeGitHub) removeLabel(is *fakeIssue, name string) reply {
+func (f *Server) removeLabel(is *fakeIssue, name string) reply {
 	i := slices.Index(is.labels, name)
 	if i < 0 {
 		return reply{status: http.StatusNotFound, body: map[string]any{
@@ -535,7 +547,7 @@ func (f *fakeGitHub) removeLabel(is *fakeIssue, name string) reply {
 	return ok(f.issueLabelsJSON(is))
 }
 
-func (f *fakeGitHub) sortedIssues() []*fakeIssue {
+func (f *Server) sortedIssues() []*fakeIssue {
 	var out []*fakeIssue
 	for _, is := range f.issues {
 		out = append(out, is)
@@ -545,7 +557,7 @@ func (f *fakeGitHub) sortedIssues() []*fakeIssue {
 }
 
 // listPulls filters on state (default open), head ("owner:branch") and base.
-func (f *fakeGitHub) listPulls(r *http.Request) reply {
+func (f *Server) listPulls(r *http.Request) reply {
 	q := r.URL.Query()
 	state := q.Get("state")
 	if state == "" {
@@ -567,7 +579,7 @@ func (f *fakeGitHub) listPulls(r *http.Request) reply {
 	return f.page(r, items)
 }
 
-func (f *fakeGitHub) nextNumber() int64 {
+func (f *Server) nextNumber() int64 {
 	var n int64
 	for k := range f.issues {
 		n = max(n, k)
@@ -575,7 +587,7 @@ func (f *fakeGitHub) nextNumber() int64 {
 	return n + 1
 }
 
-func (f *fakeGitHub) createPull(r *http.Request) reply {
+func (f *Server) createPull(r *http.Request) reply {
 	var in struct{ Title, Body, Head, Base string }
 	if err := decodeBody(r, &in); err != nil {
 		return invalid("Problems parsing JSON")
@@ -600,7 +612,7 @@ func (f *fakeGitHub) createPull(r *http.Request) reply {
 	return created(f.pullJSON(is))
 }
 
-func (f *fakeGitHub) listReviewComments(r *http.Request, is *fakeIssue) reply {
+func (f *Server) listReviewComments(r *http.Request, is *fakeIssue) reply {
 	since, _ := time.Parse(time.RFC3339, r.URL.Query().Get("since"))
 	var items []any
 	for _, c := range f.rcomments {
@@ -611,7 +623,7 @@ func (f *fakeGitHub) listReviewComments(r *http.Request, is *fakeIssue) reply {
 	return f.page(r, items)
 }
 
-func (f *fakeGitHub) listReviews(r *http.Request, is *fakeIssue) reply {
+func (f *Server) listReviews(r *http.Request, is *fakeIssue) reply {
 	var items []any
 	for _, rv := range f.reviews {
 		if rv.pr == is.number {
@@ -621,7 +633,7 @@ func (f *fakeGitHub) listReviews(r *http.Request, is *fakeIssue) reply {
 	return f.page(r, items)
 }
 
-func (f *fakeGitHub) combinedStatus(r *http.Request, sha string) reply {
+func (f *Server) combinedStatus(r *http.Request, sha string) reply {
 	var items []any
 	for i, c := range f.statuses[sha] {
 		items = append(items, f.statusJSON(int64(i+1), c))
@@ -650,7 +662,7 @@ func (f *fakeGitHub) combinedStatus(r *http.Request, sha string) reply {
 	}}
 }
 
-func (f *fakeGitHub) checkRuns(r *http.Request, sha string) reply {
+func (f *Server) checkRuns(r *http.Request, sha string) reply {
 	var items []any
 	for i, c := range f.runs[sha] {
 		items = append(items, f.checkRunJSON(int64(i+1), sha, c))
@@ -662,9 +674,26 @@ func (f *fakeGitHub) checkRuns(r *http.Request, sha string) reply {
 	return reply{status: http.StatusOK, header: hdr, body: map[string]any{"total_count": len(items), "check_runs": runs}}
 }
 
+// combine is the combined state of commit statuses as GitHub computes it.
+func combine(checks []forges.Check) forges.CIState {
+	if len(checks) == 0 {
+		return forges.CINone
+	}
+	state := forges.CISuccess
+	for _, c := range checks {
+		switch c.State {
+		case forges.CIFailure:
+			return forges.CIFailure
+		case forges.CIPending:
+			state = forges.CIPending
+		}
+	}
+	return state
+}
+
 // --- JSON shapes (docs.github.com/rest, 2022-11-28) ---
 
-func (f *fakeGitHub) userJSON(login string) map[string]any {
+func (f *Server) userJSON(login string) map[string]any {
 	var id int64
 	for _, c := range login {
 		id = id*31 + int64(c)
@@ -676,7 +705,7 @@ func (f *fakeGitHub) userJSON(login string) map[string]any {
 	}
 }
 
-func (f *fakeGitHub) repoJSON() map[string]any {
+func (f *Server) repoJSON() map[string]any {
 	return map[string]any{
 		"id": 1296269, "node_id": "MDEwOlJlcG9zaXRvcnkxMjk2MjY5", "name": f.repo, "full_name": f.owner + "/" + f.repo,
 		"owner": f.userJSON(f.owner), "private": true, "html_url": f.srv.URL + "/" + f.owner + "/" + f.repo,
@@ -687,7 +716,7 @@ func (f *fakeGitHub) repoJSON() map[string]any {
 	}
 }
 
-func (f *fakeGitHub) labelJSON(l *forges.Label) map[string]any {
+func (f *Server) labelJSON(l *forges.Label) map[string]any {
 	return map[string]any{
 		"id": 208045946, "node_id": "MDU6TGFiZWwyMDgwNDU5NDY=", "name": l.Name, "color": l.Color,
 		"description": l.Description, "default": false,
@@ -695,7 +724,7 @@ func (f *fakeGitHub) labelJSON(l *forges.Label) map[string]any {
 	}
 }
 
-func (f *fakeGitHub) labelsJSON() []any {
+func (f *Server) labelsJSON() []any {
 	var out []any
 	for _, l := range f.labels {
 		out = append(out, f.labelJSON(l))
@@ -703,7 +732,7 @@ func (f *fakeGitHub) labelsJSON() []any {
 	return out
 }
 
-func (f *fakeGitHub) issueLabelsJSON(is *fakeIssue) []any {
+func (f *Server) issueLabelsJSON(is *fakeIssue) []any {
 	out := []any{}
 	for _, n := range is.labels {
 		l := f.findLabel(n)
@@ -715,7 +744,7 @@ func (f *fakeGitHub) issueLabelsJSON(is *fakeIssue) []any {
 	return out
 }
 
-func (f *fakeGitHub) issueJSON(is *fakeIssue) map[string]any {
+func (f *Server) issueJSON(is *fakeIssue) map[string]any {
 	assignees := []any{}
 	for _, a := range is.assignees {
 		assignees = append(assignees, f.userJSON(a))
@@ -753,7 +782,7 @@ func nullable(s string) any {
 	return s
 }
 
-func (f *fakeGitHub) pullJSON(is *fakeIssue) map[string]any {
+func (f *Server) pullJSON(is *fakeIssue) map[string]any {
 	ref := func(branch, sha string) map[string]any {
 		return map[string]any{"label": f.owner + ":" + branch, "ref": branch, "sha": sha,
 			"user": f.userJSON(f.owner), "repo": f.repoJSON()}
@@ -782,7 +811,7 @@ func (f *fakeGitHub) pullJSON(is *fakeIssue) map[string]any {
 	}
 }
 
-func (f *fakeGitHub) commentJSON(c *fakeComment) map[string]any {
+func (f *Server) commentJSON(c *fakeComment) map[string]any {
 	return map[string]any{
 		"id": c.id, "node_id": "MDEyOklzc3VlQ29tbWVudDE=", "body": c.body, "user": f.userJSON(c.author),
 		"html_url":   fmt.Sprintf("%s/%s/%s/issues/%d#issuecomment-%d", f.srv.URL, f.owner, f.repo, c.issue, c.id),
@@ -793,7 +822,7 @@ func (f *fakeGitHub) commentJSON(c *fakeComment) map[string]any {
 	}
 }
 
-func (f *fakeGitHub) reviewJSON(rv *fakeReview) map[string]any {
+func (f *Server) reviewJSON(rv *fakeReview) map[string]any {
 	return map[string]any{
 		"id": rv.id, "node_id": "MDE3OlB1bGxSZXF1ZXN0UmV2aWV3ODA=", "user": f.userJSON(rv.author), "body": rv.body,
 		"state": rv.state, "commit_id": f.issues[rv.pr].pr.sha, "submitted_at": rv.submitted.Format(time.RFC3339),
@@ -803,7 +832,7 @@ func (f *fakeGitHub) reviewJSON(rv *fakeReview) map[string]any {
 	}
 }
 
-func (f *fakeGitHub) reviewCommentJSON(c *fakeReviewComment) map[string]any {
+func (f *Server) reviewCommentJSON(c *fakeReviewComment) map[string]any {
 	return map[string]any{
 		"id": c.id, "node_id": "MDI0OlB1bGxSZXF1ZXN0UmV2aWV3Q29tbWVudDEw", "pull_request_review_id": c.review,
 		"diff_hunk": "@@ -1,3 +1,4 @@", "path": c.path, "commit_id": f.issues[c.pr].pr.sha,
@@ -817,7 +846,7 @@ func (f *fakeGitHub) reviewCommentJSON(c *fakeReviewComment) map[string]any {
 	}
 }
 
-func (f *fakeGitHub) statusJSON(id int64, c forges.Check) map[string]any {
+func (f *Server) statusJSON(id int64, c forges.Check) map[string]any {
 	state := map[forges.CIState]string{forges.CISuccess: "success", forges.CIFailure: "failure", forges.CIPending: "pending"}[c.State]
 	return map[string]any{
 		"id": id, "node_id": "MDY6U3RhdHVzMQ==", "state": state, "description": c.Description, "target_url": nullable(c.URL),
@@ -827,7 +856,7 @@ func (f *fakeGitHub) statusJSON(id int64, c forges.Check) map[string]any {
 	}
 }
 
-func (f *fakeGitHub) checkRunJSON(id int64, sha string, c forges.Check) map[string]any {
+func (f *Server) checkRunJSON(id int64, sha string, c forges.Check) map[string]any {
 	status, conclusion := "completed", any(nil)
 	switch c.State {
 	case forges.CISuccess:

@@ -1,0 +1,104 @@
+package forgejo_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/alchemic-studio/alfred/forges"
+	"github.com/alchemic-studio/alfred/forges/forgejo"
+	"github.com/alchemic-studio/alfred/forges/forgejo/giteatest"
+)
+
+// exclusiveCatalogue is like the bot's: exclusive status labels, plain
+// others, and a family scoped with '/' for comparison.
+var exclusiveCatalogue = []forges.Label{
+	{Name: "status::in_ci", Color: "c5def5", Description: "waits for CI", Exclusive: true},
+	{Name: "status::in_review", Color: "bfd4f2", Description: "waits for review", Exclusive: true},
+	{Name: "kind/bug", Color: "d73a4a", Description: "a bug", Exclusive: true},
+	{Name: "kind/feature", Color: "0052cc", Description: "a feature", Exclusive: true},
+	{Name: "type::bug", Color: "d73a4a", Description: "the bug flow"},
+}
+
+// TestExclusiveLabels: labels sync marks the status labels exclusive and a
+// second sync changes nothing; on the forge, exclusivity follows the name up
+// to its last '/' (Forgejo's and Gitea's Label.ExclusiveScope), so two
+// exclusive "status::" labels stay on an issue together while "kind/feature"
+// takes "kind/bug" off. The same test runs against the real Gitea
+// (TestExclusiveLabelsRealGitea), which is what the fake's behaviour is
+// checked on.
+func TestExclusiveLabels(t *testing.T) {
+	srv, f, p, ctx := newForge(t)
+	srv.AddIssue(forges.Issue{Number: 1, Title: "t", Author: "alice"})
+	testExclusiveLabels(ctx, t, f, p, 1)
+}
+
+func TestExclusiveLabelsRealGitea(t *testing.T) {
+	in := giteatest.FromEnv(t)
+	repo := in.NewRepo(t, in.User.Login)
+	repo.SetPermission(t, in.Bot.Login, forges.PermissionAdmin)
+	f, err := forgejo.New(forgejo.Options{BaseURL: in.URL, Token: in.Bot.Token, Retry: forges.RetryPolicy{AttemptTimeout: 10 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n := repo.CreateIssue(t, forges.Issue{Title: "t", Author: in.User.Login})
+	testExclusiveLabels(ctx, t, f, forges.Project{Forge: "gitea", Owner: repo.Owner, Name: repo.Name}, n)
+}
+
+func testExclusiveLabels(ctx context.Context, t *testing.T, f *forgejo.Forge, p forges.Project, issue int64) {
+	t.Helper()
+	plain := exclusiveCatalogue[0]
+	plain.Exclusive = false
+	if err := f.CreateLabel(ctx, p, plain); err != nil { // as an older Alfred made it
+		t.Fatalf("CreateLabel: %v", err)
+	}
+	created, updated, err := forges.SyncLabels(ctx, f, p, exclusiveCatalogue)
+	if err != nil {
+		t.Fatalf("SyncLabels: %v", err)
+	}
+	if len(created) != len(exclusiveCatalogue)-1 || !slices.Equal(updated, []string{"status::in_ci"}) {
+		t.Errorf("first SyncLabels created %q, updated %q; want the rest created, status::in_ci updated", created, updated)
+	}
+	if created, updated, err := forges.SyncLabels(ctx, f, p, exclusiveCatalogue); err != nil || len(created)+len(updated) != 0 {
+		t.Errorf("second SyncLabels = %q, %q, %v; want nothing to do", created, updated, err)
+	}
+	got, err := f.Labels(ctx, p)
+	if err != nil {
+		t.Fatalf("Labels: %v", err)
+	}
+	for _, w := range exclusiveCatalogue {
+		i := slices.IndexFunc(got, func(l forges.Label) bool { return l.Name == w.Name })
+		if i < 0 || got[i].Exclusive != w.Exclusive {
+			t.Errorf("label %s read back as %+v, want exclusive %v", w.Name, got, w.Exclusive)
+		}
+	}
+
+	tg := forges.Target{Project: p, Kind: forges.TargetIssue, Number: issue}
+	for _, n := range []string{"status::in_ci", "kind/bug", "status::in_review", "kind/feature"} {
+		if err := f.AddLabels(ctx, tg, n); err != nil {
+			t.Fatalf("AddLabels(%s): %v", n, err)
+		}
+	}
+	is, err := f.Issue(ctx, p, issue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"kind/feature", "status::in_ci", "status::in_review"}; !slices.Equal(sorted(is.Labels), want) {
+		t.Errorf("issue labels = %q, want %q: only a '/' scope is exclusive on the forge", is.Labels, want)
+	}
+
+	for name, want := range map[string]string{"status::in_ci": "", "kind/bug": "kind", "a/b/c": "a/b", "/x": "", "x/": "", "plain": ""} {
+		if got := f.ExclusiveScope(name); got != want {
+			t.Errorf("ExclusiveScope(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}
