@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -30,6 +31,7 @@ import (
 	"github.com/alchemic-studio/alfred/forges/forgejo"
 	"github.com/alchemic-studio/alfred/forges/github"
 	"github.com/alchemic-studio/alfred/forges/gitlab"
+	"github.com/alchemic-studio/alfred/gateway"
 	"github.com/alchemic-studio/alfred/metrics"
 	"github.com/alchemic-studio/alfred/sandbox"
 	"github.com/alchemic-studio/alfred/state"
@@ -124,12 +126,72 @@ func baseSpec(c *config.Config) sandbox.Spec {
 	if c.Runner == "host" { // a plain process finds its CLIs and home as the bot does
 		env["PATH"], env["HOME"] = os.Getenv("PATH"), os.Getenv("HOME")
 	}
+	withheld := map[string]bool{}
+	if c.Gateway { // the gateway holds them: no container gets them
+		for _, k := range sealedCredentials() {
+			withheld[k] = true
+		}
+	}
 	for _, name := range c.AgentEnv {
-		if v, ok := os.LookupEnv(name); ok {
+		if v, ok := os.LookupEnv(name); ok && !withheld[name] {
 			env[name] = v
 		}
 	}
 	return sandbox.Spec{Image: c.AgentImage, UID: c.AgentUID, GID: c.AgentGID, Env: env}
+}
+
+// sealedCredentials are the variables the CLIs that run sealed take their
+// provider's credentials and endpoint from (agents.Sealed.Credentials).
+func sealedCredentials() []string {
+	var out []string
+	for _, mk := range locals {
+		if l, err := mk(); err == nil && l.Descriptor().Sealed != nil {
+			out = append(out, l.Descriptor().Sealed.Credentials...)
+		}
+	}
+	return out
+}
+
+// gatewayDirName is the folder under ALFRED_DATA_DIR that holds the model
+// gateway's per-run sockets: under the data folder, the Docker daemon sees
+// it at the same path when the bot runs in a container.
+const gatewayDirName = "gw"
+
+// newSeal builds the model gateway when ALFRED_GATEWAY is on (nil when
+// off): its provider is Anthropic, at ANTHROPIC_BASE_URL (default the
+// public API) with ANTHROPIC_API_KEY (x-api-key) or ANTHROPIC_AUTH_TOKEN
+// (Bearer), read from the variables ALFRED_AGENT_ENV names, which no
+// container then receives (baseSpec).
+func newSeal(c *config.Config, dataDir string, log *slog.Logger) (*bot.Seal, error) {
+	if !c.Gateway {
+		return nil, nil
+	}
+	offered := func(name string) string {
+		if !slices.Contains(c.AgentEnv, name) {
+			return ""
+		}
+		return os.Getenv(name)
+	}
+	p := gateway.Anthropic(offered("ANTHROPIC_BASE_URL"), offered("ANTHROPIC_API_KEY"))
+	if p.Key == "" {
+		if tok := offered("ANTHROPIC_AUTH_TOKEN"); tok != "" {
+			p.Key, p.Header, p.Scheme = tok, "Authorization", "Bearer"
+		}
+	}
+	dir := filepath.Join(dataDir, gatewayDirName)
+	// A session's socket is <dir>/alfred-gw-<10 characters>/gateway.sock.
+	if n := len(dir) + len("/alfred-gw-0123456789/gateway.sock"); n > 107 {
+		return nil, fmt.Errorf("setting ALFRED_GATEWAY: the gateway's sockets under %s would be %d bytes long, over the 107 a unix socket allows: choose a shorter ALFRED_DATA_DIR", dir, n)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("model gateway: %w", err)
+	}
+	g, err := gateway.New(gateway.Options{Providers: []gateway.Provider{p}, Dir: dir, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("model gateway on: sealed runs reach only their provider through it", "providers", g.Providers(), "forwarder", cmp.Or(c.GatewayForwarder, "the agent image's"))
+	return &bot.Seal{Gateway: g, Forwarder: c.GatewayForwarder}, nil
 }
 
 // newEngine assembles the engine from the configuration.
@@ -145,9 +207,13 @@ func newEngine(ctx context.Context, c *config.Config, st *state.Store, f forges.
 	if err != nil {
 		return nil, nil, err
 	}
+	seal, err := newSeal(c, data, log)
+	if err != nil {
+		return nil, nil, err
+	}
 	e, err := bot.New(bot.Config{
 		ForgeName: c.ForgeName, Forge: f, Store: st, Adapters: adapters,
-		Runner: runner, Sandbox: baseSpec(c),
+		Runner: runner, Sandbox: baseSpec(c), Seal: seal,
 		Repos:     &bot.Repos{Base: data, Name: "Alfred", Email: "alfred@localhost"},
 		Sessions:  bot.SessionStore{Base: data},
 		PublicURL: c.PublicURL, MaxParallelRuns: c.MaxParallelRuns, PollInterval: c.PollInterval,
@@ -181,9 +247,9 @@ func ready(dir string) func(context.Context) error {
 // the pages to hide wherever they show what an agent wrote.
 func secrets(c *config.Config) []string {
 	out := append([]string{c.ForgeToken, c.APIKey, c.OAuthClientSecret, c.MetricsToken}, c.WebhookSecrets...)
-	for k, v := range baseSpec(c).Env {
+	for _, k := range c.AgentEnv { // offered or, with the gateway, held back
 		if bot.SecretName(k) {
-			out = append(out, v)
+			out = append(out, os.Getenv(k))
 		}
 	}
 	return slices.DeleteFunc(out, func(s string) bool { return s == "" })

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"log/slog"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/alchemic-studio/alfred/config"
@@ -23,5 +26,56 @@ func TestSecretsListsEverySecretHeld(t *testing.T) {
 	}
 	if slices.Contains(got, "fr") || slices.Contains(got, "") {
 		t.Errorf("secrets hold a value that is not one: %q", got)
+	}
+}
+
+// TestGatewayKeepsTheKey: with ALFRED_GATEWAY on, the Anthropic variables
+// ALFRED_AGENT_ENV names go to the gateway's provider and to no container,
+// and the key is still among the secrets hidden; off, they are offered as
+// before.
+func TestGatewayKeepsTheKey(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-1234")
+	t.Setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:1/base")
+	t.Setenv("OPENAI_API_KEY", "sk-openai-1234")
+	c := &config.Config{Runner: "image", AgentEnv: []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY"}}
+	if env := baseSpec(c).Env; env["ANTHROPIC_API_KEY"] != "sk-ant-1234" {
+		t.Errorf("gateway off: the key is not offered: %v", env)
+	}
+	if s, err := newSeal(c, t.TempDir(), slog.Default()); s != nil || err != nil {
+		t.Errorf("gateway off: a seal %v %v", s, err)
+	}
+	c.Gateway = true
+	env := baseSpec(c).Env
+	if _, ok := env["ANTHROPIC_API_KEY"]; ok {
+		t.Errorf("gateway on: the key is offered to containers: %v", env)
+	}
+	if _, ok := env["ANTHROPIC_BASE_URL"]; ok {
+		t.Errorf("gateway on: the base URL is offered to containers: %v", env)
+	}
+	if env["OPENAI_API_KEY"] != "sk-openai-1234" {
+		t.Errorf("gateway on: a CLI that is not sealed lost its key: %v", env)
+	}
+	if !slices.Contains(secrets(c), "sk-ant-1234") {
+		t.Errorf("gateway on: the held key is not hidden: %q", secrets(c))
+	}
+	data := t.TempDir()
+	s, err := newSeal(c, data, slog.Default())
+	if err != nil || s == nil || s.Gateway == nil {
+		t.Fatalf("gateway on: %v %v", s, err)
+	}
+	defer s.Gateway.Close()
+	if got := s.Gateway.Providers(); !slices.Equal(got, []string{"anthropic"}) {
+		t.Errorf("providers %v", got)
+	}
+	sess, err := s.Gateway.Open("r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	if !strings.HasPrefix(sess.SocketPath(), filepath.Join(data, gatewayDirName)+"/") {
+		t.Errorf("socket %s is not under the data folder", sess.SocketPath())
+	}
+	if _, err := newSeal(c, "/"+strings.Repeat("d", 90), slog.Default()); err == nil {
+		t.Error("a data folder too long for the sockets was accepted")
 	}
 }

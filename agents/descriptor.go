@@ -57,6 +57,25 @@ type Descriptor struct {
 	// from the session name). False: the CLI assigns its own id, and
 	// Invocation.SessionID is empty in ModeFresh.
 	TakesSessionID bool
+	// Sealed says how the CLI reaches its model through Alfred's model
+	// gateway (package gateway) in a container with no network; nil: the
+	// CLI does not run sealed yet.
+	Sealed *Sealed
+}
+
+// Sealed is how a CLI runs behind the model gateway: which provider it
+// calls, the variables that point it at the forwarder with the run's token
+// in place of its key, and the variables of the offered environment that
+// carry that provider's credentials or endpoint, which a sealed run never
+// passes on (the gateway holds them).
+type Sealed struct {
+	// Provider is the gateway provider's name (e.g. "anthropic").
+	Provider string
+	// Env returns the variables to set for a run: baseURL is
+	// http://127.0.0.1:<port>/<Provider>, token the run's token.
+	Env func(baseURL, token string) map[string]string
+	// Credentials are the offered variables the gateway takes over.
+	Credentials []string
 }
 
 // Capabilities are the adapter's: local, resumable exactly when the CLI

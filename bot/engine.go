@@ -67,6 +67,9 @@ type Config struct {
 	Detected <-chan struct{}
 	// DetectionWait bounds that wait; default 2 minutes.
 	DetectionWait time.Duration
+	// Seal, when set, seals the runs that can be behind the model gateway
+	// (bot/gateway.go); nil: no run is sealed.
+	Seal *Seal
 	// Metrics counts runs, sessions, panics and quarantined events (nil:
 	// nothing is counted).
 	Metrics *metrics.Metrics

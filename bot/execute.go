@@ -312,10 +312,29 @@ func (e *Engine) invoke(ctx context.Context, mb *state.Mailbox, run *state.Run) 
 		return nil, nil, fmt.Errorf("record llm session: %w", err)
 	}
 
+	// A sealed run reaches its model only through its gateway session,
+	// whose token is one more secret of the run.
+	redactRun := e.redact
+	gw, err := e.seal(run.ID, adapter, &spec)
+	if err != nil {
+		ls.Outcome = string(agents.OutcomeFailed)
+		return nil, ls, err
+	}
+	if gw != nil {
+		defer e.unseal(gw, run) // on every way out; closing twice is harmless
+		if out, ok := e.Follow(run.ID); ok {
+			out.AddSecrets(gw.Token())
+		}
+		redactRun = func(text string) string { return redact.Secrets(e.redact(text), []string{gw.Token()}) }
+	}
+
 	res, err := adapter.Run(ctx, agents.Request{
 		Prompt: prompt, Phase: phase, Provider: run.Provider, Model: run.Model,
 		Timeout: RunTimeout.Get(e.settings, sc), Sandbox: spec, Runner: e.cfg.Runner, Session: decision.Ref,
 	})
+	if gw != nil {
+		e.unseal(gw, run) // the container is gone: the token dies now, not after the push
+	}
 	if err != nil {
 		ls.Outcome = string(agents.OutcomeFailed)
 		return nil, ls, fmt.Errorf("invoke %s: %w", adapter.ID(), err)
@@ -335,9 +354,9 @@ func (e *Engine) invoke(ctx context.Context, mb *state.Mailbox, run *state.Run) 
 	}
 	// What the agent says goes to records, comments and the merge request:
 	// an agent made to print its environment must not publish a secret.
-	res.Text = e.redact(res.Text)
+	res.Text = redactRun(res.Text)
 	run.Result = res.Text
-	run.Log = e.redact(attemptsLog(res))
+	run.Log = redactRun(attemptsLog(res))
 	if res.Outcome == agents.OutcomeSucceeded && wt.Pushable {
 		if err := e.publish(ctx, mb, run, wt); err != nil {
 			return res, ls, err

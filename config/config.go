@@ -73,6 +73,15 @@ type Config struct {
 	// SessionKeys are the secrets of the sign-in cookies: the first signs,
 	// all are accepted; empty: derived from OAuthClientSecret.
 	SessionKeys []string
+
+	// Gateway seals the runs of the CLIs that can run sealed (Claude Code
+	// for now): no network in their container, their model requests through
+	// Alfred's model gateway, which holds the provider's key (issue 21).
+	Gateway bool
+	// GatewayForwarder, when set, is a static alfred-forward on the Docker
+	// daemon's host, bind-mounted read-only into sealed containers; empty:
+	// the agent image's own /usr/local/bin/alfred-forward.
+	GatewayForwarder string
 }
 
 // Setting describes one configuration value: its flag, its ALFRED_* variable,
@@ -218,6 +227,30 @@ var Settings = []Setting{
 			c.SessionKeys = keys
 			return nil
 		}, get: func(c *Config) string { return strings.Join(c.SessionKeys, ",") }},
+	{Flag: "gateway", Env: "ALFRED_GATEWAY", Default: "off", Accepts: "on or off",
+		Help: "seal the agents that can be (Claude Code for now): no network in their container, model requests through Alfred's gateway, which keeps the provider key of ALFRED_AGENT_ENV (ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN, ANTHROPIC_BASE_URL) to itself; needs the image runner",
+		set: func(c *Config, v string) error {
+			var s string
+			if err := setOneOf(&s, v, "on", "off"); err != nil {
+				return err
+			}
+			c.Gateway = s == "on"
+			return nil
+		}, get: func(c *Config) string {
+			if c.Gateway {
+				return "on"
+			}
+			return "off"
+		}},
+	{Flag: "gateway-forwarder", Env: "ALFRED_GATEWAY_FORWARDER", Default: "", Accepts: "an absolute path on the Docker daemon's host, or empty",
+		Help: "a static alfred-forward (CGO_ENABLED=0 go build ./cmd/alfred-forward) bind-mounted read-only into sealed containers; empty: the agent image's /usr/local/bin/alfred-forward",
+		set: func(c *Config, v string) error {
+			if v != "" && !strings.HasPrefix(v, "/") {
+				return fmt.Errorf("%q is not an absolute path", v)
+			}
+			c.GatewayForwarder = v
+			return nil
+		}, get: func(c *Config) string { return c.GatewayForwarder }},
 }
 
 // FileFlag and FileEnv name the optional configuration file: lines of
@@ -320,6 +353,9 @@ func (c *Config) check() error {
 	}
 	if c.MetricsListen != "" && c.MetricsListen == c.Listen {
 		return fmt.Errorf("setting ALFRED_METRICS_LISTEN: %s is ALFRED_LISTEN's address; leave it empty to serve /metrics there", c.MetricsListen)
+	}
+	if c.Gateway && c.Runner != "image" {
+		return fmt.Errorf("setting ALFRED_GATEWAY: on needs ALFRED_RUNNER=image (a host process cannot be sealed)")
 	}
 	if (c.OAuthClientID == "") != (c.OAuthClientSecret == "") {
 		return fmt.Errorf("settings ALFRED_OAUTH_CLIENT_ID and ALFRED_OAUTH_CLIENT_SECRET: set both or neither")

@@ -44,7 +44,8 @@ var agentCLIs = []agentCLI{
 
 // TestAgentImage checks the image of sandbox/images/agent/Dockerfile that
 // scripts/images.sh built: its user, that nothing of the bot is in it, the
-// pinned packages, and what `alfred agents detect` finds in it.
+// model gateway's forwarder, the pinned packages, and what `alfred agents
+// detect` finds in it.
 func TestAgentImage(t *testing.T) {
 	d := newDocker(t)
 	image := need(t, envAgentImage)
@@ -83,6 +84,15 @@ func TestAgentImage(t *testing.T) {
 		got := d.filesNamed(t, image, "alfred", "agent-clis.sh")
 		if want := []string{"/usr/local/lib/alfred/agent-clis.sh"}; !slices.Equal(got, want) {
 			t.Errorf("files named alfred or agent-clis.sh in %s: %v; want only %v", image, got, want)
+		}
+	})
+
+	t.Run("the model gateway's forwarder", func(t *testing.T) {
+		// Without its socket it says so and exits 125: it is there and it starts.
+		out := d.Must(t, "run", "--rm", "--network", "none", "--entrypoint", "sh", image, "-c",
+			"command -v alfred-forward; alfred-forward -socket /nonexistent.sock -- true 2>&1; echo rc=$?")
+		if !strings.Contains(out, "/usr/local/bin/alfred-forward\n") || !strings.Contains(out, "is not the gateway's socket") || !strings.Contains(out, "rc=125") {
+			t.Errorf("alfred-forward in %s: %q; want /usr/local/bin/alfred-forward, refusing a missing socket", image, out)
 		}
 	})
 

@@ -40,7 +40,8 @@ type HostOptions struct {
 // A host process sees the host's files: a read-only Worktree is not enforced,
 // and Image, UID/GID, Credentials, Tmpfs, Network, the resource limits and
 // Labels (which describe a container) are ignored. A Spec with a Session is
-// refused with ErrSessionOnHost: the host runner never resumes.
+// refused with ErrSessionOnHost: the host runner never resumes. A Spec with
+// Binds or a Prefix is refused with ErrBindsOnHost.
 type HostRunner struct {
 	opts    HostOptions
 	running atomic.Int64 // processes started and not yet reaped
@@ -67,6 +68,9 @@ func (r *HostRunner) Run(ctx context.Context, spec Spec) (*Result, error) {
 	}
 	if spec.Session != nil {
 		return nil, ErrSessionOnHost
+	}
+	if len(spec.Binds) > 0 || len(spec.Prefix) > 0 {
+		return nil, ErrBindsOnHost
 	}
 	dir, err := hostDir(&spec)
 	if err != nil {

@@ -79,7 +79,9 @@ type ImageOptions struct {
 //
 // Mounts: HOME (/home/agent) is a tmpfs owned by UID:GID with mode 0700; the
 // worktree is bound at /workspace, read-only when Worktree.ReadOnly; credential
-// mounts are always read-only; the session mount is read-write. Every folder
+// mounts are always read-only; the session mount is read-write; Binds are as
+// they say (the model gateway's socket, read-write). The command is Prefix
+// followed by Argv. Every folder
 // between HOME and the session mount (the session's parent included) is its
 // own tmpfs owned by UID:GID with mode 0700, because Docker would create those
 // mountpoints as root and the CLI could not write beside its session folder.
@@ -369,11 +371,12 @@ func (r *ImageRunner) containerConfig(spec *Spec) (*container.Config, *container
 	pids := pick(spec.PidsLimit, r.opts.PidsLimit)
 	initProcess := true
 
+	argv := append(append([]string(nil), spec.Prefix...), spec.Argv...)
 	cfg := &container.Config{
 		Image:      spec.Image,
 		User:       fmt.Sprintf("%d:%d", spec.UID, spec.GID),
-		Entrypoint: spec.Argv[:1],
-		Cmd:        spec.Argv[1:],
+		Entrypoint: argv[:1],
+		Cmd:        argv[1:],
 		Env:        envList(env),
 		WorkingDir: workdir,
 		Labels:     labels,
@@ -446,6 +449,15 @@ func containerMounts(spec *Spec) ([]mount.Mount, map[string]string, error) {
 			return nil, nil, fmt.Errorf("sandbox: credential mount %q overlaps %s", c.Container, WorkspacePath)
 		}
 		if err := bind(c, "credential mount", true); err != nil {
+			return nil, nil, err
+		}
+	}
+
+	for _, b := range spec.Binds {
+		if PathsOverlap(b.Container, WorkspacePath) {
+			return nil, nil, fmt.Errorf("sandbox: bind mount %q overlaps %s", b.Container, WorkspacePath)
+		}
+		if err := bind(b, "bind mount", b.ReadOnly); err != nil {
 			return nil, nil, err
 		}
 	}

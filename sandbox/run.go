@@ -24,10 +24,18 @@ const (
 // mount: sessions are resumed only in containers, so such a Spec is an engine bug.
 var ErrSessionOnHost = errors.New("sandbox: the host runner never gets a session mount")
 
+// ErrBindsOnHost is returned by the host runner for a Spec with Binds or a
+// Prefix: they seal a container (the model gateway), which a host process
+// cannot be.
+var ErrBindsOnHost = errors.New("sandbox: the host runner cannot bind mounts or wrap the command (the model gateway needs the image runner)")
+
 // checkSpec validates what both runners need.
 func checkSpec(spec *Spec) error {
 	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
 		return errors.New("sandbox: empty argv")
+	}
+	if len(spec.Prefix) > 0 && spec.Prefix[0] == "" {
+		return errors.New("sandbox: empty prefix command")
 	}
 	for k, v := range spec.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {

@@ -54,6 +54,16 @@ type Spec struct {
 	Session *Mount
 	// Tmpfs lists extra in-memory folders (HOME and the session parent are added by the runner).
 	Tmpfs []Tmpfs
+	// Binds are more bind mounts, read-write unless ReadOnly, outside
+	// /workspace: the model gateway's socket (a socket file may be bound
+	// on its own) and, optionally, its forwarder. The host runner refuses a
+	// Spec with any (ErrBindsOnHost).
+	Binds []Mount
+	// Prefix goes before Argv in the command actually run: a wrapper that
+	// runs Argv as its child, such as the gateway's forwarder
+	// (alfred-forward -port N -socket PATH --). Adapters set Argv only, so a
+	// Prefix the engine sets survives them. The host runner refuses it.
+	Prefix []string
 
 	// Network is a Docker network name; "none" (the default when empty) gives only lo.
 	Network string

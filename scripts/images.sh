@@ -5,7 +5,8 @@
 #   the bot    Dockerfile, target `prebuilt`, with the binary built here by
 #              `go build` (the Makefile's flags); see the Dockerfile for why
 #   the agent  sandbox/images/agent/Dockerfile: Debian's Node.js, npm and git,
-#              the agent CLIs of scripts/agent-clis.sh
+#              the agent CLIs of scripts/agent-clis.sh, and alfred-forward
+#              (cmd/alfred-forward) built here static
 #
 # Usage (as root the first time: debootstrap needs it):
 #   env=$(scripts/images.sh) && eval "$env"
@@ -18,7 +19,7 @@
 #
 # Caching by content: each image is tagged with a key made of what goes into it
 # (bot: the Dockerfile, the binary, the base image; agent: its Dockerfile,
-# scripts/agent-clis.sh, the base image). An image that already has its key is
+# scripts/agent-clis.sh, the forwarder binary, the base image). An image that already has its key is
 # not built again; an older key of the same name is removed. Both images are
 # also tagged :latest, the names deploy/compose.yaml and ALFRED_AGENT_IMAGE use.
 #
@@ -166,11 +167,14 @@ else
 fi
 retag "$BOT_NAME" "$bot_key"
 
-# 3. The agent: a context of its Dockerfile and the script holding the pins.
-mkdir -p "$CTX/agent/scripts" "$CTX/agent/sandbox/images/agent"
+# 3. The agent: a context of its Dockerfile, the script holding the pins and
+# the model gateway's forwarder, built static here (the image reaches no Go).
+mkdir -p "$CTX/agent/scripts" "$CTX/agent/sandbox/images/agent" "$CTX/agent/bin"
 cp scripts/agent-clis.sh "$CTX/agent/scripts/"
 cp sandbox/images/agent/Dockerfile "$CTX/agent/sandbox/images/agent/"
-agent_key=$( (cat sandbox/images/agent/Dockerfile scripts/agent-clis.sh; echo "$BASE_ID") | sha256sum | cut -c1-12)
+CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$CTX/agent/bin/alfred-forward" ./cmd/alfred-forward ||
+	die "step agent forwarder: go build ./cmd/alfred-forward failed"
+agent_key=$( (cat sandbox/images/agent/Dockerfile scripts/agent-clis.sh "$CTX/agent/bin/alfred-forward"; echo "$BASE_ID") | sha256sum | cut -c1-12)
 AGENT="$AGENT_NAME:$agent_key"
 if image_id "$AGENT" >/dev/null; then
 	log "agent image $AGENT is up to date"

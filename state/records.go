@@ -191,6 +191,20 @@ type Run struct {
 	NothingToDo bool `json:"nothing_to_do,omitempty"`
 	// NoSession says why the run had no named session, when it had none.
 	NoSession string `json:"no_session,omitempty"`
+	// Gateway is what the model gateway saw of a sealed run; nil for a run
+	// that was not sealed.
+	Gateway *RunGateway `json:"gateway,omitempty"`
+}
+
+// RunGateway is the model gateway's account of a sealed run: the provider
+// requests it forwarded, the tokens their answers reported, and the
+// requests it refused (as the run page says them, at most the first 100).
+type RunGateway struct {
+	Requests     int64    `json:"requests"`
+	InputTokens  int64    `json:"input_tokens"`
+	OutputTokens int64    `json:"output_tokens"`
+	Refused      []string `json:"refused,omitempty"`
+	RefusedTotal int      `json:"refused_total,omitempty"`
 }
 
 // QuarantinedEvent is an event the engine gave up on: its record in the

