@@ -716,3 +716,25 @@ func TestUpgrade(t *testing.T) {
 		t.Errorf("the upgraded connection outlived the session: %v", err)
 	}
 }
+
+// TestKeylessHeadIsQuiet: a CLI's keyless HEAD probe of its base URL is
+// refused like any request without the run token, but logged at Debug
+// only; a keyless POST still warns.
+func TestKeylessHeadIsQuiet(t *testing.T) {
+	up, _ := recorder(t, 200, `{}`, nil)
+	g, logs := newGateway(t, Options{Providers: []Provider{Anthropic(up.URL, realKey)}})
+	s := open(t, g, "run-a")
+	c := socketClient(s.SocketPath())
+	if code, _, _ := do(t, c, http.MethodHead, "http://gateway/anthropic", "", nil); code != http.StatusUnauthorized {
+		t.Errorf("keyless HEAD: %d, want 401", code)
+	}
+	if strings.Contains(logs.String(), "level=WARN") {
+		t.Errorf("a keyless HEAD warned:\n%s", logs)
+	}
+	if code, _, _ := do(t, c, http.MethodPost, "http://gateway/anthropic/v1/messages", `{}`, nil); code != http.StatusUnauthorized {
+		t.Errorf("keyless POST: %d, want 401", code)
+	}
+	if !strings.Contains(logs.String(), `level=WARN msg="gateway: request without a valid run token" run=run-a method=POST`) {
+		t.Errorf("a keyless POST did not warn:\n%s", logs)
+	}
+}

@@ -43,7 +43,7 @@ func (s *Session) origin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !s.authorized(r) {
-		s.unauthorized(w, false)
+		s.unauthorized(w, r, false)
 		return
 	}
 	target := *p.base
@@ -74,7 +74,7 @@ func (s *Session) absolute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !s.authorized(r) {
-		s.unauthorized(w, true)
+		s.unauthorized(w, r, true)
 		return
 	}
 	target := *r.URL
@@ -315,7 +315,7 @@ func (s *Session) connect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !s.authorized(r) {
-		s.unauthorized(w, true)
+		s.unauthorized(w, r, true)
 		return
 	}
 	up, err := s.g.dial("tcp", net.JoinHostPort(host, port))

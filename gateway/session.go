@@ -244,13 +244,19 @@ func (s *Session) allowSuffix() string {
 	return " and the project's allowed hosts"
 }
 
-// unauthorized answers 401 (407 for a proxy request).
-func (s *Session) unauthorized(w http.ResponseWriter, proxy bool) {
+// unauthorized answers 401 (407 for a proxy request). A HEAD is only
+// logged at Debug: Claude Code probes its base URL with a keyless HEAD before
+// its first request, every run.
+func (s *Session) unauthorized(w http.ResponseWriter, r *http.Request, proxy bool) {
 	msg := "alfred gateway: missing or wrong run token (it works for its own run only, while the run lasts)"
 	if s.closed.Load() {
 		msg = "alfred gateway: this run has ended; its token no longer works"
 	}
-	s.log.Warn("gateway: request without a valid run token", "proxy", proxy)
+	level := slog.LevelWarn
+	if r.Method == http.MethodHead {
+		level = slog.LevelDebug
+	}
+	s.log.Log(r.Context(), level, "gateway: request without a valid run token", "method", r.Method, "proxy", proxy)
 	if proxy {
 		w.Header().Set("Proxy-Authenticate", `Basic realm="alfred"`)
 		writeError(w, http.StatusProxyAuthRequired, "authentication_error", msg)

@@ -321,7 +321,7 @@ func pullAction(ev *forges.Event, typ string, p *payload, ignore func(string) (*
 	switch typ {
 	case "pull_request":
 		switch p.Action {
-		case "opened":
+		case "opened", "reopened": // as GitHub and GitLab have it
 			ev.Type = forges.EventMergeRequestOpened
 		case "closed":
 			ev.Type = forges.EventMergeRequestClosed

@@ -110,7 +110,7 @@ func TestParseRecordedDeliveries(t *testing.T) {
 		"hook-pull_request-closed":             {forges.EventMergeRequestMerged, forges.TargetMergeRequest, 3, "", nil},
 		"hook-pull_request-closed--not-merged": {forges.EventMergeRequestClosed, forges.TargetMergeRequest, 4, "", nil},
 		"hook-pull_request-edited":             {forges.EventIgnored, forges.TargetMergeRequest, 4, "", nil},
-		"hook-pull_request-reopened":           {forges.EventIgnored, forges.TargetMergeRequest, 4, "", nil},
+		"hook-pull_request-reopened":           {forges.EventMergeRequestOpened, forges.TargetMergeRequest, 4, "", nil},
 		"hook-pull_request_sync-synchronized": {forges.EventMergeRequestUpdated, forges.TargetMergeRequest, 3, "", func(t *testing.T, ev *forges.Event) {
 			if len(ev.SHA) != 40 || ev.SHA != ev.MergeRequest.HeadSHA || ev.Branch == "" {
 				t.Errorf("SHA %q, Branch %q", ev.SHA, ev.Branch)
