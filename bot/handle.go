@@ -306,42 +306,71 @@ func (e *Engine) checkMergeRequest(ctx context.Context, mb *state.Mailbox, trigg
 	if err != nil {
 		return err
 	}
-	if conflict {
-		if mb.ConflictFixAttempts >= ConflictFixMaxAttempts.Get(e.settings, scopeOf(mb)) {
-			if status == StatusBlocked {
-				return nil
-			}
-			return e.block(ctx, mb, string(agents.PhaseConflictResolution), textConflictBlocked(mb.ConflictFixAttempts, mr.TargetBranch), "conflict/"+mr.HeadSHA)
+	var ci forges.CIState
+	if !conflict { // a conflict comes first: CI of a head that cannot merge waits
+		st, err := e.forge.CIStatus(ctx, p, mr.HeadSHA)
+		if err != nil {
+			return err
 		}
-		mb.ConflictFixAttempts++
-		return e.step(ctx, mb, StepConflict, "", trigger+"/conflict/"+mr.HeadSHA, "")
-	}
-	ci, err := e.forge.CIStatus(ctx, p, mr.HeadSHA)
-	if err != nil {
-		return err
+		ci = st.State
 	}
 	sc := scopeOf(mb)
-	switch ci.State {
-	case forges.CIFailure:
-		limit := CIFixMaxAttempts.Get(e.settings, sc)
-		if mb.UntilGreen {
-			limit = CIFixHardCap.Get(e.settings, sc)
-		}
-		if mb.CIFixAttempts >= limit {
-			if status == StatusBlocked {
-				return nil
-			}
-			return e.block(ctx, mb, string(agents.PhaseCIFix), textCIBlocked(mb.CIFixAttempts), "ci/"+mr.HeadSHA)
-		}
+	limits := loopLimits{Conflict: ConflictFixMaxAttempts.Get(e.settings, sc), CI: CIFixMaxAttempts.Get(e.settings, sc), CIHardCap: CIFixHardCap.Get(e.settings, sc)}
+	switch v := judgeMergeRequest(*mb, conflict, ci, limits); {
+	case v.block == agents.PhaseConflictResolution:
+		return e.block(ctx, mb, string(v.block), textConflictBlocked(mb.ConflictFixAttempts, mr.TargetBranch), "conflict/"+mr.HeadSHA)
+	case v.block == agents.PhaseCIFix:
+		return e.block(ctx, mb, string(v.block), textCIBlocked(mb.CIFixAttempts), "ci/"+mr.HeadSHA)
+	case v.step == StepConflict:
+		mb.ConflictFixAttempts++
+		return e.step(ctx, mb, StepConflict, "", trigger+"/conflict/"+mr.HeadSHA, "")
+	case v.step == StepCIRed:
 		mb.CIFixAttempts++
 		return e.step(ctx, mb, StepCIRed, "", trigger+"/ci/"+mr.HeadSHA, "")
-	case forges.CISuccess:
-		if status != StatusInReview {
-			mb.UntilGreen = false
-			return e.step(ctx, mb, StepCIGreen, "", trigger, "")
-		}
+	case v.step == StepCIGreen:
+		mb.UntilGreen = false
+		return e.step(ctx, mb, StepCIGreen, "", trigger, "")
 	}
 	return e.save(ctx, mb)
+}
+
+// loopLimits bound the loops of a merge request (settings of its project).
+type loopLimits struct{ Conflict, CI, CIHardCap int }
+
+// mrVerdict is what the bot's merge request asks of its mailbox: a step of
+// the table, a block because the loop of a phase reached its limit, or
+// nothing (both zero).
+type mrVerdict struct {
+	step  Step
+	block agents.Phase
+}
+
+// judgeMergeRequest is the lifecycle's decision on the bot's merge request,
+// without I/O: from the mailbox, whether git confirms a conflict, the CI
+// state of the head and the loops' limits.
+func judgeMergeRequest(mb state.Mailbox, conflict bool, ci forges.CIState, lim loopLimits) mrVerdict {
+	if conflict {
+		if mb.ConflictFixAttempts >= lim.Conflict {
+			return mrVerdict{block: agents.PhaseConflictResolution}
+		}
+		return mrVerdict{step: StepConflict}
+	}
+	switch ci {
+	case forges.CIFailure:
+		limit := lim.CI
+		if mb.UntilGreen {
+			limit = lim.CIHardCap
+		}
+		if mb.CIFixAttempts >= limit {
+			return mrVerdict{block: agents.PhaseCIFix}
+		}
+		return mrVerdict{step: StepCIRed}
+	case forges.CISuccess:
+		if Status(mb.Status) != StatusInReview {
+			return mrVerdict{step: StepCIGreen}
+		}
+	}
+	return mrVerdict{}
 }
 
 // confirmConflict tells whether the merge request really has a conflict.
