@@ -272,7 +272,11 @@ func pageDeps(c *config.Config, st *state.Store, f forges.Forge, adapters map[st
 		list = append(list, a)
 	}
 	statuses := views.Statuses{Person: bot.StatusesWaiting(bot.WaitsPerson), Work: bot.StatusesWaiting(bot.WaitsWork), Done: bot.StatusesWaiting(bot.WaitsNobody)}
-	d := views.Deps{Version: version, Config: c, Ready: ready(c.StateDir), Logger: log, Statuses: statuses,
+	var phases []string
+	for _, p := range agents.Phases() {
+		phases = append(phases, string(p))
+	}
+	d := views.Deps{Version: version, Config: c, Ready: ready(c.StateDir), Logger: log, Statuses: statuses, Phases: phases,
 		Records: st, Agents: list, Runner: c.Runner, Secrets: secrets(c),
 		Settings: projectSettings{store: st, defaults: settingDefaults(c)}}
 	if f != nil {

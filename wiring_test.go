@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/bot"
 	"github.com/alchemic-studio/alfred/config"
 )
 
@@ -77,5 +79,31 @@ func TestGatewayKeepsTheKey(t *testing.T) {
 	}
 	if _, err := newSeal(c, "/"+strings.Repeat("d", 90), slog.Default()); err == nil {
 		t.Error("a data folder too long for the sockets was accepted")
+	}
+}
+
+// TestPagesKnowTheLifecycle: the pages get the statuses from the lifecycle
+// table and the phases from the agents, not from copies of their own.
+func TestPagesKnowTheLifecycle(t *testing.T) {
+	c := &config.Config{StateDir: t.TempDir()}
+	d, err := pageDeps(c, nil, nil, map[string]agents.Adapter{}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]string, 0, len(agents.Phases()))
+	for _, p := range agents.Phases() {
+		want = append(want, string(p))
+	}
+	if !slices.Equal(d.Phases, want) {
+		t.Errorf("pages' phases %q, want %q", d.Phases, want)
+	}
+	all := d.Statuses.All()
+	for _, st := range bot.Statuses() {
+		if !slices.Contains(all, string(st)) {
+			t.Errorf("pages' statuses %q lack %s", all, st)
+		}
+	}
+	if len(all) != len(bot.Statuses()) {
+		t.Errorf("pages' statuses %q, want the table's %d", all, len(bot.Statuses()))
 	}
 }

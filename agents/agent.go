@@ -124,6 +124,11 @@ const (
 	PhaseAnswer             Phase = "answer"
 )
 
+// Phases lists every phase, in the order an issue usually meets them.
+func Phases() []Phase {
+	return []Phase{PhaseAnalysis, PhaseDevelopment, PhaseCIFix, PhaseReviewFix, PhaseConflictResolution, PhaseAnswer}
+}
+
 // TextOnly reports whether the phase only produces text (the API adapter can
 // serve it; a local agent runs with a read-only worktree).
 func (p Phase) TextOnly() bool { return p == PhaseAnalysis || p == PhaseAnswer }

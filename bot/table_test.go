@@ -87,8 +87,7 @@ func TestLabels(t *testing.T) {
 // every status reached by some row.
 func TestTable(t *testing.T) {
 	known := append(Statuses(), statusNew)
-	phases := []agents.Phase{agents.PhaseAnalysis, agents.PhaseDevelopment, agents.PhaseCIFix, agents.PhaseReviewFix,
-		agents.PhaseConflictResolution, agents.PhaseAnswer, phaseFailed, ""}
+	phases := append(agents.Phases(), phaseFailed, "")
 	steps := map[Step]bool{}
 	reached := map[Status]bool{}
 	for _, tr := range transitions {

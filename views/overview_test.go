@@ -111,6 +111,7 @@ var lifecycle = Statuses{Person: bot.StatusesWaiting(bot.WaitsPerson), Work: bot
 
 func (s seeded) deps() Deps {
 	return Deps{Records: s.store, Runner: "image", Clock: func() time.Time { return overviewNow }, Statuses: lifecycle,
+		Phases: []string{"analysis", "development", "ci_fix"},
 		Agents: []Agent{{ID: "claude-code", Kind: "local", Resumable: true}, {ID: "codex", Kind: "local"}, {ID: "api", Kind: "api"}}}
 }
 

@@ -91,12 +91,9 @@ func (d Deps) runsPage(w http.ResponseWriter, r *http.Request) {
 		d.listError(w, r, err)
 		return
 	}
-	data := runsData{Query: q, Items: items, Next: q.Next("/runs", next), Statuses: runOutcomes, Phases: phases}
+	data := runsData{Query: q, Items: items, Next: q.Next("/runs", next), Statuses: runOutcomes, Phases: d.Phases}
 	for _, a := range d.Agents {
 		data.Adapters = append(data.Adapters, a.ID)
 	}
 	d.render(w, r, "runs.html", data)
 }
-
-// phases are the run phases (agents.Phase), for the runs page's filter.
-var phases = []string{"analysis", "development", "ci_fix", "review_fix", "conflict_resolution", "answer"}

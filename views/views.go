@@ -33,8 +33,11 @@ type Deps struct {
 
 	// Records serves the run, mailbox and agents pages; nil serves none.
 	Records Records
-	// Statuses are the lifecycle's statuses, by who they wait for.
+	// Statuses are the lifecycle's statuses, by who they wait for; Phases
+	// the agents' phases (the main package passes both: pages import
+	// neither bot nor agents).
 	Statuses Statuses
+	Phases   []string
 	// Agents are the adapters the engine has; Runner is "image" or "host".
 	Agents []Agent
 	Runner string
