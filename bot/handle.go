@@ -124,68 +124,11 @@ func (e *Engine) start(ctx context.Context, ev *forges.Event, in Intent) error {
 	return e.step(ctx, mb, step, "", ev.DeliveryID, "")
 }
 
-// command handles a command label: it is removed once handled, whatever the
-// mailbox's state (a command that does not apply is said so in the log).
+// command handles a command label (decideCommand).
 func (e *Engine) command(ctx context.Context, mb *state.Mailbox, ev *forges.Event, c Command) error {
-	if c == CommandValidatePlan && Status(mb.Status) == StatusTechnicalAnalysis {
-		// The plan is being revised: the validation is for the new plan, so
-		// the label stays until afterAnalysis posts it.
-		mb.Labels = labelsOrMailbox(ev, mb)
-		e.log.Info("validate_plan kept for the revised plan", "mailbox", mb.ID)
-		return e.save(ctx, mb)
-	}
-	if err := e.forge.RemoveLabel(ctx, issueTarget(mb), c.Label()); err != nil {
-		return fmt.Errorf("remove %s: %w", c.Label(), err)
-	}
-	mb.Labels = slices.DeleteFunc(slices.Clone(labelsOrMailbox(ev, mb)), func(l string) bool { return l == c.Label() })
-	status := Status(mb.Status)
-	switch c {
-	case CommandValidatePlan:
-		if status != StatusWaitingValidation {
-			e.log.Info("validate_plan ignored: no plan waits", "mailbox", mb.ID, "status", status)
-			return e.save(ctx, mb)
-		}
-		if err := e.comment(ctx, mb, KindPlanValidated, ev.DeliveryID, textPlanValidated(ev.Actor)); err != nil {
-			return err
-		}
-		return e.step(ctx, mb, StepValidatePlan, "", ev.DeliveryID, "")
-	case CommandRetry, CommandRetryOnce, CommandRetryUntilGreen:
-		if len(mb.Quarantined) > 0 && status != StatusBlocked {
-			// What to try again is the events set aside, not a phase.
-			if err := e.comment(ctx, mb, KindRetryResumed, ev.DeliveryID, textRetryEvents(len(mb.Quarantined))); err != nil {
-				return err
-			}
-			return e.release(ctx, mb)
-		}
-		if err := e.release(ctx, mb); err != nil {
-			return err
-		}
-		if mb.ActiveRunID != "" {
-			e.log.Info("retry ignored: a run is in progress", "mailbox", mb.ID, "run", mb.ActiveRunID)
-			return e.save(ctx, mb)
-		}
-		phase := agents.Phase(mb.Phase)
-		if phase == "" {
-			phase = agents.PhaseAnalysis
-		}
-		switch c {
-		case CommandRetry:
-			mb.LLMRetries, mb.CIFixAttempts, mb.ConflictFixAttempts, mb.UntilGreen = 0, 0, 0, false
-		case CommandRetryOnce:
-			// Exactly one more attempt: the next failure blocks again.
-			mb.LLMRetries = LLMMaxRetries.Get(e.settings, scopeOf(mb))
-			mb.CIFixAttempts = max(0, CIFixMaxAttempts.Get(e.settings, scopeOf(mb))-1)
-			mb.ConflictFixAttempts = max(0, ConflictFixMaxAttempts.Get(e.settings, scopeOf(mb))-1)
-		case CommandRetryUntilGreen:
-			mb.UntilGreen = true
-			mb.LLMRetries = 0
-		}
-		if err := e.comment(ctx, mb, KindRetryResumed, ev.DeliveryID, textRetry(string(phase))); err != nil {
-			return err
-		}
-		return e.step(ctx, mb, retryStep(phase), phase, ev.DeliveryID, "")
-	}
-	return nil
+	mb.Labels = labelsOrMailbox(ev, mb)
+	next, a := decideCommand(*mb, c, ev.Actor, ev.DeliveryID, e.rulesOf(mb))
+	return e.apply(ctx, mb, next, a)
 }
 
 func labelsOrMailbox(ev *forges.Event, mb *state.Mailbox) []string {
@@ -314,63 +257,8 @@ func (e *Engine) checkMergeRequest(ctx context.Context, mb *state.Mailbox, trigg
 		}
 		ci = st.State
 	}
-	sc := scopeOf(mb)
-	limits := loopLimits{Conflict: ConflictFixMaxAttempts.Get(e.settings, sc), CI: CIFixMaxAttempts.Get(e.settings, sc), CIHardCap: CIFixHardCap.Get(e.settings, sc)}
-	switch v := judgeMergeRequest(*mb, conflict, ci, limits); {
-	case v.block == agents.PhaseConflictResolution:
-		return e.block(ctx, mb, string(v.block), textConflictBlocked(mb.ConflictFixAttempts, mr.TargetBranch), "conflict/"+mr.HeadSHA)
-	case v.block == agents.PhaseCIFix:
-		return e.block(ctx, mb, string(v.block), textCIBlocked(mb.CIFixAttempts), "ci/"+mr.HeadSHA)
-	case v.step == StepConflict:
-		mb.ConflictFixAttempts++
-		return e.step(ctx, mb, StepConflict, "", trigger+"/conflict/"+mr.HeadSHA, "")
-	case v.step == StepCIRed:
-		mb.CIFixAttempts++
-		return e.step(ctx, mb, StepCIRed, "", trigger+"/ci/"+mr.HeadSHA, "")
-	case v.step == StepCIGreen:
-		mb.UntilGreen = false
-		return e.step(ctx, mb, StepCIGreen, "", trigger, "")
-	}
-	return e.save(ctx, mb)
-}
-
-// loopLimits bound the loops of a merge request (settings of its project).
-type loopLimits struct{ Conflict, CI, CIHardCap int }
-
-// mrVerdict is what the bot's merge request asks of its mailbox: a step of
-// the table, a block because the loop of a phase reached its limit, or
-// nothing (both zero).
-type mrVerdict struct {
-	step  Step
-	block agents.Phase
-}
-
-// judgeMergeRequest is the lifecycle's decision on the bot's merge request,
-// without I/O: from the mailbox, whether git confirms a conflict, the CI
-// state of the head and the loops' limits.
-func judgeMergeRequest(mb state.Mailbox, conflict bool, ci forges.CIState, lim loopLimits) mrVerdict {
-	if conflict {
-		if mb.ConflictFixAttempts >= lim.Conflict {
-			return mrVerdict{block: agents.PhaseConflictResolution}
-		}
-		return mrVerdict{step: StepConflict}
-	}
-	switch ci {
-	case forges.CIFailure:
-		limit := lim.CI
-		if mb.UntilGreen {
-			limit = lim.CIHardCap
-		}
-		if mb.CIFixAttempts >= limit {
-			return mrVerdict{block: agents.PhaseCIFix}
-		}
-		return mrVerdict{step: StepCIRed}
-	case forges.CISuccess:
-		if Status(mb.Status) != StatusInReview {
-			return mrVerdict{step: StepCIGreen}
-		}
-	}
-	return mrVerdict{}
+	next, a := decideMergeRequest(*mb, *mr, conflict, ci, e.rulesOf(mb), trigger)
+	return e.apply(ctx, mb, next, a)
 }
 
 // confirmConflict tells whether the merge request really has a conflict.
@@ -445,13 +333,60 @@ var (
 // grace period and removal).
 const stopRunTimeout = 2 * time.Minute
 
-// block stops the mailbox with one comment saying why and which label unblocks it.
-func (e *Engine) block(ctx context.Context, mb *state.Mailbox, phase, text, cause string) error {
-	mb.Phase = phase
-	if err := e.comment(ctx, mb, KindBlocked, cause, text); err != nil {
+// apply carries out a decision's actions on mb (see actions for their
+// order), which becomes next. A failure stops there: nothing is saved, and
+// the event or the run's end is handled again from the saved mailbox (every
+// action is idempotent: comments are found by their key, labels and the
+// merge request by their name).
+func (e *Engine) apply(ctx context.Context, mb *state.Mailbox, next state.Mailbox, a actions) error {
+	*mb = next
+	if a.note != "" {
+		e.log.Info(a.note, "mailbox", mb.ID, "status", mb.Status, "active_run", mb.ActiveRunID)
+	}
+	if err := e.prepare(ctx, mb, a); err != nil {
 		return err
 	}
-	return e.step(ctx, mb, StepBlocked, "", "", "")
+	if a.release {
+		if err := e.release(ctx, mb); err != nil {
+			return err
+		}
+	}
+	if a.step == "" {
+		return e.save(ctx, mb)
+	}
+	if err := e.step(ctx, mb, a.step, a.phase, a.trigger, a.extra); err != nil {
+		return err
+	}
+	if a.checkMR != "" {
+		return e.checkMergeRequest(ctx, mb, a.checkMR)
+	}
+	return nil
+}
+
+// prepare carries out the actions that come before a decision's step: the
+// description section, the merge request, the comment, the label.
+func (e *Engine) prepare(ctx context.Context, mb *state.Mailbox, a actions) error {
+	if a.section != "" {
+		if _, err := forges.EnsureSection(ctx, e.forge, projectOf(mb), mb.IID, a.section); err != nil {
+			return err
+		}
+	}
+	if a.ensureMR {
+		if err := e.ensureMergeRequest(ctx, mb, a.mrResult); err != nil {
+			return err
+		}
+	}
+	if a.say != nil {
+		if err := e.comment(ctx, mb, a.say.kind, a.say.cause, a.say.text); err != nil {
+			return err
+		}
+	}
+	if a.unlabel != "" {
+		if err := e.forge.RemoveLabel(ctx, issueTarget(mb), a.unlabel.Label()); err != nil {
+			return fmt.Errorf("remove %s: %w", a.unlabel.Label(), err)
+		}
+	}
+	return nil
 }
 
 // step moves mb along the declared transition s (table.go): to its To status
@@ -522,15 +457,4 @@ func (e *Engine) setStatusLabel(ctx context.Context, mb *state.Mailbox, s Status
 func (e *Engine) comment(ctx context.Context, mb *state.Mailbox, kind, cause, body string) error {
 	_, _, err := forges.EnsureComment(ctx, e.forge, issueTarget(mb), forges.Key(mb.ID, kind, cause), kind, body)
 	return err // it says "ensure comment <kind>"
-}
-
-// statusOfPhase is the status shown while phase runs.
-// retryStep is the step that runs phase p again on a retry command.
-func retryStep(p agents.Phase) Step {
-	switch p {
-	case agents.PhaseAnalysis, agents.PhaseAnswer:
-		return StepRetryAnalysis
-	default:
-		return StepRetryDevelopment
-	}
 }

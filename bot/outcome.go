@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/alchemic-studio/alfred/agents"
@@ -13,9 +12,9 @@ import (
 )
 
 // handleRunDone applies a finished run to its mailbox, in the mailbox's
-// worker: the status comment, then the phase's effects on success, or a
-// retry or a block on failure. A session fallback never reaches here as a
-// failure: it lives inside the adapter.
+// worker: the status comment, then what the run's end decides
+// (decideRunEnd). A session fallback never reaches here as a failure: it
+// lives inside the adapter.
 func (e *Engine) handleRunDone(ctx context.Context, key, runID string) error {
 	mb, err := e.mailbox(key)
 	if err != nil || mb == nil {
@@ -32,104 +31,12 @@ func (e *Engine) handleRunDone(ctx context.Context, key, runID string) error {
 	if err := e.updateStatusComment(ctx, mb); err != nil {
 		e.log.Warn("status comment", "mailbox", mb.ID, "err", err)
 	}
-	phase := agents.Phase(run.Phase)
-	if run.Status == state.RunCanceled {
-		// Stopped on purpose (finish), never retried. A run a shutdown
-		// interrupted stays running in the records, and recoverRuns starts
-		// it again.
-		return e.save(ctx, mb)
-	}
-	if run.Status != state.RunSucceeded {
-		return e.retryOrBlock(ctx, mb, run, run.Outcome)
-	}
-	switch phase {
-	case agents.PhaseAnalysis:
-		return e.afterAnalysis(ctx, mb, run)
-	case agents.PhaseAnswer:
-		if err := e.comment(ctx, mb, KindAnswer, run.ID, run.Result); err != nil {
-			return err
-		}
-		mb.LLMRetries = 0
-		if Flow(mb.Flow) == FlowQuestion && Status(mb.Status) == StatusFunctionalAnalysis {
-			return e.step(ctx, mb, StepAnswered, "", "", "")
-		}
-		return e.save(ctx, mb)
-	}
-	if run.NothingToDo {
-		if err := e.comment(ctx, mb, KindNothingToDo, run.ID, run.Result); err != nil {
-			return err
-		}
-		mb.LLMRetries = 0
-		if err := e.step(ctx, mb, StepPushed, "", "", ""); err != nil {
-			return err
-		}
-		return e.checkMergeRequest(ctx, mb, run.ID)
-	}
-	// Phases that write: what they changed is pushed by now.
-	if !run.Pushed {
-		return e.retryOrBlock(ctx, mb, run, errNothingPushed.Error())
-	}
-	mb.LLMRetries = 0
-	mb.HeadSHA = run.HeadSHA
-	if phase == agents.PhaseDevelopment || mb.MergeRequestIID == 0 {
-		if err := e.ensureMergeRequest(ctx, mb, run); err != nil {
-			return err
-		}
-	}
-	if err := e.step(ctx, mb, StepPushed, "", "", ""); err != nil {
-		return err
-	}
-	return e.checkMergeRequest(ctx, mb, run.ID)
-}
-
-// afterAnalysis writes the functional analysis into the description section,
-// then either asks the agent's questions and waits for information, or posts
-// the plan and waits for validation (or goes on, or stops for type::analysis).
-func (e *Engine) afterAnalysis(ctx context.Context, mb *state.Mailbox, run state.Run) error {
-	a := ParseAnalysis(run.Result)
-	if a.Functional != "" {
-		if _, err := forges.EnsureSection(ctx, e.forge, projectOf(mb), mb.IID, a.Functional); err != nil {
-			return err
-		}
-	}
-	mb.LLMRetries = 0
-	need := RequirePlanValidation.Get(e.settings, scopeOf(mb))
-	switch {
-	case a.Questions != "":
-		if err := e.comment(ctx, mb, KindQuestions, run.ID, textQuestions(a.Questions)); err != nil {
-			return err
-		}
-		return e.step(ctx, mb, StepQuestionsAsked, "", "", "")
-	case Flow(mb.Flow) == FlowAnalysis:
-		if err := e.comment(ctx, mb, KindPlan, run.ID, textPlanOnly(a.Plan)); err != nil {
-			return err
-		}
-		return e.step(ctx, mb, StepPlanOnly, "", "", "")
-	case need && slices.Contains(mb.Labels, CommandValidatePlan.Label()):
-		// Validated while it was being revised (command keeps the label).
-		if err := e.comment(ctx, mb, KindPlan, run.ID, textPlan(a.Plan, false)); err != nil {
-			return err
-		}
-		if err := e.forge.RemoveLabel(ctx, issueTarget(mb), CommandValidatePlan.Label()); err != nil {
-			return fmt.Errorf("remove %s: %w", CommandValidatePlan.Label(), err)
-		}
-		mb.Labels = slices.DeleteFunc(slices.Clone(mb.Labels), func(l string) bool { return l == CommandValidatePlan.Label() })
-		return e.step(ctx, mb, StepPlanGoesOn, "", run.ID, "")
-	case need:
-		if err := e.comment(ctx, mb, KindPlan, run.ID, textPlan(a.Plan, true)); err != nil {
-			return err
-		}
-		return e.step(ctx, mb, StepPlanPosted, "", "", "")
-	default:
-		if err := e.comment(ctx, mb, KindPlan, run.ID, textPlan(a.Plan, false)); err != nil {
-			return err
-		}
-		return e.step(ctx, mb, StepPlanGoesOn, "", run.ID, "")
-	}
+	next, a := decideRunEnd(*mb, run, e.rulesOf(mb))
+	return e.apply(ctx, mb, next, a)
 }
 
 // ensureMergeRequest finds or opens the merge request of the issue branch.
-func (e *Engine) ensureMergeRequest(ctx context.Context, mb *state.Mailbox, run state.Run) error {
+func (e *Engine) ensureMergeRequest(ctx context.Context, mb *state.Mailbox, result string) error {
 	p := projectOf(mb)
 	mr, err := e.forge.MergeRequestForBranch(ctx, p, mb.BranchName)
 	if errors.Is(err, forges.ErrNotFound) {
@@ -138,7 +45,7 @@ func (e *Engine) ensureMergeRequest(ctx context.Context, mb *state.Mailbox, run 
 			return berr
 		}
 		mr, err = e.forge.CreateMergeRequest(ctx, p, forges.NewMergeRequest{
-			Title: mb.Title, Body: textMergeRequest(mb.IID, run.Result),
+			Title: mb.Title, Body: textMergeRequest(mb.IID, result),
 			SourceBranch: mb.BranchName, TargetBranch: base,
 		})
 	}
@@ -147,19 +54,6 @@ func (e *Engine) ensureMergeRequest(ctx context.Context, mb *state.Mailbox, run 
 	}
 	mb.MergeRequestIID, mb.MergeRequestURL = mr.Number, mr.URL
 	return nil
-}
-
-// retryOrBlock runs a failed phase again while LLM_MAX_RETRIES allows, then
-// blocks the mailbox with one comment that says which label unblocks it.
-func (e *Engine) retryOrBlock(ctx context.Context, mb *state.Mailbox, run state.Run, why string) error {
-	limit := LLMMaxRetries.Get(e.settings, scopeOf(mb))
-	phase := agents.Phase(run.Phase)
-	if mb.LLMRetries < limit {
-		mb.LLMRetries++
-		e.log.Info("retrying failed run", "mailbox", mb.ID, "run", run.ID, "phase", phase, "llm_retries", mb.LLMRetries)
-		return e.step(ctx, mb, StepRunFailed, phase, run.ID+"/retry", run.Input)
-	}
-	return e.block(ctx, mb, run.Phase, textBlocked(run.Phase, why, mb.LLMRetries+1), run.ID)
 }
 
 // updateStatusComment edits in place the mailbox's managed status comment
