@@ -24,12 +24,20 @@ func load(name string, args []string, stderr io.Writer, extra func(*flag.FlagSet
 }
 
 // parseProject reads OWNER/NAME (OWNER may be a GitLab group path).
-func parseProject(forge, s string) (forges.Project, error) {
-	i := strings.LastIndex(s, "/")
-	if i <= 0 || i == len(s)-1 {
-		return forges.Project{}, errUsage(fmt.Sprintf("-project %q: want OWNER/NAME", s))
+func parseProject(c *config.Config, s string) (forges.Project, config.Forge, error) {
+	name, path, ok := strings.Cut(s, ":")
+	if !ok {
+		name, path = "", s
 	}
-	return forges.Project{Forge: forge, Owner: s[:i], Name: s[i+1:]}, nil
+	f, err := c.ForgeNamed(name)
+	if err != nil {
+		return forges.Project{}, f, errUsage(fmt.Sprintf("-project %q: %v", s, err))
+	}
+	i := strings.LastIndex(path, "/")
+	if i <= 0 || i == len(path)-1 {
+		return forges.Project{}, f, errUsage(fmt.Sprintf("-project %q: want [FORGE:]OWNER/NAME", s))
+	}
+	return forges.Project{Forge: f.Name, Owner: path[:i], Name: path[i+1:]}, f, nil
 }
 
 // labelsSync is `alfred labels sync -project OWNER/NAME`.
@@ -44,11 +52,11 @@ func labelsSync(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if len(rest) > 0 || project == "" {
 		return errUsage("labels sync takes -project OWNER/NAME")
 	}
-	f, _, err := newForge(c, nil)
+	p, fc, err := parseProject(c, project)
 	if err != nil {
 		return err
 	}
-	p, err := parseProject(c.ForgeName, project)
+	f, _, err := newForge(c, fc, nil)
 	if err != nil {
 		return err
 	}
@@ -147,19 +155,24 @@ func stateShow(ctx context.Context, args []string, stdout, stderr io.Writer) err
 type scopeFlags struct{ org, project string }
 
 func (s *scopeFlags) add(fs *flag.FlagSet) {
-	fs.StringVar(&s.org, "org", "", "organization scope: OWNER")
-	fs.StringVar(&s.project, "project", "", "project scope: OWNER/NAME")
+	fs.StringVar(&s.org, "org", "", "organization scope: [FORGE:]OWNER")
+	fs.StringVar(&s.project, "project", "", "project scope: [FORGE:]OWNER/NAME")
 }
 
-func (s *scopeFlags) scope(forge string) (bot.Scope, error) {
+func (s *scopeFlags) scope(c *config.Config) (bot.Scope, error) {
 	switch {
 	case (s.org == "") == (s.project == ""):
 		return bot.Scope{}, errUsage("give exactly one of -org OWNER and -project OWNER/NAME")
 	case s.org != "":
-		return bot.Scope{Forge: forge, Owner: s.org}, nil
+		name, owner, ok := strings.Cut(s.org, ":")
+		if !ok {
+			name, owner = "", s.org
+		}
+		f, err := c.ForgeNamed(name)
+		return bot.Scope{Forge: f.Name, Owner: owner}, err
 	}
-	p, err := parseProject(forge, s.project)
-	return bot.Scope{Forge: forge, Owner: p.Owner, Project: p.Name}, err
+	p, _, err := parseProject(c, s.project)
+	return bot.Scope{Forge: p.Forge, Owner: p.Owner, Project: p.Name}, err
 }
 
 // settingsGet is `alfred settings get KEY -project OWNER/NAME` (or -org).
@@ -172,7 +185,7 @@ func settingsGet(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if len(rest) != 1 {
 		return errUsage("settings get takes one KEY")
 	}
-	sc, err := sf.scope(c.ForgeName)
+	sc, err := sf.scope(c)
 	if err != nil {
 		return err
 	}
@@ -199,10 +212,7 @@ func settingsSet(ctx context.Context, args []string, stdout, stderr io.Writer, s
 	if set && len(rest) != 2 || !set && len(rest) != 1 {
 		return errUsage("settings set takes KEY VALUE; settings unset takes KEY")
 	}
-	if c.ForgeName == "" {
-		return errUsage("settings need the forge: set ALFRED_FORGE (and ALFRED_FORGE_NAME if you use one)")
-	}
-	sc, err := sf.scope(c.ForgeName)
+	sc, err := sf.scope(c)
 	if err != nil {
 		return err
 	}

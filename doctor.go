@@ -67,7 +67,7 @@ func doctorCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	d := &doctor{c: c, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	for _, s := range projects {
-		p, err := parseProject(c.ForgeName, s)
+		p, _, err := parseProject(c, s)
 		if err != nil {
 			return err
 		}
@@ -98,14 +98,26 @@ func (d *doctor) run(ctx context.Context) []checkLine {
 	out := d.checkConfig()
 	out = append(out, d.checkState(ctx))
 	out = append(out, d.checkSettings(ctx)...)
-	out = append(out, d.checkForge(ctx)...)
-	out = append(out, d.checkOAuth())
+	for _, f := range d.c.Forges {
+		out = append(out, d.checkForge(ctx, f)...)
+		out = append(out, d.checkOAuth(f))
+	}
+	if len(d.c.Forges) == 0 {
+		out = append(out, d.checkOAuth(d.c.Forge))
+	}
 	return append(out, d.checkSandbox(ctx)...)
 }
 
 func (d *doctor) checkConfig() []checkLine {
 	c := d.c
-	out := []checkLine{okLine("config", fmt.Sprintf("parsed; forge %q at %s, runner %s", c.ForgeKind, c.ForgeURL, c.Runner))}
+	forgesSeen := []string{}
+	if len(c.Forges) == 0 {
+		forgesSeen = append(forgesSeen, "none")
+	}
+	for _, f := range c.Forges {
+		forgesSeen = append(forgesSeen, fmt.Sprintf("%s (%s at %s)", f.Name, f.Kind, f.URL))
+	}
+	out := []checkLine{okLine("config", fmt.Sprintf("parsed; forges %s, runner %s", strings.Join(forgesSeen, ", "), c.Runner))}
 	for _, m := range c.Missing() {
 		what, fix, _ := strings.Cut(m, ": ")
 		out = append(out, failLine("config", what, fix))
@@ -145,26 +157,34 @@ func existingParent(dir string) string {
 	}
 }
 
-// checkForge checks the token and, for each project, what the bot needs there.
-func (d *doctor) checkForge(ctx context.Context) []checkLine {
-	if d.c.ForgeKind == "" {
-		return nil // checkConfig said so
+// checkForge checks the token of forge fc and, for each of its projects,
+// what the bot needs there.
+func (d *doctor) checkForge(ctx context.Context, fc config.Forge) []checkLine {
+	name := "forge"
+	if len(d.c.Forges) > 1 {
+		name += " " + fc.Name
 	}
-	f, _, err := newForge(d.c, nil)
+	f, _, err := newForge(d.c, fc, nil)
 	if err != nil {
-		return []checkLine{failLine("forge", err.Error(), "set ALFRED_FORGE, ALFRED_FORGE_URL and ALFRED_FORGE_TOKEN")}
+		return []checkLine{failLine(name, err.Error(), "set ALFRED_FORGE, ALFRED_FORGE_URL and ALFRED_FORGE_TOKEN")}
 	}
 	me, err := f.Me(ctx)
 	if err != nil {
-		return []checkLine{failLine("forge", fmt.Sprintf("%s refused the token or did not answer: %v", d.c.ForgeURL, err),
+		return []checkLine{failLine(name, fmt.Sprintf("%s refused the token or did not answer: %v", fc.URL, err),
 			"set ALFRED_FORGE_TOKEN to a valid token of the bot's account, and ALFRED_FORGE_URL to the forge's address")}
 	}
-	out := []checkLine{okLine("forge", fmt.Sprintf("%s answers; the token is @%s's, the account Alfred acts as (its own events are ignored)", d.c.ForgeURL, me.Login))}
-	if len(d.projects) == 0 {
-		return append(out, failLine("projects", "none given, so webhooks, labels and token scopes were not checked",
-			"run alfred doctor -project OWNER/NAME for each project the bot works on"))
-	}
+	out := []checkLine{okLine(name, fmt.Sprintf("%s answers; the token is @%s's, the account Alfred acts as (its own events are ignored)", fc.URL, me.Login))}
+	var mine []forges.Project
 	for _, p := range d.projects {
+		if p.Forge == fc.Name {
+			mine = append(mine, p)
+		}
+	}
+	if len(mine) == 0 {
+		return append(out, failLine("projects", "none given on forge "+fc.Name+", so webhooks, labels and token scopes were not checked",
+			"run alfred doctor -project "+fc.Name+":OWNER/NAME for each project the bot works on"))
+	}
+	for _, p := range mine {
 		out = append(out, d.checkProject(ctx, f, p)...)
 	}
 	return out
@@ -211,11 +231,11 @@ func (d *doctor) hookURL() string {
 	if public == "" {
 		public = "http://" + d.c.Listen
 	}
-	return strings.TrimRight(public, "/") + "/webhooks/" + d.c.ForgeName
+	return strings.TrimRight(public, "/") + "/webhooks/"
 }
 
 func (d *doctor) checkWebhook(ctx context.Context, in forges.Inspector, p forges.Project) checkLine {
-	name, want, events := "webhook "+p.FullName(), d.hookURL(), in.WebhookEvents()
+	name, want, events := "webhook "+p.FullName(), d.hookURL()+p.Forge, in.WebhookEvents()
 	add := fmt.Sprintf("add a webhook to %s with the events %s and a secret of ALFRED_WEBHOOK_SECRETS", want, strings.Join(events, ", "))
 	hooks, err := in.Webhooks(ctx, p)
 	if err != nil {
@@ -282,19 +302,19 @@ func checkLabels(ctx context.Context, f forges.Forge, p forges.Project) checkLin
 	return failLine(name, strings.Join(parts, "; "), "alfred labels sync -project "+p.FullName())
 }
 
-func (d *doctor) checkOAuth() checkLine {
-	if d.c.OAuthClientID == "" && len(d.c.PublicProjects) > 0 {
+func (d *doctor) checkOAuth(f config.Forge) checkLine {
+	if f.OAuthClientID == "" && len(d.c.PublicProjects) > 0 {
 		return okLine("oauth", "no OAuth2 application: nobody signs in; the pages of "+strings.Join(d.c.PublicProjects, ", ")+" are public (ALFRED_PUBLIC_PROJECTS)")
 	}
-	if d.c.OAuthClientID == "" {
-		return failLine("oauth", "no OAuth2 application: nobody can sign in to the run pages",
+	if f.OAuthClientID == "" {
+		return failLine("oauth", "no OAuth2 application on forge "+f.Name+": nobody can sign in to the run pages with it",
 			fmt.Sprintf("create an OAuth2 application on the forge with the callback %s/oauth/callback and set ALFRED_OAUTH_CLIENT_ID and ALFRED_OAUTH_CLIENT_SECRET", d.publicURL()))
 	}
 	if d.c.PublicURL == "" {
 		return failLine("oauth", "the callback would be "+d.publicURL()+"/oauth/callback, which only this machine reaches",
 			"set ALFRED_PUBLIC_URL to the address people reach Alfred at, and the same callback on the forge's OAuth2 application")
 	}
-	return okLine("oauth", "client "+d.c.OAuthClientID+" configured; its callback on the forge must be "+d.c.PublicURL+"/oauth/callback")
+	return okLine("oauth", "client "+f.OAuthClientID+" configured; its callback on forge "+f.Name+" must be "+d.c.PublicURL+"/oauth/callback")
 }
 
 func (d *doctor) publicURL() string {

@@ -60,21 +60,18 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var f forges.Forge
-	var hooks forges.Hooks
-	if c.ForgeKind != "" {
-		if f, hooks, err = newForge(c, m); err != nil {
-			return err
-		}
+	fs, err := connectForges(c, m)
+	if err != nil {
+		return err
 	}
-	r, det, follow, err := routes(ctx, c, st, f, adapters, hup, m, log)
+	r, det, follow, err := routes(ctx, c, st, fs, adapters, hup, m, log)
 	if err != nil {
 		return err
 	}
 
 	var engine *bot.Engine
-	if f != nil {
-		if engine, err = startEngine(ctx, c, st, f, hooks, adapters, ranges, det, follow, r, m, log); err != nil {
+	if len(fs) > 0 {
+		if engine, err = startEngine(ctx, c, st, fs, adapters, ranges, det, follow, r, m, log); err != nil {
 			return err
 		}
 	}
@@ -95,10 +92,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 // agent CLIs (runs wait for it, so that an issue's first run, or one replayed
 // from the journal, already knows if it may resume), the webhook route and
 // the engine's gauges.
-func startEngine(ctx context.Context, c *config.Config, st *state.Store, f forges.Forge, hooks forges.Hooks, adapters map[string]agents.Adapter,
+func startEngine(ctx context.Context, c *config.Config, st *state.Store, fs []connected, adapters map[string]agents.Adapter,
 	ranges map[string]string, det *detector, follow *liveRuns, r *mux.Router, m *metrics.Metrics, log *slog.Logger) (*bot.Engine, error) {
 	detected := make(chan struct{})
-	e, runner, err := newEngine(ctx, c, st, f, adapters, detected, m, log)
+	e, runner, err := newEngine(ctx, c, st, fs, adapters, detected, m, log)
 	if err != nil {
 		return nil, err
 	}
@@ -107,8 +104,11 @@ func startEngine(ctx context.Context, c *config.Config, st *state.Store, f forge
 		return nil, err
 	}
 	follow.set(e)
-	r.Handle("/webhooks/"+c.ForgeName, m.Webhooks(c.ForgeName, forges.NewWebhookHandler(c.ForgeName, hooks, c.WebhookSecrets, e.Intake, log))).
-		Methods(http.MethodPost)
+	for _, f := range fs { // each forge its own route, parser and secrets
+		name := f.cfg.Name
+		r.Handle("/webhooks/"+name, m.Webhooks(name, forges.NewWebhookHandler(name, f.hooks, f.cfg.WebhookSecrets, e.Intake, log))).
+			Methods(http.MethodPost)
+	}
 	m.Gauge("alfred_runs_in_flight", "Runs launched and not ended (queued or running).", func() float64 { return float64(e.RunsInFlight()) })
 	m.EventsWaiting(e.Waiting)
 	countSandboxes(m, runner)
@@ -164,15 +164,15 @@ func shutdown(c *config.Config, srv, msrv *http.Server, engine *bot.Engine, log 
 // own) on a new router, with the detector of the agent CLIs behind the
 // agents screen's button and SIGHUP (none without a forge: no runs) and the
 // follower of live runs, which the engine joins once started.
-func routes(ctx context.Context, c *config.Config, st *state.Store, f forges.Forge, adapters map[string]agents.Adapter,
+func routes(ctx context.Context, c *config.Config, st *state.Store, fs []connected, adapters map[string]agents.Adapter,
 	hup <-chan os.Signal, m *metrics.Metrics, log *slog.Logger) (*mux.Router, *detector, *liveRuns, error) {
 	r := mux.NewRouter()
-	pages, err := pageDeps(c, st, f, adapters, log)
+	pages, err := pageDeps(c, st, fs, adapters, log)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	var det *detector
-	if f != nil {
+	if len(fs) > 0 {
 		det = newDetector(st, c.AgentDetectInterval, m, log)
 		pages.Redetect = det.Request
 	}

@@ -38,21 +38,43 @@ import (
 	"github.com/alchemic-studio/alfred/views"
 )
 
-// newForge builds the configured forge and its webhook parser. Every API
-// request is counted and timed, and retried by one policy within the call
-// budget (a nil m counts nothing).
-func newForge(c *config.Config, m *metrics.Metrics) (forges.Forge, forges.Hooks, error) {
-	hc := &http.Client{Transport: m.Transport(c.ForgeName, http.DefaultTransport)}
-	retry := forges.RetryPolicy{Budget: c.ForgeCallBudget, OnRetry: m.ForgeRetry(c.ForgeName)}
-	switch c.ForgeKind {
+// connected is one configured forge, built: its settings, its client and
+// its webhook parser.
+type connected struct {
+	cfg   config.Forge
+	forge forges.Forge
+	hooks forges.Hooks
+}
+
+// connectForges builds every configured forge.
+func connectForges(c *config.Config, m *metrics.Metrics) ([]connected, error) {
+	out := make([]connected, 0, len(c.Forges))
+	for _, fc := range c.Forges {
+		f, hooks, err := newForge(c, fc, m)
+		if err != nil {
+			return nil, fmt.Errorf("forge %s: %w", fc.Name, err)
+		}
+		out = append(out, connected{cfg: fc, forge: f, hooks: hooks})
+	}
+	return out, nil
+}
+
+// newForge builds forge fc and its webhook parser. Every API request is
+// counted and timed, and retried by one policy within the call budget (a
+// nil m counts nothing).
+func newForge(c *config.Config, fc config.Forge, m *metrics.Metrics) (forges.Forge, forges.Hooks, error) {
+	hc := &http.Client{Transport: m.Transport(fc.Name, http.DefaultTransport)}
+	retry := forges.RetryPolicy{Budget: c.ForgeCallBudget, OnRetry: m.ForgeRetry(fc.Name)}
+	switch fc.Kind {
 	case "forgejo":
-		f, err := forgejo.New(forgejo.Options{BaseURL: c.ForgeURL, Token: c.ForgeToken, HTTPClient: hc, Retry: retry})
+		f, err := forgejo.New(forgejo.Options{BaseURL: fc.URL, Token: fc.Token, HTTPClient: hc, Retry: retry})
 		return f, forgejo.Hooks{}, err
 	case "github":
-		f, err := github.New(github.Options{BaseURL: c.ForgeURL, Token: c.ForgeToken, HTTPClient: hc, Retry: retry})
+		f, err := github.New(github.Options{BaseURL: fc.URL, Token: fc.Token, HTTPClient: hc, Retry: retry,
+			AppID: fc.AppID, PrivateKeyPath: fc.AppKeyFile, InstallationID: fc.AppInstallation})
 		return f, github.Hooks{}, err
 	case "gitlab":
-		f, err := gitlab.New(gitlab.Options{BaseURL: c.ForgeURL, Token: c.ForgeToken, HTTPClient: hc, Retry: retry})
+		f, err := gitlab.New(gitlab.Options{BaseURL: fc.URL, Token: fc.Token, HTTPClient: hc, Retry: retry})
 		return f, gitlab.Hooks{}, err
 	}
 	return nil, nil, errors.New("no forge configured: set ALFRED_FORGE and ALFRED_FORGE_URL")
@@ -195,7 +217,7 @@ func newSeal(c *config.Config, dataDir string, log *slog.Logger) (*bot.Seal, err
 }
 
 // newEngine assembles the engine from the configuration.
-func newEngine(ctx context.Context, c *config.Config, st *state.Store, f forges.Forge, adapters map[string]agents.Adapter, detected <-chan struct{}, m *metrics.Metrics, log *slog.Logger) (*bot.Engine, sandbox.Runner, error) {
+func newEngine(ctx context.Context, c *config.Config, st *state.Store, fs []connected, adapters map[string]agents.Adapter, detected <-chan struct{}, m *metrics.Metrics, log *slog.Logger) (*bot.Engine, sandbox.Runner, error) {
 	runner, err := newRunner(ctx, c, log)
 	if err != nil {
 		return nil, nil, err
@@ -211,8 +233,12 @@ func newEngine(ctx context.Context, c *config.Config, st *state.Store, f forges.
 	if err != nil {
 		return nil, nil, err
 	}
+	clients := make(map[string]forges.Forge, len(fs))
+	for _, f := range fs {
+		clients[f.cfg.Name] = f.forge
+	}
 	e, err := bot.New(bot.Config{
-		ForgeName: c.ForgeName, Forge: f, Store: st, Adapters: adapters,
+		Forges: clients, Store: st, Adapters: adapters,
 		Runner: runner, Sandbox: baseSpec(c), Seal: seal,
 		Repos:     &bot.Repos{Base: data, Name: "Alfred", Email: "alfred@localhost"},
 		Sessions:  bot.SessionStore{Base: data},
@@ -246,7 +272,11 @@ func ready(dir string) func(context.Context) error {
 // secrets lists every secret value the service holds, for the engine and
 // the pages to hide wherever they show what an agent wrote.
 func secrets(c *config.Config) []string {
-	out := append([]string{c.ForgeToken, c.APIKey, c.OAuthClientSecret, c.MetricsToken}, c.WebhookSecrets...)
+	out := []string{c.APIKey, c.MetricsToken}
+	for _, f := range c.Forges {
+		out = append(out, f.Token, f.OAuthClientSecret)
+		out = append(out, f.WebhookSecrets...)
+	}
 	for _, k := range c.AgentEnv { // offered or, with the gateway, held back
 		if bot.SecretName(k) {
 			out = append(out, os.Getenv(k))
@@ -257,7 +287,7 @@ func secrets(c *config.Config) []string {
 
 // pageDeps is what the pages need: the records, the adapters for the agents
 // screen, and every secret the service holds, to be hidden.
-func pageDeps(c *config.Config, st *state.Store, f forges.Forge, adapters map[string]agents.Adapter, log *slog.Logger) (views.Deps, error) {
+func pageDeps(c *config.Config, st *state.Store, fs []connected, adapters map[string]agents.Adapter, log *slog.Logger) (views.Deps, error) {
 	creds, err := sandbox.ParseCredentialMounts(c.CredentialMounts)
 	if err != nil {
 		return views.Deps{}, fmt.Errorf("AGENT_CREDENTIAL_MOUNTS: %w", err)
@@ -279,47 +309,73 @@ func pageDeps(c *config.Config, st *state.Store, f forges.Forge, adapters map[st
 	d := views.Deps{Version: version, Config: c, Ready: ready(c.StateDir), Logger: log, Statuses: statuses, Phases: phases,
 		Records: st, Agents: list, Runner: c.Runner, Secrets: secrets(c),
 		Settings: projectSettings{store: st, defaults: settingDefaults(c)}}
-	if f != nil {
-		d.Access = newAccess(c, f)
+	if len(fs) > 0 {
+		d.Access = newAccess(c, fs)
 	}
 	return d, nil
 }
 
-// newAccess is the sign-in with the forge's OAuth2 and the read permission
-// checked through the forge; without an OAuth2 application only the public
-// projects can be read.
-func newAccess(c *config.Config, f forges.Forge) *views.Access {
-	key := sha256.Sum256([]byte("alfred session cookies\x00" + c.OAuthClientSecret))
-	a := &views.Access{Permission: f.Permission, Key: key[:], Admins: c.Admins, Public: func(p forges.Project) bool {
+// newAccess is the sign-in with each forge's OAuth2 application and the
+// read permission checked through each project's own forge; without an
+// OAuth2 application only the public projects can be read.
+func newAccess(c *config.Config, fs []connected) *views.Access {
+	var secrets []string
+	for _, f := range fs {
+		secrets = append(secrets, f.cfg.OAuthClientSecret)
+	}
+	key := sha256.Sum256([]byte("alfred session cookies\x00" + strings.Join(secrets, "\x00")))
+	a := &views.Access{Permission: permissionOn(fs), Key: key[:], Admins: c.Admins, Public: func(p forges.Project) bool {
 		return slices.Contains(c.PublicProjects, "*") || slices.Contains(c.PublicProjects, p.FullName())
 	}}
 	a.Configure(c) // Secure cookies behind an https ALFRED_PUBLIC_URL; ALFRED_SESSION_KEYS
-	if c.OAuthClientID == "" {
-		return a
-	}
 	public := c.PublicURL
 	if public == "" {
 		public = "http://" + c.Listen
 	}
-	web, api, field, scopes := strings.TrimRight(c.ForgeURL, "/"), "", "login", []string(nil)
-	switch c.ForgeKind {
+	for _, f := range fs {
+		if f.cfg.OAuthClientID == "" {
+			continue
+		}
+		in := views.SignIn{Forge: f.cfg.Name}
+		in.OAuth, in.UserURL, in.LoginField = oauthOf(f.cfg)
+		in.OAuth.RedirectURL = public + "/oauth/callback"
+		a.SignIns = append(a.SignIns, in)
+	}
+	return a
+}
+
+// permissionOn asks each project's own forge what a login may do there.
+func permissionOn(fs []connected) func(context.Context, forges.Project, string) (forges.Permission, error) {
+	return func(ctx context.Context, p forges.Project, login string) (forges.Permission, error) {
+		for _, f := range fs {
+			if f.cfg.Name == p.Forge {
+				return f.forge.Permission(ctx, p, login)
+			}
+		}
+		return forges.PermissionNone, fmt.Errorf("forge %q is not configured", p.Forge)
+	}
+}
+
+// oauthOf is forge f's OAuth2 application, its "current user" endpoint and
+// the JSON field of the login there.
+func oauthOf(f config.Forge) (o *oauth2.Config, userURL, loginField string) {
+	web, field, scopes := strings.TrimRight(f.URL, "/"), "login", []string(nil)
+	switch f.Kind {
 	case "forgejo":
-		api = web + "/api/v1/user"
-		a.OAuth = &oauth2.Config{Endpoint: oauth2.Endpoint{AuthURL: web + "/login/oauth/authorize", TokenURL: web + "/login/oauth/access_token"}}
+		userURL = web + "/api/v1/user"
+		o = &oauth2.Config{Endpoint: oauth2.Endpoint{AuthURL: web + "/login/oauth/authorize", TokenURL: web + "/login/oauth/access_token"}}
 	case "github":
 		if web == "" || web == "https://api.github.com" {
-			web, api = "https://github.com", "https://api.github.com/user"
+			web, userURL = "https://github.com", "https://api.github.com/user"
 		} else { // GitHub Enterprise: the API is under /api/v3
 			web = strings.TrimSuffix(web, "/api/v3")
-			api = web + "/api/v3/user"
+			userURL = web + "/api/v3/user"
 		}
-		a.OAuth = &oauth2.Config{Endpoint: oauth2.Endpoint{AuthURL: web + "/login/oauth/authorize", TokenURL: web + "/login/oauth/access_token"}}
+		o = &oauth2.Config{Endpoint: oauth2.Endpoint{AuthURL: web + "/login/oauth/authorize", TokenURL: web + "/login/oauth/access_token"}}
 	case "gitlab":
-		api, field, scopes = web+"/api/v4/user", "username", []string{"read_user"}
-		a.OAuth = &oauth2.Config{Endpoint: oauth2.Endpoint{AuthURL: web + "/oauth/authorize", TokenURL: web + "/oauth/token"}}
+		userURL, field, scopes = web+"/api/v4/user", "username", []string{"read_user"}
+		o = &oauth2.Config{Endpoint: oauth2.Endpoint{AuthURL: web + "/oauth/authorize", TokenURL: web + "/oauth/token"}}
 	}
-	a.OAuth.ClientID, a.OAuth.ClientSecret = c.OAuthClientID, c.OAuthClientSecret
-	a.OAuth.RedirectURL, a.OAuth.Scopes = public+"/oauth/callback", scopes
-	a.UserURL, a.LoginField = api, field
-	return a
+	o.ClientID, o.ClientSecret, o.Scopes = f.OAuthClientID, f.OAuthClientSecret, scopes
+	return o, userURL, field
 }

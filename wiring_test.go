@@ -18,8 +18,8 @@ import (
 func TestSecretsListsEverySecretHeld(t *testing.T) {
 	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-1234")
 	t.Setenv("AGENT_LANGUAGE", "fr")
-	c := &config.Config{ForgeToken: "tok-1234", APIKey: "api-1234", OAuthClientSecret: "oauth-1234",
-		WebhookSecrets: []string{"old-1234", "new-1234"}, AgentEnv: []string{"ANTHROPIC_API_KEY", "AGENT_LANGUAGE"}}
+	c := &config.Config{APIKey: "api-1234", Forges: []config.Forge{{Token: "tok-1234", OAuthClientSecret: "oauth-1234",
+		WebhookSecrets: []string{"old-1234", "new-1234"}}}, AgentEnv: []string{"ANTHROPIC_API_KEY", "AGENT_LANGUAGE"}}
 	got := secrets(c)
 	for _, want := range []string{"tok-1234", "api-1234", "oauth-1234", "old-1234", "new-1234", "sk-ant-1234"} {
 		if !slices.Contains(got, want) {

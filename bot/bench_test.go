@@ -71,7 +71,7 @@ func benchAgentStart(b *testing.B, runner sandbox.Runner, image string, uid, gid
 	st := openStore(b)
 	base := b.TempDir()
 	e, err := New(Config{
-		ForgeName: "forgejo", Forge: forge, Store: st,
+		Forges: map[string]forges.Forge{"forgejo": forge}, Store: st,
 		Adapters: map[string]agents.Adapter{fake.ID: fa}, Runner: probe,
 		Sandbox:  sandbox.Spec{Image: image, UID: uid, GID: gid, Env: map[string]string{"PATH": "/usr/bin:/bin"}},
 		Repos:    &Repos{Base: base, Name: "Alfred", Email: "alfred@example.invalid"},
@@ -253,7 +253,7 @@ func intakeServer(b *testing.B, body []byte, busy func(*testing.B, *Engine, *mem
 	g := newGitForge(b, "alfred", "tok-s3cret")
 	g.seed(b, "alice", "demo")
 	forge := newMemForge(g)
-	cfg := Config{ForgeName: "forgejo", Forge: forge, Store: openStore(b), Runner: namedRunner("host"),
+	cfg := Config{Forges: map[string]forges.Forge{"forgejo": forge}, Store: openStore(b), Runner: namedRunner("host"),
 		Repos: &Repos{Base: b.TempDir()}, Sessions: SessionStore{Base: b.TempDir()}, Logger: slog.New(slog.DiscardHandler)}
 	if busy != nil {
 		fa, err := fake.New(fake.Options{ResumableSessions: true, Reply: analysisReply,

@@ -63,7 +63,7 @@ func botChild() int {
 		return fail(err)
 	}
 	e, err := New(Config{
-		ForgeName: "forgejo", Forge: forge, Store: st,
+		Forges: map[string]forges.Forge{"forgejo": forge}, Store: st,
 		Adapters: map[string]agents.Adapter{fake.ID: fa}, Runner: sandbox.NewHostRunner(sandbox.HostOptions{}),
 		Sandbox:  sandbox.Spec{UID: os.Getuid(), GID: os.Getgid(), Env: map[string]string{"PATH": os.Getenv("PATH")}},
 		Repos:    &Repos{Base: data, Name: "Alfred", Email: "alfred@example.invalid"},

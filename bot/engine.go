@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -19,10 +21,10 @@ import (
 
 // Config is what the engine is built from. main.go fills it.
 type Config struct {
-	// ForgeName is the configured forge's name (the Project.Forge of its events).
-	ForgeName string
-	Forge     forges.Forge
-	Store     *state.Store
+	// Forges are the forges the engine works on, by name: the Project.Forge
+	// of their events and the Forge of their mailboxes and records.
+	Forges map[string]forges.Forge
+	Store  *state.Store
 	// Adapters by id; the AGENT_ADAPTER setting picks one per project.
 	Adapters map[string]agents.Adapter
 	// Runner runs local agents; RunnerName is "image" or "host".
@@ -85,12 +87,11 @@ type Config struct {
 // comes back to the same inbox.
 type Engine struct {
 	cfg      Config
-	forge    forges.Forge
 	store    *state.Store
 	settings Settings
 	log      *slog.Logger
 	now      func() time.Time
-	me       string
+	me       map[string]string // the bot's login on each forge
 
 	inbox  *inbox   // the mailbox workers: one at a time per mailbox
 	events intake   // the journal, the redelivery filter, the event records
@@ -112,7 +113,7 @@ type Engine struct {
 // New checks the configuration and builds an engine. Call Start to run it.
 func New(cfg Config) (*Engine, error) {
 	switch {
-	case cfg.Forge == nil:
+	case len(cfg.Forges) == 0:
 		return nil, errors.New("engine: no forge")
 	case cfg.Store == nil:
 		return nil, errors.New("engine: no state store")
@@ -150,7 +151,6 @@ func New(cfg Config) (*Engine, error) {
 	}
 	return &Engine{
 		cfg:      cfg,
-		forge:    cfg.Forge,
 		store:    cfg.Store,
 		settings: engineSettings(cfg),
 		log:      cfg.Logger,
@@ -163,11 +163,9 @@ func New(cfg Config) (*Engine, error) {
 // Start learns who the bot is, picks up the work a previous process left
 // (pending events, interrupted runs) and starts polling.
 func (e *Engine) Start(ctx context.Context) error {
-	me, err := e.forge.Me(ctx)
-	if err != nil {
-		return fmt.Errorf("engine: who is the bot: %w", err)
+	if err := e.learnWhoIAm(ctx); err != nil {
+		return err
 	}
-	e.me = me.Login
 	e.detectBy = time.Now().Add(e.cfg.DetectionWait)
 	j, journaled, err := openJournal(e.cfg.Journal)
 	if err != nil {
@@ -189,7 +187,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		e.runs.wg.Add(1)
 		go e.pollLoop()
 	}
-	e.log.Info("engine started", "bot", e.me, "forge", e.cfg.ForgeName, "runner", e.cfg.Runner.Name())
+	e.log.Info("engine started", "bot", e.me, "forges", slices.Sorted(maps.Keys(e.cfg.Forges)), "runner", e.cfg.Runner.Name())
 	return nil
 }
 
@@ -220,8 +218,34 @@ func (e *Engine) RunsInFlight() int {
 	return len(e.runs.running)
 }
 
-// Me is the bot's login, known after Start.
-func (e *Engine) Me() string { return e.me }
+// learnWhoIAm asks each forge for the bot's login there.
+func (e *Engine) learnWhoIAm(ctx context.Context) error {
+	e.me = make(map[string]string, len(e.cfg.Forges))
+	for name, f := range e.cfg.Forges {
+		me, err := f.Me(ctx)
+		if err != nil {
+			return fmt.Errorf("engine: who is the bot on forge %s: %w", name, err)
+		}
+		e.me[name] = me.Login
+	}
+	return nil
+}
+
+// on is the client of the forge named forge. The events and mailboxes the
+// engine handles name a configured one (checked as they come in: known).
+func (e *Engine) on(forge string) forges.Forge { return e.cfg.Forges[forge] }
+
+// meOn is the bot's login on the forge named forge.
+func (e *Engine) meOn(forge string) string { return e.me[forge] }
+
+// known fails for a forge the engine was not given: a mailbox of a forge
+// removed from the configuration.
+func (e *Engine) known(forge string) error {
+	if _, ok := e.cfg.Forges[forge]; !ok {
+		return fmt.Errorf("forge %q is not configured: add it back, or close its mailboxes by hand", forge)
+	}
+	return nil
+}
 
 // handle is the worker of one mailbox: it handles m with nothing else of the
 // same mailbox running at the same time.
@@ -318,6 +342,9 @@ func (e *Engine) mailbox(key string) (*state.Mailbox, error) {
 	}
 	k, err := state.ParseMailboxID(key)
 	if err != nil {
+		return nil, err
+	}
+	if err := e.known(k.Forge); err != nil {
 		return nil, err
 	}
 	mb, err := e.store.Mailbox(k)

@@ -98,6 +98,9 @@ type setup struct {
 	// logs, when set, receives the engine's log (else stderr, at
 	// ALFRED_TEST_LOG's level).
 	logs slog.Handler
+	// second, when set, is a second forge the engine works on, named by
+	// its Project.Forge in events.
+	second *memForge
 }
 
 func newHarness(t *testing.T, opts ...func(*setup)) *harness {
@@ -145,8 +148,12 @@ func newHarness(t *testing.T, opts ...func(*setup)) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	clients := map[string]forges.Forge{"forgejo": h.forge}
+	if su.second != nil {
+		clients["gitlab"] = su.second
+	}
 	h.engine, err = New(Config{
-		ForgeName: "forgejo", Forge: h.forge, Store: h.store,
+		Forges: clients, Store: h.store,
 		Adapters: su.adapters,
 		Runner:   namedRunner(su.runner),
 		Sandbox:  sandbox.Spec{Image: "alfred-test", UID: os.Getuid(), GID: os.Getgid(), Env: map[string]string{"FAKE_API_KEY": "sk-very-secret"}},

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/internal/live"
 	"github.com/alchemic-studio/alfred/internal/redact"
 	"github.com/alchemic-studio/alfred/sandbox"
@@ -242,7 +243,7 @@ func (e *Engine) invoke(ctx context.Context, mb *state.Mailbox, run *state.Run) 
 	}
 	var conflicts []string
 	if phase == agents.PhaseConflictResolution {
-		target, err := e.forge.DefaultBranch(ctx, p)
+		target, err := e.on(mb.Forge).DefaultBranch(ctx, p)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -389,22 +390,25 @@ func (e *Engine) awaitDetection(ctx context.Context) (string, error) {
 // temporary branch that is never pushed.
 func (e *Engine) checkout(ctx context.Context, mb *state.Mailbox, run *state.Run, phase agents.Phase) (*Worktree, error) {
 	p := projectOf(mb)
-	url, err := e.forge.CloneURL(ctx, p)
+	url, err := e.on(mb.Forge).CloneURL(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	user, pass := e.forge.GitCredentials()
+	user, pass, err := e.on(mb.Forge).GitCredentials(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("git credentials: %w", err)
+	}
 	remote := Remote{URL: url, Username: user, Password: pass}
 	if _, err := e.cfg.Repos.Fetch(ctx, p, remote); err != nil {
 		return nil, err
 	}
-	base, err := e.forge.DefaultBranch(ctx, p)
+	base, err := e.on(mb.Forge).DefaultBranch(ctx, p)
 	if err != nil {
 		return nil, err
 	}
 	branch := mb.BranchName
 	if branch == "" { // a merge request mailbox works on the merge request's branch
-		mr, err := e.forge.MergeRequest(ctx, p, mb.IID)
+		mr, err := e.on(mb.Forge).MergeRequest(ctx, p, mb.IID)
 		if err != nil {
 			return nil, err
 		}
@@ -423,6 +427,11 @@ func (e *Engine) publish(ctx context.Context, mb *state.Mailbox, run *state.Run,
 	if err != nil || !ahead {
 		return err
 	}
+	user, pass, err := e.on(mb.Forge).GitCredentials(ctx, projectOf(mb))
+	if err != nil {
+		return fmt.Errorf("git credentials: %w", err)
+	}
+	wt.Renew(user, pass) // fresh: the run may have outlived a short-lived token
 	if err := wt.Push(ctx); err != nil {
 		return err
 	}
@@ -472,8 +481,10 @@ func (e *Engine) redact(text string) string { return redact.Secrets(text, e.secr
 // secrets are the values redact hides.
 func (e *Engine) secrets() []string {
 	secrets := slices.Clone(e.cfg.Secrets)
-	if _, pass := e.forge.GitCredentials(); pass != "" {
-		secrets = append(secrets, pass)
+	for _, f := range e.cfg.Forges {
+		if _, pass, err := f.GitCredentials(context.Background(), forges.Project{}); err == nil && pass != "" {
+			secrets = append(secrets, pass)
+		}
 	}
 	for k, v := range e.cfg.Sandbox.Env {
 		if SecretName(k) {

@@ -208,7 +208,9 @@ func (f *memForge) DefaultBranch(context.Context, forges.Project) (string, error
 func (f *memForge) CloneURL(_ context.Context, p forges.Project) (string, error) {
 	return f.git.srv.URL + "/" + p.FullName() + ".git", nil
 }
-func (f *memForge) GitCredentials() (string, string) { return "alfred", "tok-s3cret" }
+func (f *memForge) GitCredentials(context.Context, forges.Project) (string, string, error) {
+	return "alfred", "tok-s3cret", nil
+}
 
 func (f *memForge) setCI(sha string, state forges.CIState) {
 	f.mu.Lock()

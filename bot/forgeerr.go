@@ -28,9 +28,9 @@ func (e *Engine) explain(key string, err error) error {
 	if !forgeFailed(err) {
 		return err
 	}
-	project := "the project"
+	project, me := "the project", ""
 	if k, perr := state.ParseMailboxID(key); perr == nil {
-		project = k.Owner + "/" + k.Project
+		project, me = k.Owner+"/"+k.Project, e.meOn(k.Forge)
 	}
 	detail := firstLine(e.redact(err.Error()))
 	var s string
@@ -38,7 +38,7 @@ func (e *Engine) explain(key string, err error) error {
 	case errors.Is(err, forges.ErrUnauthorized):
 		s = "the forge refused Alfred's token (401): it is wrong, expired or revoked; an administrator must set a valid one (ALFRED_FORGE_TOKEN) and restart Alfred"
 	case errors.Is(err, forges.ErrForbidden):
-		s = fmt.Sprintf("the forge did not allow Alfred's account @%s to do this on %s (403): give it write access to the repository (admin on Forgejo and Gitea, which need it to read permissions)", e.me, project)
+		s = fmt.Sprintf("the forge did not allow Alfred's account @%s to do this on %s (403): give it write access to the repository (admin on Forgejo and Gitea, which need it to read permissions)", me, project)
 	case errors.Is(err, forges.ErrConflict):
 		s = fmt.Sprintf("the forge refused because %s changed meanwhile (409): look at the branch or merge request", project)
 	case errors.Is(err, forges.ErrInvalid):

@@ -167,7 +167,7 @@ func newForgejoWorld(t *testing.T, retry forges.RetryPolicy) *forgejoWorld {
 	w.st = openStore(t)
 	w.agent = &scripted{Adapter: w.fa}
 	w.e, err = New(Config{
-		ForgeName: "forgejo", Forge: forge, Store: w.st,
+		Forges: map[string]forges.Forge{"forgejo": forge}, Store: w.st,
 		Adapters: map[string]agents.Adapter{fake.ID: w.agent},
 		Runner:   sandbox.NewHostRunner(sandbox.HostOptions{}),
 		Sandbox:  sandbox.Spec{UID: os.Getuid(), GID: os.Getgid(), Env: map[string]string{"PATH": os.Getenv("PATH")}},

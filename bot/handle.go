@@ -22,18 +22,21 @@ func (e *Engine) handleEvent(ctx context.Context, key string, ev *forges.Event) 
 	if e.beforeEvent != nil {
 		e.beforeEvent(ev)
 	}
+	if err := e.known(ev.Target.Project.Forge); err != nil {
+		return "", err
+	}
 	mb, err := e.mailbox(key)
 	if err != nil {
 		return "", fmt.Errorf("read mailbox %s: %w", key, err)
 	}
-	in := Classify(ev, mb, e.me)
+	in := Classify(ev, mb, e.meOn(ev.Target.Project.Forge))
 	log := e.log.With("mailbox", key, "delivery", ev.DeliveryID, "event", ev.Type, "intent", in.Kind)
 	if in.Kind == IntentIgnore {
 		log.Debug("event ignored", "reason", in.Reason)
 		return "ignored: " + in.Reason, nil
 	}
 	if steers(in.Kind) {
-		perm, err := e.forge.Permission(ctx, ev.Target.Project, ev.Actor)
+		perm, err := e.on(ev.Target.Project.Forge).Permission(ctx, ev.Target.Project, ev.Actor)
 		if err != nil {
 			return "", fmt.Errorf("permission of %s: %w", ev.Actor, err)
 		}
@@ -94,7 +97,7 @@ func (e *Engine) start(ctx context.Context, ev *forges.Event, in Intent) error {
 	p := ev.Target.Project
 	mb := &state.Mailbox{Forge: p.Forge, Owner: p.Owner, Project: p.Name, Kind: state.KindIssue, IID: ev.Target.Number, Labels: in.Labels}
 	if ev.Target.Kind == forges.TargetMergeRequest {
-		mr, err := e.forge.MergeRequest(ctx, p, ev.Target.Number)
+		mr, err := e.on(mb.Forge).MergeRequest(ctx, p, ev.Target.Number)
 		if err != nil {
 			return err
 		}
@@ -106,7 +109,7 @@ func (e *Engine) start(ctx context.Context, ev *forges.Event, in Intent) error {
 	is := ev.Issue
 	if is == nil {
 		var err error
-		if is, err = e.forge.Issue(ctx, p, ev.Target.Number); err != nil {
+		if is, err = e.on(mb.Forge).Issue(ctx, p, ev.Target.Number); err != nil {
 			return err
 		}
 	}
@@ -167,7 +170,7 @@ func (e *Engine) reanalyse(ctx context.Context, mb *state.Mailbox, s Step, trigg
 // question answers a person who wrote in the thread, when the issue is a
 // question or the comment mentions the bot.
 func (e *Engine) question(ctx context.Context, mb *state.Mailbox, ev *forges.Event, in Intent) error {
-	asked := Flow(mb.Flow) == FlowQuestion || mentions(ev.Comment, e.me)
+	asked := Flow(mb.Flow) == FlowQuestion || mentions(ev.Comment, e.meOn(mb.Forge))
 	if !asked || mb.ActiveRunID != "" {
 		e.log.Info("comment noted, no answer run", "mailbox", mb.ID, "asked", asked, "active_run", mb.ActiveRunID)
 		return nil
@@ -198,7 +201,7 @@ func (e *Engine) review(ctx context.Context, mb *state.Mailbox, ev *forges.Event
 // ids grow on every forge, so the highest one seen marks the place; no clock
 // of the bot's is compared with the forge's.
 func (e *Engine) reviewFeedback(ctx context.Context, mb *state.Mailbox, said string) (string, error) {
-	comments, err := e.forge.ReviewComments(ctx, projectOf(mb), mb.MergeRequestIID, time.Time{})
+	comments, err := e.on(mb.Forge).ReviewComments(ctx, projectOf(mb), mb.MergeRequestIID, time.Time{})
 	if err != nil {
 		return "", err
 	}
@@ -210,7 +213,7 @@ func (e *Engine) reviewFeedback(ctx context.Context, mb *state.Mailbox, said str
 			continue
 		}
 		seen = max(seen, c.ID)
-		if strings.EqualFold(c.Author, e.me) || strings.Contains(said, strings.TrimSpace(c.Body)) {
+		if strings.EqualFold(c.Author, e.meOn(mb.Forge)) || strings.Contains(said, strings.TrimSpace(c.Body)) {
 			continue
 		}
 		b.WriteString("\n- ")
@@ -232,7 +235,7 @@ func (e *Engine) checkMergeRequest(ctx context.Context, mb *state.Mailbox, trigg
 		return nil
 	}
 	p := projectOf(mb)
-	mr, err := e.forge.MergeRequest(ctx, p, mb.MergeRequestIID)
+	mr, err := e.on(mb.Forge).MergeRequest(ctx, p, mb.MergeRequestIID)
 	if err != nil {
 		return err
 	}
@@ -251,7 +254,7 @@ func (e *Engine) checkMergeRequest(ctx context.Context, mb *state.Mailbox, trigg
 	}
 	var ci forges.CIState
 	if !conflict { // a conflict comes first: CI of a head that cannot merge waits
-		st, err := e.forge.CIStatus(ctx, p, mr.HeadSHA)
+		st, err := e.on(mb.Forge).CIStatus(ctx, p, mr.HeadSHA)
 		if err != nil {
 			return err
 		}
@@ -275,11 +278,14 @@ func (e *Engine) confirmConflict(ctx context.Context, mb *state.Mailbox, mr *for
 		return false, nil
 	}
 	p := projectOf(mb)
-	url, err := e.forge.CloneURL(ctx, p)
+	url, err := e.on(mb.Forge).CloneURL(ctx, p)
 	if err != nil {
 		return false, err
 	}
-	user, pass := e.forge.GitCredentials()
+	user, pass, err := e.on(mb.Forge).GitCredentials(ctx, p)
+	if err != nil {
+		return false, fmt.Errorf("git credentials: %w", err)
+	}
 	if _, err := e.cfg.Repos.Fetch(ctx, p, Remote{URL: url, Username: user, Password: pass}); err != nil {
 		return false, err
 	}
@@ -367,7 +373,7 @@ func (e *Engine) apply(ctx context.Context, mb *state.Mailbox, next state.Mailbo
 // description section, the merge request, the comment, the label.
 func (e *Engine) prepare(ctx context.Context, mb *state.Mailbox, a actions) error {
 	if a.section != "" {
-		if _, err := forges.EnsureSection(ctx, e.forge, projectOf(mb), mb.IID, a.section); err != nil {
+		if _, err := forges.EnsureSection(ctx, e.on(mb.Forge), projectOf(mb), mb.IID, a.section); err != nil {
 			return err
 		}
 	}
@@ -382,7 +388,7 @@ func (e *Engine) prepare(ctx context.Context, mb *state.Mailbox, a actions) erro
 		}
 	}
 	if a.unlabel != "" {
-		if err := e.forge.RemoveLabel(ctx, issueTarget(mb), a.unlabel.Label()); err != nil {
+		if err := e.on(mb.Forge).RemoveLabel(ctx, issueTarget(mb), a.unlabel.Label()); err != nil {
 			return fmt.Errorf("remove %s: %w", a.unlabel.Label(), err)
 		}
 	}
@@ -438,13 +444,13 @@ func (e *Engine) setStatusLabel(ctx context.Context, mb *state.Mailbox, s Status
 	t := issueTarget(mb)
 	for _, l := range statusLabels(mb.Labels) {
 		if l != s.Label() {
-			if err := e.forge.RemoveLabel(ctx, t, l); err != nil {
+			if err := e.on(mb.Forge).RemoveLabel(ctx, t, l); err != nil {
 				return fmt.Errorf("remove %s: %w", l, err)
 			}
 		}
 	}
 	if !slices.Contains(mb.Labels, s.Label()) {
-		if err := e.forge.AddLabels(ctx, t, s.Label()); err != nil {
+		if err := e.on(mb.Forge).AddLabels(ctx, t, s.Label()); err != nil {
 			return fmt.Errorf("add %s: %w", s.Label(), err)
 		}
 	}
@@ -455,6 +461,6 @@ func (e *Engine) setStatusLabel(ctx context.Context, mb *state.Mailbox, s Status
 
 // comment posts (or finds) the managed comment of kind for cause.
 func (e *Engine) comment(ctx context.Context, mb *state.Mailbox, kind, cause, body string) error {
-	_, _, err := forges.EnsureComment(ctx, e.forge, issueTarget(mb), forges.Key(mb.ID, kind, cause), kind, body)
+	_, _, err := forges.EnsureComment(ctx, e.on(mb.Forge), issueTarget(mb), forges.Key(mb.ID, kind, cause), kind, body)
 	return err // it says "ensure comment <kind>"
 }

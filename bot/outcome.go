@@ -38,13 +38,13 @@ func (e *Engine) handleRunDone(ctx context.Context, key, runID string) error {
 // ensureMergeRequest finds or opens the merge request of the issue branch.
 func (e *Engine) ensureMergeRequest(ctx context.Context, mb *state.Mailbox, result string) error {
 	p := projectOf(mb)
-	mr, err := e.forge.MergeRequestForBranch(ctx, p, mb.BranchName)
+	mr, err := e.on(mb.Forge).MergeRequestForBranch(ctx, p, mb.BranchName)
 	if errors.Is(err, forges.ErrNotFound) {
-		base, berr := e.forge.DefaultBranch(ctx, p)
+		base, berr := e.on(mb.Forge).DefaultBranch(ctx, p)
 		if berr != nil {
 			return berr
 		}
-		mr, err = e.forge.CreateMergeRequest(ctx, p, forges.NewMergeRequest{
+		mr, err = e.on(mb.Forge).CreateMergeRequest(ctx, p, forges.NewMergeRequest{
 			Title: mb.Title, Body: textMergeRequest(mb.IID, result),
 			SourceBranch: mb.BranchName, TargetBranch: base,
 		})

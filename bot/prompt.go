@@ -46,7 +46,7 @@ func (e *Engine) prompt(ctx context.Context, mb *state.Mailbox, run *state.Run, 
 	if err != nil {
 		return "", err
 	}
-	comments, err := e.forge.Comments(ctx, issueTarget(mb))
+	comments, err := e.on(mb.Forge).Comments(ctx, issueTarget(mb))
 	if err != nil {
 		return "", err
 	}
@@ -61,7 +61,7 @@ func (e *Engine) prompt(ctx context.Context, mb *state.Mailbox, run *state.Run, 
 			}
 			continue
 		}
-		if !strings.EqualFold(c.Author, e.me) {
+		if !strings.EqualFold(c.Author, e.meOn(mb.Forge)) {
 			in.Thread = append(in.Thread, c)
 		}
 	}
@@ -77,7 +77,7 @@ func (e *Engine) prompt(ctx context.Context, mb *state.Mailbox, run *state.Run, 
 		in.Review = run.Input
 	case agents.PhaseCIFix:
 		if mb.HeadSHA != "" {
-			ci, err := e.forge.CIStatus(ctx, p, mb.HeadSHA)
+			ci, err := e.on(mb.Forge).CIStatus(ctx, p, mb.HeadSHA)
 			if err != nil {
 				return "", err
 			}
@@ -95,9 +95,9 @@ func (e *Engine) prompt(ctx context.Context, mb *state.Mailbox, run *state.Run, 
 // (title and description) for a merge request mailbox.
 func (e *Engine) subject(ctx context.Context, mb *state.Mailbox) (*forges.Issue, error) {
 	if mb.Kind == state.KindIssue {
-		return e.forge.Issue(ctx, projectOf(mb), mb.IID)
+		return e.on(mb.Forge).Issue(ctx, projectOf(mb), mb.IID)
 	}
-	mr, err := e.forge.MergeRequest(ctx, projectOf(mb), mb.IID)
+	mr, err := e.on(mb.Forge).MergeRequest(ctx, projectOf(mb), mb.IID)
 	if err != nil {
 		return nil, err
 	}

@@ -39,7 +39,7 @@ func waitingEngine(t *testing.T) (e *Engine, release chan struct{}) {
 		t.Fatal(err)
 	}
 	release = make(chan struct{})
-	e = &Engine{store: st}
+	e = &Engine{store: st, cfg: Config{Forges: map[string]forges.Forge{waitingTestProject.Forge: nil}}}
 	e.inbox = newInbox(context.Background(), func(context.Context, string, message) { <-release })
 	t.Cleanup(func() {
 		select {

@@ -215,6 +215,13 @@ func (r *Repos) Conflicts(ctx context.Context, p forges.Project, target, head st
 	return nil, fmt.Errorf("merge %s into %s: %w", target, head, err)
 }
 
+// Renew replaces the credentials the working copy pushes with: a GitHub
+// App's installation token lasts an hour, and a run may outlive the one it
+// was checked out with.
+func (w *Worktree) Renew(username, password string) {
+	w.remote.Username, w.remote.Password = username, password
+}
+
 // Push sends the branch to the forge. A read-only run's worktree refuses.
 func (w *Worktree) Push(ctx context.Context) error {
 	if !w.Pushable {

@@ -28,11 +28,11 @@ type Config struct {
 	LogLevel        string
 	ShutdownTimeout time.Duration
 
-	ForgeKind      string
-	ForgeName      string
-	ForgeURL       string
-	ForgeToken     string
-	WebhookSecrets []string
+	// Forge is the forge of the variables and flags (ALFRED_FORGE...);
+	// Forges are every forge the bot works on: that one first when its kind
+	// is set, then one per [forge NAME] section of the configuration file.
+	Forge  Forge
+	Forges []Forge
 	// ForgeCallBudget bounds one forge API call, its retries included;
 	// ForgeEventBudget bounds the handling of one event.
 	ForgeCallBudget  time.Duration
@@ -53,9 +53,7 @@ type Config struct {
 	APIKey   string
 	APIModel string
 
-	OAuthClientID     string
-	OAuthClientSecret string
-	PublicProjects    []string
+	PublicProjects []string
 
 	MetricsToken string
 	// MetricsListen, when set, is where /metrics is served, alone.
@@ -84,6 +82,25 @@ type Config struct {
 	GatewayForwarder string
 }
 
+// Forge is one forge the bot works on: its kind, the name its records and
+// webhook URL /webhooks/{name} carry, where it is, the bot's token there,
+// the secrets its webhooks are signed with and the OAuth2 application people
+// sign in to the pages with.
+type Forge struct {
+	Kind              string
+	Name              string
+	URL               string
+	Token             string
+	WebhookSecrets    []string
+	OAuthClientID     string
+	OAuthClientSecret string
+	// GitHub App mode (GitHub only): the App's id, the file of its private
+	// key, and optionally one installation for every repository.
+	AppID           int64
+	AppKeyFile      string
+	AppInstallation int64
+}
+
 // Setting describes one configuration value: its flag, its ALFRED_* variable,
 // its default and what it accepts. The catalogue is the single source of the
 // flags, the variables, the validation and the README's reference table.
@@ -94,8 +111,12 @@ type Setting struct {
 	Accepts string // what a valid value looks like, for error messages and docs
 	Help    string
 	Secret  bool // never printed back
-	set     func(c *Config, v string) error
-	get     func(c *Config) string
+	// PerForge settings describe one forge: the variables set the forge of
+	// Config.Forge, and a [forge NAME] section of the file sets them for
+	// another forge.
+	PerForge bool
+	set      func(c *Config, v string) error
+	get      func(c *Config) string
 }
 
 // Settings is the catalogue, in the order the README lists it.
@@ -122,21 +143,30 @@ var Settings = []Setting{
 		Help: "how long requests and runs in flight may take to finish on SIGTERM",
 		set:  func(c *Config, v string) error { return setDuration(&c.ShutdownTimeout, v) }, get: func(c *Config) string { return c.ShutdownTimeout.String() }},
 
-	{Flag: "forge", Env: "ALFRED_FORGE", Default: "", Accepts: "forgejo, github, gitlab, or empty",
+	{Flag: "forge", Env: "ALFRED_FORGE", Default: "", PerForge: true, Accepts: "forgejo, github, gitlab, or empty",
 		Help: "kind of forge the bot works on (Forgejo covers Gitea); empty serves without a forge",
-		set:  func(c *Config, v string) error { return setOneOf(&c.ForgeKind, v, "", "forgejo", "github", "gitlab") }, get: func(c *Config) string { return c.ForgeKind }},
-	{Flag: "forge-name", Env: "ALFRED_FORGE_NAME", Default: "", Accepts: "letters, digits, '-' or '_'; empty means the forge kind",
+		set:  func(c *Config, v string) error { return setOneOf(&c.Forge.Kind, v, "", "forgejo", "github", "gitlab") }, get: func(c *Config) string { return c.Forge.Kind }},
+	{Flag: "forge-name", Env: "ALFRED_FORGE_NAME", Default: "", PerForge: true, Accepts: "letters, digits, '-' or '_'; empty means the forge kind",
 		Help: "name of the forge in records and in the webhook URL /webhooks/{name}",
-		set:  func(c *Config, v string) error { return setName(&c.ForgeName, v) }, get: func(c *Config) string { return c.ForgeName }},
-	{Flag: "forge-url", Env: "ALFRED_FORGE_URL", Default: "", Accepts: "the forge's base http(s) URL",
+		set:  func(c *Config, v string) error { return setName(&c.Forge.Name, v) }, get: func(c *Config) string { return c.Forge.Name }},
+	{Flag: "forge-url", Env: "ALFRED_FORGE_URL", Default: "", PerForge: true, Accepts: "the forge's base http(s) URL",
 		Help: "e.g. https://forgejo.example.com (GitHub: https://api.github.com)",
-		set:  func(c *Config, v string) error { return setURL(&c.ForgeURL, v, true) }, get: func(c *Config) string { return c.ForgeURL }},
-	{Flag: "forge-token", Env: "ALFRED_FORGE_TOKEN", Default: "", Accepts: "an API token of the bot's account", Secret: true,
+		set:  func(c *Config, v string) error { return setURL(&c.Forge.URL, v, true) }, get: func(c *Config) string { return c.Forge.URL }},
+	{Flag: "forge-token", Env: "ALFRED_FORGE_TOKEN", Default: "", Accepts: "an API token of the bot's account", Secret: true, PerForge: true,
 		Help: "token of the bot's account on the forge (also used for git over HTTPS)",
-		set:  func(c *Config, v string) error { c.ForgeToken = v; return nil }, get: func(c *Config) string { return c.ForgeToken }},
-	{Flag: "webhook-secrets", Env: "ALFRED_WEBHOOK_SECRETS", Default: "", Accepts: "comma-separated secrets", Secret: true,
+		set:  func(c *Config, v string) error { c.Forge.Token = v; return nil }, get: func(c *Config) string { return c.Forge.Token }},
+	{Flag: "webhook-secrets", Env: "ALFRED_WEBHOOK_SECRETS", Default: "", Accepts: "comma-separated secrets", Secret: true, PerForge: true,
 		Help: "webhook secrets accepted (several at once while rotating)",
-		set:  func(c *Config, v string) error { c.WebhookSecrets = splitList(v); return nil }, get: func(c *Config) string { return strings.Join(c.WebhookSecrets, ",") }},
+		set:  func(c *Config, v string) error { c.Forge.WebhookSecrets = splitList(v); return nil }, get: func(c *Config) string { return strings.Join(c.Forge.WebhookSecrets, ",") }},
+	{Flag: "github-app-id", Env: "ALFRED_GITHUB_APP_ID", Default: "", PerForge: true, Accepts: "a GitHub App's numeric id, or empty",
+		Help: "act as this GitHub App (with ALFRED_GITHUB_APP_KEY_FILE) instead of ALFRED_FORGE_TOKEN's account: comments by <app-slug>[bot], short-lived installation tokens",
+		set:  func(c *Config, v string) error { return setID(&c.Forge.AppID, v) }, get: func(c *Config) string { return idString(c.Forge.AppID) }},
+	{Flag: "github-app-key-file", Env: "ALFRED_GITHUB_APP_KEY_FILE", Default: "", PerForge: true, Accepts: "the path of the App's private key (PEM)",
+		Help: "private key of the GitHub App, read at start and never printed (keep the file mode 0600)",
+		set:  func(c *Config, v string) error { c.Forge.AppKeyFile = v; return nil }, get: func(c *Config) string { return c.Forge.AppKeyFile }},
+	{Flag: "github-app-installation", Env: "ALFRED_GITHUB_APP_INSTALLATION", Default: "", PerForge: true, Accepts: "an installation id, or empty",
+		Help: "the App's installation for every repository; empty: looked up per repository",
+		set:  func(c *Config, v string) error { return setID(&c.Forge.AppInstallation, v) }, get: func(c *Config) string { return idString(c.Forge.AppInstallation) }},
 	{Flag: "forge-call-budget", Env: "ALFRED_FORGE_CALL_BUDGET", Default: "1m", Accepts: "a positive Go duration such as 1m",
 		Help: "longest time one forge API call may take, its retries included (408, 425, 429, 5xx and network errors are retried; refusals never)",
 		set:  func(c *Config, v string) error { return setDuration(&c.ForgeCallBudget, v) }, get: func(c *Config) string { return c.ForgeCallBudget.String() }},
@@ -182,12 +212,12 @@ var Settings = []Setting{
 	{Flag: "api-model", Env: "ALFRED_API_MODEL", Default: "", Accepts: "a model name",
 		Help: "model of the api adapter when AGENT_MODEL names none",
 		set:  func(c *Config, v string) error { c.APIModel = v; return nil }, get: func(c *Config) string { return c.APIModel }},
-	{Flag: "oauth-client-id", Env: "ALFRED_OAUTH_CLIENT_ID", Default: "", Accepts: "the client id of an OAuth2 application on the forge",
+	{Flag: "oauth-client-id", Env: "ALFRED_OAUTH_CLIENT_ID", Default: "", Accepts: "the client id of an OAuth2 application on the forge", PerForge: true,
 		Help: "sign-in to the run pages with the forge (callback URL: {ALFRED_PUBLIC_URL}/oauth/callback); empty: nobody can sign in",
-		set:  func(c *Config, v string) error { c.OAuthClientID = v; return nil }, get: func(c *Config) string { return c.OAuthClientID }},
-	{Flag: "oauth-client-secret", Env: "ALFRED_OAUTH_CLIENT_SECRET", Default: "", Accepts: "that application's client secret", Secret: true,
+		set:  func(c *Config, v string) error { c.Forge.OAuthClientID = v; return nil }, get: func(c *Config) string { return c.Forge.OAuthClientID }},
+	{Flag: "oauth-client-secret", Env: "ALFRED_OAUTH_CLIENT_SECRET", Default: "", Accepts: "that application's client secret", Secret: true, PerForge: true,
 		Help: "secret of the OAuth2 application (also keys the session cookies)",
-		set:  func(c *Config, v string) error { c.OAuthClientSecret = v; return nil }, get: func(c *Config) string { return c.OAuthClientSecret }},
+		set:  func(c *Config, v string) error { c.Forge.OAuthClientSecret = v; return nil }, get: func(c *Config) string { return c.Forge.OAuthClientSecret }},
 	{Flag: "public-projects", Env: "ALFRED_PUBLIC_PROJECTS", Default: "", Accepts: "comma-separated OWNER/NAME, or *",
 		Help: "projects whose run pages anyone may read without signing in",
 		set:  func(c *Config, v string) error { c.PublicProjects = splitList(v); return nil }, get: func(c *Config) string { return strings.Join(c.PublicProjects, ",") }},
@@ -312,11 +342,13 @@ func LoadWith(name string, args []string, lookupEnv func(string) (string, bool),
 	if path == "" {
 		path, _ = lookupEnv(FileEnv)
 	}
+	var sections []section
 	if path != "" {
-		fromFile, err := readFile(path)
+		fromFile, secs, err := readFile(path)
 		if err != nil {
 			return nil, nil, err
 		}
+		sections = secs
 		for k, v := range fromFile {
 			values[k] = v
 		}
@@ -341,6 +373,13 @@ func LoadWith(name string, args []string, lookupEnv func(string) (string, bool),
 			return nil, nil, fmt.Errorf("setting %s (flag -%s): %w; it accepts %s", s.Env, s.Flag, err, s.Accepts)
 		}
 	}
+	for _, sec := range sections {
+		f, err := sec.forge(lookupEnv)
+		if err != nil {
+			return nil, nil, err
+		}
+		c.Forges = append(c.Forges, f)
+	}
 	if err := c.check(); err != nil {
 		return nil, nil, err
 	}
@@ -348,39 +387,104 @@ func LoadWith(name string, args []string, lookupEnv func(string) (string, bool),
 }
 
 func (c *Config) check() error {
-	if c.ForgeName == "" {
-		c.ForgeName = c.ForgeKind
-	}
 	if c.MetricsListen != "" && c.MetricsListen == c.Listen {
 		return fmt.Errorf("setting ALFRED_METRICS_LISTEN: %s is ALFRED_LISTEN's address; leave it empty to serve /metrics there", c.MetricsListen)
 	}
 	if c.Gateway && c.Runner != "image" {
 		return fmt.Errorf("setting ALFRED_GATEWAY: on needs ALFRED_RUNNER=image (a host process cannot be sealed)")
 	}
-	if (c.OAuthClientID == "") != (c.OAuthClientSecret == "") {
+	if c.Forge.Name == "" {
+		c.Forge.Name = c.Forge.Kind
+	}
+	if (c.Forge.OAuthClientID == "") != (c.Forge.OAuthClientSecret == "") {
 		return fmt.Errorf("settings ALFRED_OAUTH_CLIENT_ID and ALFRED_OAUTH_CLIENT_SECRET: set both or neither")
 	}
-	if c.ForgeKind != "" {
-		if c.ForgeURL == "" && c.ForgeKind != "github" {
-			return fmt.Errorf("setting ALFRED_FORGE_URL: required when ALFRED_FORGE is %s; it accepts the forge's base http(s) URL", c.ForgeKind)
+	if c.Forge.Kind != "" {
+		if err := c.Forge.check("setting "); err != nil {
+			return err
 		}
 	}
+	forges := c.Forges
+	c.Forges = nil
+	if c.Forge.Kind != "" {
+		c.Forges = append(c.Forges, c.Forge)
+	}
+	for _, f := range forges {
+		if i := slices.IndexFunc(c.Forges, func(g Forge) bool { return g.Name == f.Name }); i >= 0 {
+			return fmt.Errorf("configuration: two forges are named %q: each needs its own name (its records and webhook URL /webhooks/%s carry it)", f.Name, f.Name)
+		}
+		c.Forges = append(c.Forges, f)
+	}
 	return nil
+}
+
+// check reports what is missing or contradictory in one forge's settings;
+// where prefixes the settings' names ("setting ", "[forge x] ").
+func (f Forge) check(where string) error {
+	if f.Kind == "" {
+		return fmt.Errorf("%sALFRED_FORGE: required; it accepts forgejo, github or gitlab", where)
+	}
+	if f.URL == "" && f.Kind != "github" {
+		return fmt.Errorf("%sALFRED_FORGE_URL: required when ALFRED_FORGE is %s; it accepts the forge's base http(s) URL", where, f.Kind)
+	}
+	if (f.OAuthClientID == "") != (f.OAuthClientSecret == "") {
+		return fmt.Errorf("%sALFRED_OAUTH_CLIENT_ID and ALFRED_OAUTH_CLIENT_SECRET: set both or neither", where)
+	}
+	return f.checkApp(where)
+}
+
+// checkApp checks the GitHub App settings: GitHub only, an id with its key,
+// and no token beside them.
+func (f Forge) checkApp(where string) error {
+	switch {
+	case f.AppID == 0 && f.AppKeyFile == "" && f.AppInstallation == 0:
+		return nil
+	case f.Kind != "github":
+		return fmt.Errorf("%sALFRED_GITHUB_APP_ID: GitHub App mode is for ALFRED_FORGE=github, not %s", where, f.Kind)
+	case f.AppID == 0 || f.AppKeyFile == "":
+		return fmt.Errorf("%sALFRED_GITHUB_APP_ID and ALFRED_GITHUB_APP_KEY_FILE: set both for GitHub App mode", where)
+	case f.Token != "":
+		return fmt.Errorf("%sALFRED_FORGE_TOKEN: leave it empty in GitHub App mode (the App's installation tokens replace it)", where)
+	}
+	return nil
+}
+
+// ForgeNamed is the forge called name, or, for "", the only forge.
+func (c *Config) ForgeNamed(name string) (Forge, error) {
+	var names []string
+	for _, f := range c.Forges {
+		if f.Name == name || name == "" && len(c.Forges) == 1 {
+			return f, nil
+		}
+		names = append(names, f.Name)
+	}
+	switch {
+	case len(names) == 0:
+		return Forge{}, errors.New("no forge: set ALFRED_FORGE (forgejo, github or gitlab) and ALFRED_FORGE_URL")
+	case name == "":
+		return Forge{}, fmt.Errorf("several forges are configured (%s): name one, as NAME:OWNER/PROJECT", strings.Join(names, ", "))
+	}
+	return Forge{}, fmt.Errorf("no forge is named %q (configured: %s)", name, strings.Join(names, ", "))
 }
 
 // Missing lists, in plain words, what a working bot still needs. The home page
 // shows it; an empty list means the bot can take issues.
 func (c *Config) Missing() []string {
+	if len(c.Forges) == 0 {
+		return []string{"no forge: set ALFRED_FORGE (forgejo, github or gitlab) and ALFRED_FORGE_URL"}
+	}
 	var m []string
-	if c.ForgeKind == "" {
-		m = append(m, "no forge: set ALFRED_FORGE (forgejo, github or gitlab) and ALFRED_FORGE_URL")
-		return m
-	}
-	if c.ForgeToken == "" {
-		m = append(m, "no forge token: set ALFRED_FORGE_TOKEN to a token of the bot's account")
-	}
-	if len(c.WebhookSecrets) == 0 {
-		m = append(m, "no webhook secret: set ALFRED_WEBHOOK_SECRETS; webhooks are refused until then")
+	for _, f := range c.Forges {
+		of := ""
+		if len(c.Forges) > 1 {
+			of = " of forge " + f.Name
+		}
+		if f.Token == "" && f.AppID == 0 {
+			m = append(m, "no forge token"+of+": set ALFRED_FORGE_TOKEN to a token of the bot's account")
+		}
+		if len(f.WebhookSecrets) == 0 {
+			m = append(m, "no webhook secret"+of+": set ALFRED_WEBHOOK_SECRETS; webhooks are refused until then")
+		}
 	}
 	return m
 }
@@ -409,37 +513,104 @@ type Entry struct {
 	Default bool
 }
 
-func readFile(path string) (map[string]string, error) {
+// section is a [forge NAME] section of the configuration file: the
+// settings of one more forge.
+type section struct {
+	name   string
+	values map[string]string
+}
+
+// forge builds the section's forge. A value may name variables of the
+// environment ($NAME or ${NAME}), so that secrets stay out of the file.
+func (sec section) forge(lookupEnv func(string) (string, bool)) (Forge, error) {
+	tmp := &Config{}
+	where := "[forge " + sec.name + "] "
+	for _, st := range Settings {
+		if !st.PerForge {
+			continue
+		}
+		v := os.Expand(sec.values[st.Env], func(k string) string { v, _ := lookupEnv(k); return v })
+		if err := st.set(tmp, strings.TrimSpace(v)); err != nil {
+			return Forge{}, fmt.Errorf("configuration file, %s%s: %w; it accepts %s", where, st.Env, err, st.Accepts)
+		}
+	}
+	if tmp.Forge.Name != "" && tmp.Forge.Name != sec.name {
+		return Forge{}, fmt.Errorf("configuration file, %sALFRED_FORGE_NAME: the section names the forge already", where)
+	}
+	tmp.Forge.Name = sec.name
+	return tmp.Forge, tmp.Forge.check("configuration file, " + where)
+}
+
+// readFile reads the configuration file: settings before the first section,
+// and the [forge NAME] sections.
+func readFile(path string) (map[string]string, []section, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("configuration file: %w", err)
+		return nil, nil, fmt.Errorf("configuration file: %w", err)
 	}
 	defer f.Close()
-	known := make(map[string]bool, len(Settings))
-	for _, s := range Settings {
-		known[s.Env] = true
-	}
-	out := map[string]string{}
+	out, sections := map[string]string{}, []section(nil)
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
+		where := func(format string, args ...any) error {
+			return fmt.Errorf("configuration file %s line %d: %s", path, n, fmt.Sprintf(format, args...))
+		}
+		if strings.HasPrefix(line, "[") {
+			sec, err := sectionHeader(line)
+			if err != nil {
+				return nil, nil, where("%v", err)
+			}
+			sections = append(sections, sec)
+			continue
+		}
 		k, v, ok := strings.Cut(line, "=")
 		k = strings.TrimSpace(strings.TrimPrefix(k, "export "))
-		if !ok {
-			return nil, fmt.Errorf("configuration file %s line %d: want NAME=value", path, n)
+		st, known := settingOf(k)
+		switch {
+		case !ok:
+			return nil, nil, where("want NAME=value")
+		case !known:
+			return nil, nil, where("unknown setting %s (known: %s)", k, strings.Join(envNames(), ", "))
+		case len(sections) > 0 && !st.PerForge:
+			return nil, nil, where("%s is not a setting of one forge: put it before the first [forge ...] section", k)
+		case len(sections) > 0:
+			sections[len(sections)-1].values[k] = unquote(strings.TrimSpace(v))
+		default:
+			out[k] = unquote(strings.TrimSpace(v))
 		}
-		if !known[k] {
-			return nil, fmt.Errorf("configuration file %s line %d: unknown setting %s (known: %s)", path, n, k, strings.Join(envNames(), ", "))
-		}
-		out[k] = unquote(strings.TrimSpace(v))
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("configuration file %s: %w", path, err)
+		return nil, nil, fmt.Errorf("configuration file %s: %w", path, err)
 	}
-	return out, nil
+	return out, sections, nil
+}
+
+// sectionHeader reads "[forge NAME]".
+func sectionHeader(line string) (section, error) {
+	inner, ok := strings.CutSuffix(strings.TrimPrefix(line, "["), "]")
+	kind, name, _ := strings.Cut(strings.TrimSpace(inner), " ")
+	if !ok || kind != "forge" {
+		return section{}, fmt.Errorf("want a section [forge NAME], not %s", line)
+	}
+	sec := section{values: map[string]string{}}
+	if err := setName(&sec.name, strings.TrimSpace(name)); err != nil || sec.name == "" {
+		return section{}, fmt.Errorf("section %s: the forge's name must be letters, digits, '-' or '_'", line)
+	}
+	return sec, nil
+}
+
+// settingOf finds the setting of variable env.
+func settingOf(env string) (Setting, bool) {
+	for _, s := range Settings {
+		if s.Env == env {
+			return s, true
+		}
+	}
+	return Setting{}, false
 }
 
 func envNames() []string {
@@ -522,6 +693,27 @@ func setDuration(dst *time.Duration, v string) error {
 	}
 	*dst = d
 	return nil
+}
+
+// setID reads a positive numeric id; empty is none (0).
+func setID(dst *int64, v string) error {
+	if v == "" {
+		*dst = 0
+		return nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return fmt.Errorf("%q is not a positive whole number", v)
+	}
+	*dst = n
+	return nil
+}
+
+func idString(n int64) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.FormatInt(n, 10)
 }
 
 func setInt(dst *int, v string, lo, hi int) error {

@@ -99,11 +99,11 @@ func TestDescribeHidesSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.WebhookSecrets) != 2 || c.WebhookSecrets[1] != "s2" {
-		t.Fatalf("secrets parsed as %q", c.WebhookSecrets)
+	if len(c.Forge.WebhookSecrets) != 2 || c.Forge.WebhookSecrets[1] != "s2" {
+		t.Fatalf("secrets parsed as %q", c.Forge.WebhookSecrets)
 	}
-	if c.ForgeName != "github" {
-		t.Errorf("forge name defaults to the kind, got %q", c.ForgeName)
+	if c.Forge.Name != "github" || len(c.Forges) != 1 || c.Forges[0].Name != "github" {
+		t.Errorf("forge name defaults to the kind, got %q (forges %+v)", c.Forge.Name, c.Forges)
 	}
 	for _, e := range c.Describe() {
 		if strings.Contains(e.Value, "tok-123") || strings.Contains(e.Value, "s1") {

@@ -240,9 +240,11 @@ type Forge interface {
 
 	// CloneURL is the HTTPS URL git clones and pushes project with.
 	CloneURL(ctx context.Context, p Project) (string, error)
-	// GitCredentials are the user name and password (token) for git over HTTPS.
-	// They are secrets: never log them.
-	GitCredentials() (username, password string)
+	// GitCredentials are the user name and password (token) for git over
+	// HTTPS to project p. They are secrets: never log them. Where the token
+	// is per repository and short-lived (a GitHub App's installation token)
+	// it is valid for at least a minute more; ask again before each use.
+	GitCredentials(ctx context.Context, p Project) (username, password string, err error)
 }
 
 // TargetKind tells an issue from a merge request.

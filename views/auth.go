@@ -1,6 +1,8 @@
 package views
 
 import (
+	"maps"
+	"slices"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -20,17 +22,14 @@ import (
 )
 
 // Access decides who may read which project's pages: people signed in with
-// the forge's OAuth2 who may read the project on the forge, and anyone for
-// the projects configured public. A nil *Access leaves the pages open (used
-// when no forge is configured, and in tests of the pages alone).
+// a forge's OAuth2 who may read the project on that forge, and anyone for
+// the projects configured public. One person may be signed in on several
+// forges at once. A nil *Access leaves the pages open (used when no forge is
+// configured, and in tests of the pages alone).
 type Access struct {
-	// OAuth is the forge's OAuth2 application; nil means nobody can sign in.
-	OAuth *oauth2.Config
-	// UserURL is the forge API's "current user" endpoint, read with the
-	// person's token; LoginField is the JSON field holding the login.
-	UserURL    string
-	LoginField string
-	// Permission asks the forge (with the bot's token) what login may do on p.
+	// SignIns are the forges people sign in with; none: nobody can.
+	SignIns []SignIn
+	// Permission asks p's forge (with the bot's token) what login may do on p.
 	Permission func(ctx context.Context, p forges.Project, login string) (forges.Permission, error)
 	// Public tells the projects anyone may read without signing in.
 	Public func(p forges.Project) bool
@@ -63,13 +62,52 @@ const (
 // errSignIn means the visitor must sign in first.
 var errSignIn = errors.New("sign in to see this page")
 
-// login returns the signed-in login of the request, or "".
-func (a *Access) login(r *http.Request) string {
+// SignIn is one forge's OAuth2 sign-in.
+type SignIn struct {
+	// Forge is the forge's name (Project.Forge of its projects).
+	Forge string
+	// OAuth is the forge's OAuth2 application.
+	OAuth *oauth2.Config
+	// UserURL is the forge API's "current user" endpoint, read with the
+	// person's token; LoginField is the JSON field holding the login.
+	UserURL    string
+	LoginField string
+}
+
+// signIn is the sign-in of forge, or, for "", the only one; nil if none.
+func (a *Access) signIn(forge string) *SignIn {
+	for i, s := range a.SignIns {
+		if s.Forge == forge || forge == "" && len(a.SignIns) == 1 {
+			return &a.SignIns[i]
+		}
+	}
+	return nil
+}
+
+// logins returns the request's signed-in logins by forge (nil: nobody).
+func (a *Access) logins(r *http.Request) map[string]string {
 	var s session
 	if !a.readCookie(r, sessionCookie, &s) {
-		return ""
+		return nil
 	}
-	return s.Login
+	return s.Logins
+}
+
+// login returns who the request is signed in as, for the header and the
+// sign-out form: "login" on one forge, "forge:login, ..." on several; "" when
+// nobody.
+func (a *Access) login(r *http.Request) string {
+	ls := a.logins(r)
+	if len(ls) == 1 {
+		for _, l := range ls {
+			return l
+		}
+	}
+	var all []string
+	for _, f := range slices.Sorted(maps.Keys(ls)) {
+		all = append(all, f+":"+ls[f])
+	}
+	return strings.Join(all, ", ")
 }
 
 // allow tells whether the request may read project p: nil, errSignIn for an
@@ -79,9 +117,9 @@ func (a *Access) allow(r *http.Request, p forges.Project) error {
 	if a == nil || (a.Public != nil && a.Public(p)) {
 		return nil
 	}
-	who := a.login(r)
+	who := a.logins(r)[p.Forge]
 	if who == "" {
-		return errSignIn
+		return errSignIn // on p's forge: a sign-in elsewhere says nothing here
 	}
 	perm, err := a.Permission(r.Context(), p, who)
 	if err != nil {
@@ -99,10 +137,11 @@ func (a *Access) admin(r *http.Request) string {
 	if a == nil {
 		return ""
 	}
-	who := a.login(r)
-	for _, x := range a.Admins {
-		if who != "" && strings.EqualFold(x, who) {
-			return who
+	for f, who := range a.logins(r) {
+		for _, x := range a.Admins {
+			if strings.EqualFold(x, who) || strings.EqualFold(x, f+":"+who) {
+				return a.login(r)
+			}
 		}
 	}
 	return ""
@@ -115,17 +154,20 @@ const csrfField = "csrf"
 // that show no project's data, such as the agents screen).
 func (a *Access) signedIn(r *http.Request) bool { return a == nil || a.login(r) != "" }
 
+// loginPage sends the visitor to the OAuth2 application of the forge named
+// by ?forge= (optional when there is one).
 func (a *Access) loginPage(w http.ResponseWriter, r *http.Request) {
-	if a.OAuth == nil {
-		http.Error(w, "sign-in is not configured: set ALFRED_OAUTH_CLIENT_ID and ALFRED_OAUTH_CLIENT_SECRET", http.StatusServiceUnavailable)
+	in := a.signIn(r.URL.Query().Get("forge"))
+	if in == nil {
+		http.Error(w, "sign-in is not configured for this forge: set its ALFRED_OAUTH_CLIENT_ID and ALFRED_OAUTH_CLIENT_SECRET", http.StatusServiceUnavailable)
 		return
 	}
 	state := rand.Text()
-	if err := a.setCookie(w, r, stateCookie, oauthState{State: state, Next: safeNext(r.URL.Query().Get("next"))}, stateTTL); err != nil {
+	if err := a.setCookie(w, r, stateCookie, oauthState{State: state, Forge: in.Forge, Next: safeNext(r.URL.Query().Get("next"))}, stateTTL); err != nil {
 		http.Error(w, "sign-in failed: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
-	http.Redirect(w, r, a.OAuth.AuthCodeURL(state), http.StatusFound)
+	http.Redirect(w, r, in.OAuth.AuthCodeURL(state), http.StatusFound)
 }
 
 func (a *Access) callback(w http.ResponseWriter, r *http.Request) {
@@ -135,21 +177,31 @@ func (a *Access) callback(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "sign-in failed: the state does not match; try again", http.StatusBadRequest)
 		return
 	}
+	in := a.signIn(st.Forge)
+	if in == nil || in.Forge != st.Forge {
+		http.Error(w, "sign-in failed: no sign-in for that forge any more; try again", http.StatusBadRequest)
+		return
+	}
 	ctx := r.Context()
 	if a.Client != nil {
 		ctx = context.WithValue(ctx, oauth2.HTTPClient, a.Client)
 	}
-	tok, err := a.OAuth.Exchange(ctx, r.URL.Query().Get("code"))
+	tok, err := in.OAuth.Exchange(ctx, r.URL.Query().Get("code"))
 	if err != nil {
 		http.Error(w, "sign-in failed: the forge refused the code", http.StatusBadGateway)
 		return
 	}
-	who, err := a.whoIs(ctx, tok)
+	who, err := in.whoIs(ctx, tok)
 	if err != nil {
 		http.Error(w, "sign-in failed: the forge did not say who you are", http.StatusBadGateway)
 		return
 	}
-	if err := a.setCookie(w, r, sessionCookie, session{Login: who}, int(sessionTTL.Seconds())); err != nil {
+	logins := maps.Clone(a.logins(r)) // signed in on this forge too
+	if logins == nil {
+		logins = map[string]string{}
+	}
+	logins[in.Forge] = who
+	if err := a.setCookie(w, r, sessionCookie, session{Logins: logins}, int(sessionTTL.Seconds())); err != nil {
 		http.Error(w, "sign-in failed: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
@@ -158,7 +210,7 @@ func (a *Access) callback(w http.ResponseWriter, r *http.Request) {
 }
 
 // whoIs reads the login of the token's owner from the forge.
-func (a *Access) whoIs(ctx context.Context, tok *oauth2.Token) (string, error) {
+func (a *SignIn) whoIs(ctx context.Context, tok *oauth2.Token) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.UserURL, nil)
 	if err != nil {
 		return "", err
@@ -228,5 +280,9 @@ func (d Deps) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(http.StatusUnauthorized)
-	render(w, d.Logger, "signin.html", map[string]string{"Next": safeNext(r.URL.RequestURI())})
+	var forges []string
+	for _, s := range d.Access.SignIns {
+		forges = append(forges, s.Forge)
+	}
+	render(w, d.Logger, "signin.html", map[string]any{"Next": safeNext(r.URL.RequestURI()), "Forges": forges})
 }

@@ -27,12 +27,13 @@ import (
 // session is the signed-in person, in the session cookie; the cookie's
 // signed timestamp makes it expire after sessionTTL.
 type session struct {
-	Login string `json:"l"`
+	Logins map[string]string `json:"ls"` // by forge
 }
 
 // oauthState is the sign-in in progress, in the state cookie.
 type oauthState struct {
 	State string `json:"s"`
+	Forge string `json:"f"`
 	Next  string `json:"n"`
 }
 

@@ -15,7 +15,7 @@ import (
 func signedCookie(t *testing.T, a *Access, login string) *http.Cookie {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	if err := a.setCookie(rec, httptest.NewRequest("GET", "/", nil), sessionCookie, session{Login: login}, 60); err != nil {
+	if err := a.setCookie(rec, httptest.NewRequest("GET", "/", nil), sessionCookie, session{Logins: map[string]string{"forgejo": login}}, 60); err != nil {
 		t.Fatal(err)
 	}
 	return rec.Result().Cookies()[0]
@@ -95,7 +95,7 @@ func TestSessionKeyRotation(t *testing.T) {
 	legacy := &http.Cookie{Name: sessionCookie, Value: "YWxpY2V8OTk5OTk5OTk5OXxzaWc"}
 	// A state cookie is not a session, even signed with the right key.
 	rec := httptest.NewRecorder()
-	keyed(newKey).setCookie(rec, httptest.NewRequest("GET", "/", nil), stateCookie, session{Login: "alice"}, 60)
+	keyed(newKey).setCookie(rec, httptest.NewRequest("GET", "/", nil), stateCookie, session{Logins: map[string]string{"forgejo": "alice"}}, 60)
 	swapped := rec.Result().Cookies()[0]
 	swapped.Name = sessionCookie
 

@@ -63,9 +63,10 @@ func newOAuthForge(t *testing.T) *oauthForge {
 
 func (f *oauthForge) access(pages string, perms map[string]forges.Permission, public ...string) *Access {
 	return &Access{
-		OAuth: &oauth2.Config{ClientID: "alfred-app", ClientSecret: "app-secret", RedirectURL: pages + "/oauth/callback",
-			Endpoint: oauth2.Endpoint{AuthURL: f.srv.URL + "/login/oauth/authorize", TokenURL: f.srv.URL + "/login/oauth/access_token"}},
-		UserURL: f.srv.URL + "/api/v1/user", LoginField: "login",
+		SignIns: []SignIn{{Forge: "forgejo",
+			OAuth: &oauth2.Config{ClientID: "alfred-app", ClientSecret: "app-secret", RedirectURL: pages + "/oauth/callback",
+				Endpoint: oauth2.Endpoint{AuthURL: f.srv.URL + "/login/oauth/authorize", TokenURL: f.srv.URL + "/login/oauth/access_token"}},
+			UserURL: f.srv.URL + "/api/v1/user", LoginField: "login"}},
 		Permission: func(_ context.Context, p forges.Project, login string) (forges.Permission, error) {
 			return perms[login], nil
 		},
@@ -174,5 +175,68 @@ func TestPublicProjectsNeedNoSignIn(t *testing.T) {
 	srv := serve(t, d)
 	if code, body := get(t, srv.URL+"/runs/"+f.fresh); code != 200 || !strings.Contains(body, "5f2c-native-1") {
 		t.Fatalf("public project run page: %d", code)
+	}
+}
+
+// TestSignInPerForge: with two forges, a person signs in on each with its
+// own OAuth2 application; a sign-in on one says nothing about the projects
+// of the other, and the second sign-in keeps the first.
+func TestSignInPerForge(t *testing.T) {
+	f := newFixture(t)
+	fj, gh := newOAuthForge(t), newOAuthForge(t)
+	d := f.deps()
+	var h http.Handler
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
+	t.Cleanup(srv.Close)
+	asked := map[string]string{} // forge -> login the permission was asked for
+	a := fj.access(srv.URL, nil)
+	a.SignIns = append(a.SignIns, gh.access(srv.URL, nil).SignIns[0])
+	a.SignIns[1].Forge = "github"
+	a.Permission = func(_ context.Context, p forges.Project, login string) (forges.Permission, error) {
+		asked[p.Forge] = login
+		if p.Forge == "forgejo" && login == "alice" || p.Forge == "github" && login == "alice-gh" {
+			return forges.PermissionRead, nil
+		}
+		return forges.PermissionNone, nil
+	}
+	d.Access = a
+	h = serve(t, d).Config.Handler
+	jar, _ := cookiejar.New(nil)
+	client := &http.Client{Jar: jar}
+	get := func(u string) (int, string) {
+		t.Helper()
+		resp, err := client.Get(srv.URL + u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body := get("/runs/" + f.fresh)
+	if code != 401 || !strings.Contains(body, "/login?forge=forgejo") || !strings.Contains(body, "/login?forge=github") {
+		t.Fatalf("anonymous: %d, want a sign-in link per forge:\n%s", code, body)
+	}
+	if code, _ := get("/login?forge=forgejo&next=/runs/" + f.fresh); code != 200 {
+		t.Fatalf("alice on forgejo, her run page: %d", code)
+	}
+	if code, _ := get("/projects/github/acme/rocket"); code != 401 {
+		t.Fatalf("a GitHub project with a Forgejo sign-in only: %d, want the sign-in page", code)
+	}
+	if asked["github"] != "" {
+		t.Fatalf("GitHub was asked about the Forgejo login %q", asked["github"])
+	}
+	gh.who = "alice-gh"
+	if code, _ := get("/login?forge=github&next=/projects/github/acme/rocket"); code != 404 {
+		t.Fatalf("after signing in on GitHub too: %d, want 404 (allowed, and the project has no records)", code)
+	}
+	if asked["github"] != "alice-gh" {
+		t.Fatalf("GitHub asked about %q, want alice-gh", asked["github"])
+	}
+	if code, _ := get("/runs/" + f.fresh); code != 200 {
+		t.Fatalf("the Forgejo sign-in was lost by the GitHub one: %d", code)
+	}
+	if code, _ := get("/login?forge=gitlab"); code != 503 {
+		t.Fatalf("a forge without sign-in: %d", code)
 	}
 }

@@ -259,7 +259,7 @@ func (d Deps) overview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	vis := d.visible(r)
-	data.SignIn = d.Access != nil && d.Access.OAuth != nil && d.Access.login(r) == ""
+	data.SignIn = d.Access != nil && len(d.Access.SignIns) > 0 && d.Access.login(r) == ""
 	data.Form = d.filterForm("/", q, vis)
 	if data.Sections, err = d.sections(q.mailboxFilter(vis)); err != nil {
 		d.listError(w, r, err)

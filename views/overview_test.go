@@ -332,6 +332,9 @@ func signedInClient(t *testing.T, d Deps, who string, reads map[string][]string,
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
 	t.Cleanup(srv.Close)
 	d.Access = provider.access(srv.URL, nil, public...)
+	gh := d.Access.SignIns[0] // the fixture's projects are on two forges
+	gh.Forge = "github"
+	d.Access.SignIns = append(d.Access.SignIns, gh)
 	d.Access.Permission = func(_ context.Context, p forges.Project, login string) (forges.Permission, error) {
 		for _, x := range reads[login] {
 			if x == p.Forge+"/"+p.FullName() {
@@ -353,9 +356,12 @@ func signedInClient(t *testing.T, d Deps, who string, reads map[string][]string,
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	if who != "" {
-		if code, _ := get(srv.URL + "/login?next=/"); code != 200 {
-			t.Fatalf("%s signs in: %d", who, code)
+	for _, forge := range []string{"forgejo", "github"} {
+		if who == "" {
+			break
+		}
+		if code, _ := get(srv.URL + "/login?forge=" + forge + "&next=/"); code != 200 {
+			t.Fatalf("%s signs in on %s: %d", who, forge, code)
 		}
 	}
 	return srv.URL, get

@@ -13,7 +13,7 @@ import (
 func BenchmarkRender(b *testing.B) {
 	a := &Access{Key: []byte("k1")}
 	rec := httptest.NewRecorder()
-	if err := a.setCookie(rec, httptest.NewRequest("GET", "/", nil), sessionCookie, session{Login: "alice"}, 60); err != nil {
+	if err := a.setCookie(rec, httptest.NewRequest("GET", "/", nil), sessionCookie, session{Logins: map[string]string{"forgejo": "alice"}}, 60); err != nil {
 		b.Fatal(err)
 	}
 	d := Deps{Access: a, Logger: slog.New(slog.DiscardHandler)}

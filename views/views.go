@@ -139,16 +139,19 @@ type homeData struct {
 	Version string
 	Missing []string
 	Entries []config.Entry
-	Webhook string
+	// Webhooks are the forges and the URL each delivers its webhooks to.
+	Webhooks []webhookURL
 }
+
+type webhookURL struct{ Forge, Kind, URL, Path string }
 
 func (d Deps) home(w http.ResponseWriter, r *http.Request) {
 	data := homeData{Version: d.Version}
 	if d.Config != nil {
 		data.Missing = d.Config.Missing()
 		data.Entries = d.Config.Describe()
-		if d.Config.ForgeName != "" {
-			data.Webhook = "/webhooks/" + d.Config.ForgeName
+		for _, f := range d.Config.Forges {
+			data.Webhooks = append(data.Webhooks, webhookURL{Forge: f.Name, Kind: f.Kind, URL: f.URL, Path: "/webhooks/" + f.Name})
 		}
 	}
 	d.render(w, r, "config.html", data)

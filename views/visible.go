@@ -82,18 +82,20 @@ func (c *permCache) sweep(now time.Time) {
 
 // visible is the access check of the lists, for the state store's filters:
 // nil (every project) without access control; else the public projects and,
-// for a signed-in person, the projects the forge lets them read.
+// for a signed-in person, the projects each forge they signed in on lets
+// them read.
 func (d Deps) visible(r *http.Request) func(forge, owner, project string) bool {
 	a := d.Access
 	if a == nil {
 		return nil
 	}
-	who := a.login(r)
+	logins := a.logins(r)
 	return func(forge, owner, project string) bool {
 		p := forges.Project{Forge: forge, Owner: owner, Name: project}
 		if a.Public != nil && a.Public(p) {
 			return true
 		}
+		who := logins[forge] // the person's login on the project's forge
 		if who == "" || a.Permission == nil {
 			return false
 		}

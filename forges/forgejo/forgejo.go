@@ -674,4 +674,6 @@ func (f *Forge) CloneURL(ctx context.Context, p forges.Project) (string, error) 
 }
 
 // GitCredentials are Options.Username and the token.
-func (f *Forge) GitCredentials() (username, password string) { return f.username, f.token }
+func (f *Forge) GitCredentials(context.Context, forges.Project) (username, password string, err error) {
+	return f.username, f.token, nil
+}

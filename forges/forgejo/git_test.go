@@ -73,7 +73,10 @@ func TestFakeServesGit(t *testing.T) {
 		t.Fatal(err)
 	}
 	u, _ := url.Parse(clone)
-	user, pass := f.GitCredentials()
+	user, pass, err := f.GitCredentials(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
 	u.User = url.UserPassword(user, pass)
 
 	work := filepath.Join(tmp, "work")

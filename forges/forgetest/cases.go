@@ -54,8 +54,8 @@ func testIdentity(t *testing.T, h Harness) {
 	if u, err := f.CloneURL(ctx, p); err != nil || u != w.CloneURL {
 		t.Errorf("CloneURL = %q, %v; want %q", u, err, w.CloneURL)
 	}
-	if u, pw := f.GitCredentials(); u != w.GitUsername || pw != w.GitPassword {
-		t.Errorf("GitCredentials = %q, (secret); want %q and the configured token", u, w.GitUsername)
+	if u, pw, err := f.GitCredentials(ctx, p); err != nil || u != w.GitUsername || pw != w.GitPassword {
+		t.Errorf("GitCredentials = %q, (secret), %v; want %q and the configured token", u, err, w.GitUsername)
 	}
 }
 

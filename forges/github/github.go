@@ -2,12 +2,23 @@
 // Enterprise Server, on go-github. It owns everything GitHub-specific: the REST
 // calls, their pagination, rate-limit and 5xx back-off, and the parsing of
 // GitHub's webhook deliveries into normalized forges.Events.
+//
+// It authenticates in one of two ways. With a personal access token
+// (Options.Token), every call and git over HTTPS use that token, and the bot
+// is the token's account. As a GitHub App (Options.AppID and
+// Options.PrivateKeyPath, app.go), the /app endpoints are called with a JWT
+// signed by the App's private key, every call about a repository with a token
+// of the App's installation on that repository (found once per repository,
+// minted by ghinstallation and cached until a minute before it expires), git
+// uses that token too, and the bot is the App's bot user "<slug>[bot]": its
+// comments and assignments are the bot's own.
 package github
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -24,8 +35,19 @@ type Options struct {
 	// Server host (its /api/v3/ is added) or any URL ending in /api/v3/, or a
 	// test server's URL.
 	BaseURL string
-	// Token is a personal access token, or an installation token of a GitHub App.
+	// Token is a personal access token (classic or fine-grained). Leave it
+	// empty when AppID is set.
 	Token string
+	// AppID, when set, authenticates as this GitHub App instead of with
+	// Token (see the package comment).
+	AppID int64
+	// PrivateKeyPath is the file holding the App's private key (the .pem
+	// GitHub generates), read once by New. The key is never logged nor put
+	// in an error.
+	PrivateKeyPath string
+	// InstallationID, when set, is the App installation every repository
+	// uses, instead of asking GitHub for the installation of each repository.
+	InstallationID int64
 	// HTTPClient carries the requests; its Transport is wrapped with Retry.
 	// Nil uses a new client on http.DefaultTransport.
 	HTTPClient *http.Client
@@ -34,12 +56,16 @@ type Options struct {
 	Retry forges.RetryPolicy
 	// PerPage is the page size of list calls (default 100, GitHub's maximum).
 	PerPage int
+	// Logger receives what happens to the App's installations (nil:
+	// slog.Default()).
+	Logger *slog.Logger
 }
 
 // Forge talks to one GitHub (or GitHub Enterprise) instance.
 type Forge struct {
 	client  *gh.Client
 	token   string
+	app     *app // nil with a personal access token
 	perPage int
 
 	meMu sync.Mutex // guards me
@@ -48,36 +74,72 @@ type Forge struct {
 
 var _ forges.Forge = (*Forge)(nil)
 
-// New builds a GitHub forge from opts.
+// New builds a GitHub forge from opts. In App mode it reads the private key;
+// it makes no request.
 func New(opts Options) (*Forge, error) {
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
 	hc := &http.Client{}
 	if opts.HTTPClient != nil {
 		c := *opts.HTTPClient
 		hc = &c
 	}
-	next := hc.Transport
-	if next == nil {
-		next = http.DefaultTransport
+	hc.Transport = opts.Retry.Transport(hc.Transport) // the one retry layer, under everything
+	f := &Forge{token: opts.Token, perPage: orDefault(opts.PerPage, 100)}
+	if opts.AppID != 0 {
+		a, err := newApp(opts, hc)
+		if err != nil {
+			return nil, err
+		}
+		f.app = a
+		c := *hc
+		c.Transport = &installationAuth{app: a, next: hc.Transport}
+		hc = &c
 	}
-	hc.Transport = opts.Retry.Transport(next)
+	client, err := newClient(opts.BaseURL, hc, opts.Token)
+	if err != nil {
+		return nil, err
+	}
+	f.client = client
+	return f, nil
+}
 
+// check refuses options that mix the two ways of authenticating.
+func (o Options) check() error {
+	switch {
+	case o.AppID < 0 || o.InstallationID < 0:
+		return fmt.Errorf("github: App id %d and installation id %d: ids are positive numbers", o.AppID, o.InstallationID)
+	case o.AppID == 0 && (o.PrivateKeyPath != "" || o.InstallationID != 0):
+		return errors.New("github: a GitHub App private key or installation is set without the App id: set the App id too")
+	case o.AppID != 0 && o.Token != "":
+		return fmt.Errorf("github: both a token and GitHub App %d are configured: keep only one of them", o.AppID)
+	}
+	return nil
+}
+
+// newClient is a go-github client on hc for the API at base (empty:
+// github.com), sending token when one is given.
+func newClient(base string, hc *http.Client, token string) (*gh.Client, error) {
 	clientOpts := []gh.ClientOptionsFunc{
 		gh.WithHTTPClient(hc),
 		gh.WithUserAgent("alfred"),
 		// Rate limits are waited out by the retry policy, not refused up front.
 		gh.WithDisableRateLimitCheck(),
 	}
-	if opts.Token != "" {
-		clientOpts = append(clientOpts, gh.WithAuthToken(opts.Token))
+	if token != "" {
+		clientOpts = append(clientOpts, gh.WithAuthToken(token))
 	}
-	if opts.BaseURL != "" {
-		base := opts.BaseURL
+	if base != "" {
 		if !strings.HasSuffix(base, "/") {
 			base += "/"
 		}
 		u, err := url.Parse(base)
 		if err != nil || u.Host == "" {
-			return nil, fmt.Errorf("github base url %q: not an absolute URL", opts.BaseURL)
+			return nil, fmt.Errorf("github base url %q: not an absolute URL", strings.TrimSuffix(base, "/"))
 		}
 		clientOpts = append(clientOpts, gh.WithEnterpriseURLs(base, base))
 	}
@@ -85,7 +147,7 @@ func New(opts Options) (*Forge, error) {
 	if err != nil {
 		return nil, fmt.Errorf("github client: %w", err)
 	}
-	return &Forge{client: client, token: opts.Token, perPage: orDefault(opts.PerPage, 100)}, nil
+	return client, nil
 }
 
 func orDefault[T comparable](v, def T) T {
@@ -99,12 +161,22 @@ func orDefault[T comparable](v, def T) T {
 // Kind is forges.GitHub.
 func (f *Forge) Kind() forges.Kind { return forges.GitHub }
 
-// Me is the account the token belongs to; it is asked once and remembered.
+// Me is the account the token belongs to, or in App mode the App's bot
+// user ("<slug>[bot]", ID 0: GET /app does not give the bot user's id); it is
+// asked once and remembered.
 func (f *Forge) Me(ctx context.Context) (forges.User, error) {
 	f.meMu.Lock()
 	defer f.meMu.Unlock()
 	if f.me != nil {
 		return *f.me, nil
+	}
+	if f.app != nil {
+		me, err := f.app.bot(ctx)
+		if err != nil {
+			return forges.User{}, err
+		}
+		f.me = &me
+		return me, nil
 	}
 	u, _, err := f.client.Users.Get(ctx, "")
 	if err != nil {
@@ -184,9 +256,21 @@ func (f *Forge) BranchExists(ctx context.Context, p forges.Project, branch strin
 }
 
 // GitCredentials are "x-access-token" and the token, which GitHub accepts
-// for git over HTTPS with personal access tokens and App installation tokens alike.
-func (f *Forge) GitCredentials() (username, password string) {
-	return "x-access-token", f.token
+// for git over HTTPS with personal access tokens and App installation tokens
+// alike. In App mode the token is the one of the installation on p, valid
+// for at least a minute more, and p must be named.
+func (f *Forge) GitCredentials(ctx context.Context, p forges.Project) (username, password string, err error) {
+	if f.app == nil {
+		return "x-access-token", f.token, nil
+	}
+	if p.Owner == "" || p.Name == "" {
+		return "", "", fmt.Errorf("git credentials of GitHub App %d: no repository named, and its tokens are per repository", f.app.id)
+	}
+	token, err := f.app.token(ctx, p)
+	if err != nil {
+		return "", "", err
+	}
+	return "x-access-token", token, nil
 }
 
 // answer is the HTTP answer an SDK error came with, nil for none.
@@ -209,7 +293,12 @@ func isNotFound(err error) bool {
 	return resp != nil && resp.StatusCode == http.StatusNotFound
 }
 
-// wrap adds what was being done to err, classified by its answer (forges.Classify).
+// wrap adds what was being done to err, classified by its answer
+// (forges.Classify). A refusal of the App's credentials is already worded
+// and classified: it is kept as it is, without the request that met it.
 func wrap(err error, format string, args ...any) error {
+	if ae, ok := errors.AsType[*appError](err); ok {
+		return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ae)
+	}
 	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), forges.Classify(answer(err), err))
 }

@@ -185,7 +185,9 @@ func (f *Forge) project(ctx context.Context, p forges.Project) (*gl.Project, err
 
 // GitCredentials are "oauth2" and the token, which GitLab accepts for any
 // kind of access token over HTTPS.
-func (f *Forge) GitCredentials() (username, password string) { return "oauth2", f.token }
+func (f *Forge) GitCredentials(context.Context, forges.Project) (username, password string, err error) {
+	return "oauth2", f.token, nil
+}
 
 // pid is the project id the SDK escapes into the path: "group/sub/name".
 func pid(p forges.Project) string { return p.FullName() }

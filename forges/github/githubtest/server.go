@@ -2,8 +2,10 @@
 // API version 2022-11-28) that forges/github uses, on an httptest server: one
 // repository, its issues, pull requests, comments, labels, branches, reviews,
 // commit statuses and check runs, seeded directly and changed through the API.
-// Tests of forges/github and of anything driving a GitHub forge run against
-// it.
+// With EnableApp it is also a GitHub App's side of GitHub (app.go): the App
+// endpoints, JWTs checked with the App's public key, installation tokens
+// that expire, and an installation that can be revoked. Tests of
+// forges/github and of anything driving a GitHub forge run against it.
 package githubtest
 
 import (
@@ -49,6 +51,8 @@ type Server struct {
 	failNext  []int                     // statuses to answer next
 	hang      int
 	requests  int
+	app       *fakeApp // nil until EnableApp
+	caller    string   // who the request being answered authenticated as
 }
 
 // fakeIssue is an issue or, when pr is set, a pull request (GitHub numbers both alike).
@@ -211,23 +215,15 @@ func created(body any) reply { return reply{status: http.StatusCreated, body: bo
 // route dispatches on the escaped path, so that branch and label names with
 // '/' or ':' stay one segment.
 func (f *Server) route(r *http.Request) reply {
-	if r.Header.Get("Authorization") != "Bearer "+f.token {
-		return errReply(http.StatusUnauthorized, "Bad credentials")
-	}
-	raw, found := strings.CutPrefix(r.URL.EscapedPath(), "/api/v3/")
-	if !found {
-		return notFound
-	}
-	var seg []string
-	for _, s := range strings.Split(strings.TrimSuffix(raw, "/"), "/") {
-		u, err := url.PathUnescape(s)
-		if err != nil {
-			return errReply(http.StatusBadRequest, "bad path")
-		}
-		seg = append(seg, u)
+	seg, rep, done := f.admit(r)
+	if done {
+		return rep
 	}
 	m := r.Method
 	if len(seg) == 1 && seg[0] == "user" && m == http.MethodGet {
+		if f.caller != f.bot {
+			return errReply(http.StatusForbidden, "Resource not accessible by integration")
+		}
 		return ok(f.userJSON(f.bot))
 	}
 	if len(seg) < 3 || seg[0] != "repos" || seg[1] != f.owner || seg[2] != f.repo {
@@ -277,6 +273,49 @@ func (f *Server) route(r *http.Request) reply {
 		return f.checkRuns(r, rest[1])
 	}
 	return notFound
+}
+
+// admit splits the path under /api/v3/ into unescaped segments, answers the
+// App endpoints (done), and otherwise authenticates the caller (f.caller).
+func (f *Server) admit(r *http.Request) (seg []string, rep reply, done bool) {
+	raw, found := strings.CutPrefix(r.URL.EscapedPath(), "/api/v3/")
+	if !found {
+		return nil, notFound, true
+	}
+	for _, s := range strings.Split(strings.TrimSuffix(raw, "/"), "/") {
+		u, err := url.PathUnescape(s)
+		if err != nil {
+			return nil, errReply(http.StatusBadRequest, "bad path"), true
+		}
+		seg = append(seg, u)
+	}
+	if rep, isApp := f.appRoute(r, seg); isApp {
+		return nil, rep, true
+	}
+	if f.caller = f.authenticate(r); f.caller == "" {
+		return nil, errReply(http.StatusUnauthorized, "Bad credentials"), true
+	}
+	return seg, reply{}, false
+}
+
+// authenticate is the login the request's token belongs to: the bot for
+// the personal token, the App's bot user for a live installation token
+// ("Bearer" or "token" scheme alike), "" for anything else. mu held.
+func (f *Server) authenticate(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	token, found := strings.CutPrefix(h, "Bearer ")
+	if !found {
+		token, _ = strings.CutPrefix(h, "token ")
+	}
+	switch {
+	case token == "":
+		return ""
+	case token == f.token:
+		return f.bot
+	case f.appToken(token):
+		return f.appBot()
+	}
+	return ""
 }
 
 // page slices items by ?page and ?per_page (default 30, capped at MaxPerPage)
@@ -485,7 +524,7 @@ func (f *Server) createComment(r *http.Request, is *fakeIssue) reply {
 	if err := decodeBody(r, &in); err != nil || in.Body == nil {
 		return invalid("Invalid request.\n\n\"body\" wasn't supplied.")
 	}
-	return created(f.commentJSON(f.addComment(is.number, f.bot, *in.Body)))
+	return created(f.commentJSON(f.addComment(is.number, f.caller, *in.Body)))
 }
 
 func (f *Server) editComment(r *http.Request, s string) reply {
@@ -606,7 +645,7 @@ func (f *Server) createPull(r *http.Request) reply {
 			return invalid(fmt.Sprintf("Validation Failed: A pull request already exists for %s:%s.", f.owner, in.Head))
 		}
 	}
-	is := &fakeIssue{number: f.nextNumber(), title: in.Title, body: in.Body, state: "open", author: f.bot,
+	is := &fakeIssue{number: f.nextNumber(), title: in.Title, body: in.Body, state: "open", author: f.caller,
 		updated: f.tick(), pr: &fakePull{head: in.Head, base: in.Base, sha: sha}}
 	f.issues[is.number] = is
 	return created(f.pullJSON(is))
@@ -699,10 +738,18 @@ func (f *Server) userJSON(login string) map[string]any {
 		id = id*31 + int64(c)
 	}
 	return map[string]any{
-		"login": login, "id": id%1_000_000 + 1, "node_id": "MDQ6VXNlcjE=", "type": "User", "site_admin": false,
+		"login": login, "id": id%1_000_000 + 1, "node_id": "MDQ6VXNlcjE=", "type": userType(login), "site_admin": false,
 		"html_url": f.srv.URL + "/" + login, "url": f.baseURL() + "users/" + login,
 		"avatar_url": "https://avatars.githubusercontent.com/u/1?v=4",
 	}
+}
+
+// userType is "Bot" for an App's bot user, as GitHub says.
+func userType(login string) string {
+	if strings.HasSuffix(login, "[bot]") {
+		return "Bot"
+	}
+	return "User"
 }
 
 func (f *Server) repoJSON() map[string]any {

@@ -1,0 +1,83 @@
+package bot
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/alchemic-studio/alfred/forges"
+	"github.com/alchemic-studio/alfred/state"
+)
+
+// TestTwoForgesOneEngine: one engine works on a Forgejo and a GitLab at
+// once. The same owner, project and issue number on both are two mailboxes,
+// each forge hears only about its own issue, in its own bot account's name,
+// and the bot's own comment on one forge is its own there.
+func TestTwoForgesOneEngine(t *testing.T) {
+	g := newGitForge(t, "alfred", "tok-s3cret") // memForge's git credentials
+	g.seed(t, "alice", "demo")
+	gl := newMemForge(g)
+	gl.me = "alfred-gl"
+	gl.perms = map[string]forges.Permission{"alice": forges.PermissionWrite, "alfred-gl": forges.PermissionAdmin}
+	glOrg := orgSetting("AGENT_ADAPTER", "fake")
+	glOrg.Forge = "gitlab"
+	h := newHarness(t, func(s *setup) { s.second, s.settings = gl, append(s.settings, glOrg) })
+
+	h.openIssue(1, "Add a greeting", "type::task")
+	glProject := forges.Project{Forge: "gitlab", Owner: "alice", Name: "demo"}
+	glIssue := forges.Target{Project: glProject, Kind: forges.TargetIssue, Number: 1}
+	gl.mu.Lock()
+	gl.issues[1] = &forges.Issue{Number: 1, Title: "Add a farewell", Body: "Please add a farewell.", State: "open", Author: "alice",
+		Labels: []string{"type::task"}, Assignees: []string{"alfred-gl"}, URL: "http://gitlab.test/alice/demo/-/issues/1"}
+	gl.mu.Unlock()
+
+	var wg sync.WaitGroup // both webhooks at the same time
+	for _, ev := range []forges.Event{
+		{Type: forges.EventIssueAssigned, Actor: "alice", Assignee: "alfred", Target: h.issueTarget(1), Labels: []string{"type::task"}},
+		{Type: forges.EventIssueAssigned, Actor: "alice", Assignee: "alfred-gl", Target: glIssue, Labels: []string{"type::task"}},
+	} {
+		wg.Add(1)
+		go func() { defer wg.Done(); h.send(ev) }()
+	}
+	wg.Wait()
+
+	fj := h.waitStatus(1, StatusWaitingValidation)
+	glKey := state.MailboxKey{Forge: "gitlab", Owner: "alice", Project: "demo", Kind: state.KindIssue, IID: 1}
+	var glmb state.Mailbox
+	waitUntil(t, func() bool { // the GitLab issue waits for validation too
+		glmb, _ = h.store.Mailbox(glKey)
+		return glmb.Status == string(StatusWaitingValidation) && glmb.ActiveRunID == ""
+	})
+	if fj.ID == glmb.ID || !strings.HasPrefix(glmb.ID, "gitlab/") || !strings.HasPrefix(fj.ID, "forgejo/") {
+		t.Fatalf("mailbox ids %q and %q: want one per forge", fj.ID, glmb.ID)
+	}
+	for _, c := range []struct {
+		f     *memForge
+		me    string
+		title string
+	}{{h.forge, "alfred", "Add a greeting"}, {gl, "alfred-gl", "Add a farewell"}} {
+		comments, _ := c.f.Comments(context.Background(), forges.Target{Kind: forges.TargetIssue, Number: 1})
+		if len(comments) == 0 {
+			t.Fatalf("forge of %s: no comment on its issue", c.me)
+		}
+		for _, cm := range comments {
+			if cm.Author != c.me {
+				t.Errorf("forge of %s: comment by %q", c.me, cm.Author)
+			}
+		}
+	}
+	for _, mb := range []state.Mailbox{fj, glmb} {
+		if runs, _ := h.store.Runs(mb.ID); len(runs) != 1 || runs[0].MailboxID != mb.ID {
+			t.Fatalf("%s: runs %+v, want its one analysis", mb.ID, runs)
+		}
+	}
+	if is, _ := gl.Issue(context.Background(), glProject, 1); !strings.Contains(is.Body, "Please add a farewell.") || !strings.Contains(is.Body, "agent:section:start") {
+		t.Fatalf("GitLab issue body: %q", is.Body)
+	}
+	// The bot's comment on GitLab is its own there, under its GitLab login.
+	ev := h.send(forges.Event{Type: forges.EventCommentCreated, Actor: "alfred-gl", Target: glIssue, Comment: &forges.Comment{ID: 9, Author: "alfred-gl", Body: "a note"}})
+	if rec := h.handled(ev.DeliveryID); !strings.Contains(rec.Outcome, "the bot's own event") {
+		t.Fatalf("the bot's GitLab comment: %q", rec.Outcome)
+	}
+}

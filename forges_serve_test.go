@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alchemic-studio/alfred/forges/forgejo/forgejotest"
+	"github.com/alchemic-studio/alfred/forges/gitlab/gitlabtest"
+)
+
+// TestServeTwoForges: one process, a Forgejo (the variables) and a GitLab
+// (a [forge gl] section of the file): each has its route, parser and
+// secrets, its labels synced by name, and the home page lists both.
+func TestServeTwoForges(t *testing.T) {
+	fj, gl := forgejotest.NewServer(t), gitlabtest.NewServer(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "alfred.env")
+	conf := "[forge gl]\nALFRED_FORGE=gitlab\nALFRED_FORGE_URL=" + gl.URL() + "\nALFRED_FORGE_TOKEN=${GL_TOKEN}\nALFRED_WEBHOOK_SECRETS=gl-secret\n"
+	if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{
+		"ALFRED_CONFIG": file, "GL_TOKEN": gl.Token(), "ALFRED_STATE_DIR": filepath.Join(dir, "state.git"), "ALFRED_DATA_DIR": dir,
+		"ALFRED_FORGE": "forgejo", "ALFRED_FORGE_URL": fj.URL(), "ALFRED_FORGE_TOKEN": forgejotest.BotToken, "ALFRED_WEBHOOK_SECRETS": "fj-secret",
+		"ALFRED_RUNNER": "host",
+	}
+	glProject := "gl:" + gl.Project().FullName()
+	if code, out, errOut := alfred(t, env, "labels", "sync", "-project", glProject); code != 0 || !strings.Contains(out, "17 labels created") || len(gl.Labels()) != 17 {
+		t.Fatalf("labels sync on the GitLab: %d %q %q (%d labels there)", code, out, errOut, len(gl.Labels()))
+	}
+	if code, _, errOut := alfred(t, env, "labels", "sync", "-project", "alice/demo"); code != 2 || !strings.Contains(errOut, "several forges are configured (forgejo, gl)") {
+		t.Fatalf("a project without its forge: %d %q", code, errOut)
+	}
+
+	addr := freePort(t)
+	cmd := exec.Command(buildBinary(t), "serve", "-listen", addr, "-log-format", "json")
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	out := watch(stderr)
+	out.waitFor(t, `"msg":"serving"`, 30*time.Second)
+
+	fjBody, _ := os.ReadFile("testdata/forgejo/forgejo-7.0.16/create.json")
+	glBody, _ := os.ReadFile("testdata/gitlab/webhooks/build.json")
+	post := func(path string, body []byte, header map[string]string) int {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+path, bytes.NewReader(body))
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	signed := func(secret string) map[string]string {
+		m := hmac.New(sha256.New, []byte(secret))
+		m.Write(fjBody)
+		return map[string]string{"X-Forgejo-Event": "create", "X-Forgejo-Delivery": "d-1", "X-Forgejo-Signature": hex.EncodeToString(m.Sum(nil))}
+	}
+	for _, tc := range []struct {
+		path   string
+		body   []byte
+		header map[string]string
+		want   int
+	}{
+		{"/webhooks/forgejo", fjBody, signed("fj-secret"), http.StatusOK},
+		{"/webhooks/forgejo", fjBody, signed("gl-secret"), http.StatusUnauthorized},
+		{"/webhooks/gl", glBody, map[string]string{"X-Gitlab-Event": "Job Hook", "X-Gitlab-Token": "gl-secret"}, http.StatusOK},
+		{"/webhooks/gl", glBody, map[string]string{"X-Gitlab-Event": "Job Hook", "X-Gitlab-Token": "fj-secret"}, http.StatusUnauthorized},
+		{"/webhooks/gitlab", glBody, map[string]string{"X-Gitlab-Event": "Job Hook", "X-Gitlab-Token": "gl-secret"}, http.StatusNotFound},
+	} {
+		if got := post(tc.path, tc.body, tc.header); got != tc.want {
+			t.Errorf("POST %s (%v): %d, want %d", tc.path, tc.header, got, tc.want)
+		}
+	}
+	resp, err := http.Get("http://" + addr + "/config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"/webhooks/forgejo", "/webhooks/gl", "Forge gl (gitlab at " + gl.URL()} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("the configuration page lacks %q", want)
+		}
+	}
+	if strings.Contains(string(page), gl.Token()) || strings.Contains(string(page), "gl-secret") {
+		t.Error("the configuration page shows a secret of the GitLab forge")
+	}
+}
