@@ -299,7 +299,7 @@ func checkLabels(ctx context.Context, f forges.Forge, p forges.Project) checkLin
 	if len(differ) > 0 {
 		parts = append(parts, fmt.Sprintf("%d with another colour or description (%s)", len(differ), strings.Join(differ, ", ")))
 	}
-	return failLine(name, strings.Join(parts, "; "), "alfred labels sync -project "+p.FullName())
+	return failLine(name, strings.Join(parts, "; "), "alfred labels sync -project "+p.Forge+":"+p.FullName())
 }
 
 func (d *doctor) checkOAuth(f config.Forge) checkLine {

@@ -70,7 +70,7 @@ func TestUnknownOverridesAreListedAndFailDoctor(t *testing.T) {
 	code, out, failed = doctorLines(t, env)
 	checkDoctor(t, code, out, failed, []string{"config", "settings", "settings"})
 	for _, want := range []string{
-		`FAIL settings: project forgejo/alice/demo: BRANCH_PREFX="bot/" ignored: BRANCH_PREFX is not a setting — alfred settings unset BRANCH_PREFX -project alice/demo`,
+		`FAIL settings: project forgejo/alice/demo: BRANCH_PREFX="bot/" ignored: BRANCH_PREFX is not a setting — alfred settings unset BRANCH_PREFX -project forgejo:alice/demo`,
 		`FAIL settings: project forgejo/alice/demo: RUN_TIMEOUT="forever" ignored`,
 	} {
 		if !strings.Contains(out, want) {

@@ -229,6 +229,12 @@ func newEngine(ctx context.Context, c *config.Config, st *state.Store, fs []conn
 	if err != nil {
 		return nil, nil, err
 	}
+	if ignored := c.Ignored(); len(ignored) > 0 {
+		log.Warn("settings of a forge set without ALFRED_FORGE belong to no forge: ignored (each [forge NAME] section has its own)", "settings", ignored)
+	}
+	if err := adoptSessions(c, data, log); err != nil {
+		return nil, nil, err
+	}
 	seal, err := newSeal(c, data, log)
 	if err != nil {
 		return nil, nil, err
@@ -251,6 +257,24 @@ func newEngine(ctx context.Context, c *config.Config, st *state.Store, fs []conn
 		Logger:   log,
 	})
 	return e, runner, err
+}
+
+// adoptSessions moves the session folders of a bot that knew one forge (the
+// layout had no forge level then) under that forge: the variables' forge,
+// or the only one configured.
+func adoptSessions(c *config.Config, data string, log *slog.Logger) error {
+	forge := c.Forge.Name
+	if c.Forge.Kind == "" && len(c.Forges) == 1 {
+		forge = c.Forges[0].Name
+	}
+	if forge == "" {
+		return nil
+	}
+	moved, err := bot.SessionStore{Base: data}.Adopt(forge)
+	if moved > 0 {
+		log.Info("session folders moved under their forge", "forge", forge, "folders", moved)
+	}
+	return err
 }
 
 // settingDefaults are the per-project settings' defaults the service

@@ -222,13 +222,11 @@ func sessionStart(ls *state.LLMSession) string {
 // invoke does the work of a run and fills run (log, result, push) and the
 // llm_session record. An error means the run could not be carried out.
 func (e *Engine) invoke(ctx context.Context, mb *state.Mailbox, run *state.Run) (*agents.Result, *state.LLMSession, error) {
-	phase := agents.Phase(run.Phase)
-	sc := scopeOf(mb)
 	adapter, ok := e.cfg.Adapters[run.AdapterID]
 	if !ok {
 		return nil, nil, fmt.Errorf("no adapter %q (AGENT_ADAPTER); known: %s", run.AdapterID, strings.Join(e.adapterIDs(), ", "))
 	}
-	p := projectOf(mb)
+	phase := agents.Phase(run.Phase)
 	wt, err := e.checkout(ctx, mb, run, phase)
 	if err != nil {
 		return nil, nil, err
@@ -241,26 +239,52 @@ func (e *Engine) invoke(ctx context.Context, mb *state.Mailbox, run *state.Run) 
 	if err := agents.ExcludeWorktreeFiles(wt.Dir, adapter); err != nil {
 		return nil, nil, err
 	}
-	var conflicts []string
-	if phase == agents.PhaseConflictResolution {
-		target, err := e.on(mb.Forge).DefaultBranch(ctx, p)
-		if err != nil {
-			return nil, nil, err
-		}
-		if conflicts, err = wt.Merge(ctx, target); err != nil {
-			return nil, nil, err
-		}
-		if len(conflicts) == 0 {
-			// Resolved meanwhile, or never there: no agent, no push.
-			run.NothingToDo, run.Result = true, textNothingToResolve(target)
-			return &agents.Result{Outcome: agents.OutcomeSucceeded, Text: run.Result}, nil, nil
-		}
+	conflicts, err := e.conflicts(ctx, mb, run, wt, phase)
+	if err != nil || run.NothingToDo {
+		return &agents.Result{Outcome: agents.OutcomeSucceeded, Text: run.Result}, nil, err
 	}
 	prompt, err := e.prompt(ctx, mb, run, phase, conflicts)
 	if err != nil {
 		return nil, nil, err
 	}
+	spec, creds, err := e.runSpec(mb, run, wt, adapter)
+	if err != nil {
+		return nil, nil, err
+	}
+	ref, ls, err := e.session(ctx, mb, run, adapter, spec, creds)
+	if err != nil {
+		return nil, ls, err
+	}
+	res, err := e.callAgent(ctx, mb, run, adapter, agents.Request{Prompt: prompt, Phase: phase, Sandbox: spec, Session: ref}, ls)
+	if err != nil || res.Outcome != agents.OutcomeSucceeded || !wt.Pushable {
+		return res, ls, err
+	}
+	return res, ls, e.publish(ctx, mb, run, wt)
+}
 
+// conflicts merges the default branch into a conflict_resolution run's
+// working copy and returns the files in conflict; none means nothing to
+// resolve (run.NothingToDo: no agent, no push). Other phases have none.
+func (e *Engine) conflicts(ctx context.Context, mb *state.Mailbox, run *state.Run, wt *Worktree, phase agents.Phase) ([]string, error) {
+	if phase != agents.PhaseConflictResolution {
+		return nil, nil
+	}
+	target, err := e.on(mb.Forge).DefaultBranch(ctx, projectOf(mb))
+	if err != nil {
+		return nil, err
+	}
+	conflicts, err := wt.Merge(ctx, target)
+	if err == nil && len(conflicts) == 0 { // resolved meanwhile, or never there
+		run.NothingToDo, run.Result = true, textNothingToResolve(target)
+	}
+	return conflicts, err
+}
+
+// runSpec is the sandbox of a run: the service's base spec with the run's
+// labels, live output, working copy (read-only for text phases), network
+// and the adapter's credential mounts.
+func (e *Engine) runSpec(mb *state.Mailbox, run *state.Run, wt *Worktree, adapter agents.Adapter) (sandbox.Spec, sandbox.CredentialMounts, error) {
+	sc := scopeOf(mb)
 	spec := e.cfg.Sandbox
 	spec.Env = cloneMap(spec.Env)
 	spec.Labels = map[string]string{"alfred.run": run.ID, "alfred.mailbox": mb.ID}
@@ -268,23 +292,25 @@ func (e *Engine) invoke(ctx context.Context, mb *state.Mailbox, run *state.Run) 
 	// The working copy is always at the same place, so CLIs that bind their
 	// sessions to the cwd find them again.
 	spec.Workdir = sandbox.WorkspacePath
-	spec.Worktree = &sandbox.Mount{Host: wt.Dir, Container: sandbox.WorkspacePath, ReadOnly: phase.TextOnly()}
+	spec.Worktree = &sandbox.Mount{Host: wt.Dir, Container: sandbox.WorkspacePath, ReadOnly: agents.Phase(run.Phase).TextOnly()}
 	spec.Network = AgentNetwork.Get(e.settings, sc)
 	creds, err := sandbox.ParseCredentialMounts(AgentCredentialMounts.Get(e.settings, sc))
 	if err != nil {
-		return nil, nil, fmt.Errorf("AGENT_CREDENTIAL_MOUNTS: %w", err)
+		return spec, nil, fmt.Errorf("AGENT_CREDENTIAL_MOUNTS: %w", err)
 	}
 	spec.Credentials = creds[adapter.ID()]
-	if err := handOver(wt.Dir, spec.UID, spec.GID); err != nil {
-		return nil, nil, err
-	}
+	return spec, creds, handOver(wt.Dir, spec.UID, spec.GID)
+}
 
+// session decides the run's named session (resume, fresh, or none and
+// why) and records its llm_session before the invocation.
+func (e *Engine) session(ctx context.Context, mb *state.Mailbox, run *state.Run, adapter agents.Adapter, spec sandbox.Spec, creds sandbox.CredentialMounts) (*agents.SessionRef, *state.LLMSession, error) {
 	late, err := e.awaitDetection(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
 	decision, err := SessionResolver{History: e.store, Store: e.cfg.Sessions}.Resolve(SessionInput{
-		Mailbox: *mb, RunID: run.ID, Enabled: AgentSessionResume.Get(e.settings, sc),
+		Mailbox: *mb, RunID: run.ID, Enabled: AgentSessionResume.Get(e.settings, scopeOf(mb)),
 		Adapter: adapter.Capabilities(), AdapterID: adapter.ID(), Installation: e.installation(adapter.ID()),
 		Runner: e.cfg.Runner.Name(), Credentials: creds,
 	})
@@ -293,12 +319,12 @@ func (e *Engine) invoke(ctx context.Context, mb *state.Mailbox, run *state.Run) 
 	}
 	ls := &state.LLMSession{ID: uuid.NewString(), RunID: run.ID, MailboxID: mb.ID, AdapterID: adapter.ID(),
 		Provider: run.Provider, Model: run.Model, Outcome: "running", CreatedAt: e.now()}
-	if decision.Ref != nil {
+	if ref := decision.Ref; ref != nil {
 		if _, err := e.cfg.Sessions.Ensure(*mb, adapter.ID(), spec.UID, spec.GID); err != nil {
 			return nil, nil, err
 		}
-		ls.SessionName = &decision.Ref.Name
-		if id := decision.Ref.ResumeID; id != "" {
+		ls.SessionName = &ref.Name
+		if id := ref.ResumeID; id != "" {
 			ls.ResumeOf = &id
 		}
 	} else {
@@ -308,18 +334,21 @@ func (e *Engine) invoke(ctx context.Context, mb *state.Mailbox, run *state.Run) 
 		run.NoSession = decision.Why
 		e.log.Info("no named session", "run", run.ID, "why", decision.Why)
 	}
-	// session_name is stored before the invocation.
 	if err := e.store.Update(ctx, func(tx *state.Tx) error { return tx.PutLLMSession(*ls) }); err != nil {
 		return nil, nil, fmt.Errorf("record llm session: %w", err)
 	}
+	return decision.Ref, ls, nil
+}
 
-	// A sealed run reaches its model only through its gateway session,
-	// whose token is one more secret of the run.
+// callAgent runs the adapter, sealed behind the model gateway when it can
+// be, and records what it said and spent into run and ls, with every secret
+// of the run hidden (the gateway session's token is one more).
+func (e *Engine) callAgent(ctx context.Context, mb *state.Mailbox, run *state.Run, adapter agents.Adapter, req agents.Request, ls *state.LLMSession) (*agents.Result, error) {
 	redactRun := e.redact
-	gw, err := e.seal(run.ID, adapter, &spec)
+	gw, err := e.seal(run.ID, adapter, &req.Sandbox)
 	if err != nil {
 		ls.Outcome = string(agents.OutcomeFailed)
-		return nil, ls, err
+		return nil, err
 	}
 	if gw != nil {
 		defer e.unseal(gw, run) // on every way out; closing twice is harmless
@@ -328,42 +357,42 @@ func (e *Engine) invoke(ctx context.Context, mb *state.Mailbox, run *state.Run) 
 		}
 		redactRun = func(text string) string { return redact.Secrets(e.redact(text), []string{gw.Token()}) }
 	}
-
-	res, err := adapter.Run(ctx, agents.Request{
-		Prompt: prompt, Phase: phase, Provider: run.Provider, Model: run.Model,
-		Timeout: RunTimeout.Get(e.settings, sc), Sandbox: spec, Runner: e.cfg.Runner, Session: decision.Ref,
-	})
+	req.Provider, req.Model, req.Runner = run.Provider, run.Model, e.cfg.Runner
+	req.Timeout = RunTimeout.Get(e.settings, scopeOf(mb))
+	res, err := adapter.Run(ctx, req)
 	if gw != nil {
 		e.unseal(gw, run) // the container is gone: the token dies now, not after the push
 	}
 	if err != nil {
 		ls.Outcome = string(agents.OutcomeFailed)
-		return nil, ls, fmt.Errorf("invoke %s: %w", adapter.ID(), err)
+		return nil, fmt.Errorf("invoke %s: %w", adapter.ID(), err)
 	}
-	ls.Outcome = string(res.Outcome)
-	ls.InputTokens, ls.OutputTokens, ls.CostUSD = res.InputTokens, res.OutputTokens, res.CostUSD
-	ls.DurationMS = res.Duration.Milliseconds()
-	if decision.Ref != nil {
-		if res.NativeSessionID != "" {
-			ls.NativeSessionID = &res.NativeSessionID
-		}
-		ls.Resumed = res.Resumed
-		if res.ResumeFallback != "" {
-			reason := string(res.ResumeFallback)
-			ls.ResumeFallback = &reason
-		}
-	}
+	recordUsage(ls, res, req.Session != nil)
 	// What the agent says goes to records, comments and the merge request:
 	// an agent made to print its environment must not publish a secret.
 	res.Text = redactRun(res.Text)
-	run.Result = res.Text
-	run.Log = redactRun(attemptsLog(res))
-	if res.Outcome == agents.OutcomeSucceeded && wt.Pushable {
-		if err := e.publish(ctx, mb, run, wt); err != nil {
-			return res, ls, err
-		}
+	run.Result, run.Log = res.Text, redactRun(attemptsLog(res))
+	return res, nil
+}
+
+// recordUsage fills the llm_session of a run from its result: outcome,
+// tokens, cost and duration, and for a named session its native id and how
+// it started.
+func recordUsage(ls *state.LLMSession, res *agents.Result, named bool) {
+	ls.Outcome = string(res.Outcome)
+	ls.InputTokens, ls.OutputTokens, ls.CostUSD = res.InputTokens, res.OutputTokens, res.CostUSD
+	ls.DurationMS = res.Duration.Milliseconds()
+	if !named {
+		return
 	}
-	return res, ls, nil
+	if res.NativeSessionID != "" {
+		ls.NativeSessionID = &res.NativeSessionID
+	}
+	ls.Resumed = res.Resumed
+	if res.ResumeFallback != "" {
+		reason := string(res.ResumeFallback)
+		ls.ResumeFallback = &reason
+	}
 }
 
 // awaitDetection holds a run until the first detection of the agent CLIs

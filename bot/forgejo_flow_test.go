@@ -99,7 +99,7 @@ func TestPersonDrivesAnIssueOnForgejo(t *testing.T) {
 	// Merged: done; the session state is gone.
 	accepted(fj.ActMerge(mb.MergeRequestIID, forgejotest.Owner))
 	wait(StatusDone)
-	if _, err := os.Stat(filepath.Join(base, ".agent-sessions", "alice-demo-issue-1")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(base, ".agent-sessions", "forgejo", "alice-demo-issue-1")); !os.IsNotExist(err) {
 		t.Errorf("session state left: %v", err)
 	}
 	is, _ = fj.Issue(1)

@@ -3,9 +3,11 @@ package bot
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 
 	"github.com/alchemic-studio/alfred/agents"
@@ -126,7 +128,9 @@ func (r SessionResolver) Resolve(in SessionInput) (SessionDecision, error) {
 }
 
 // SessionStore owns the session state folders:
-// {base}/.agent-sessions/{organization}-{project}-issue-{iid}/{adapter_id}.
+// {base}/.agent-sessions/{forge}/{owner}-{project}-{kind}-{iid}/{adapter_id},
+// each level mode 0700. One forge's mailboxes never share a folder with
+// another's, nor an issue with the merge request of the same number.
 type SessionStore struct {
 	Base string
 }
@@ -136,10 +140,52 @@ func (s SessionStore) Dir(mb state.Mailbox, adapterID string) string {
 	return filepath.Join(s.mailboxDir(mb), url.PathEscape(adapterID))
 }
 
+func (s SessionStore) root() string { return filepath.Join(s.Base, ".agent-sessions") }
+
 func (s SessionStore) mailboxDir(mb state.Mailbox) string {
-	name := url.PathEscape(mb.Owner) + "-" + url.PathEscape(mb.Project) + "-issue-" + strconv.FormatInt(mb.IID, 10)
-	return filepath.Join(s.Base, ".agent-sessions", name)
+	return filepath.Join(s.root(), url.PathEscape(mb.Forge), legacyName(mb.Owner, mb.Project, string(mb.Kind), mb.IID))
 }
+
+// legacyName is a mailbox's folder name, as it was directly under
+// .agent-sessions before there could be several forges.
+func legacyName(owner, project, kind string, iid int64) string {
+	return url.PathEscape(owner) + "-" + url.PathEscape(project) + "-" + kind + "-" + strconv.FormatInt(iid, 10)
+}
+
+// Adopt moves the folders of the layout without a forge level (one forge
+// per bot, before several could be configured) under forge, the one forge
+// they can belong to: an upgrade keeps every session. It returns how many
+// moved; a folder already at its new place stays where it is.
+func (s SessionStore) Adopt(forge string) (int, error) {
+	entries, err := os.ReadDir(s.root())
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("adopt session folders: %w", err)
+	}
+	to := filepath.Join(s.root(), url.PathEscape(forge))
+	moved := 0
+	for _, e := range entries {
+		if !e.IsDir() || !legacyFolder.MatchString(e.Name()) {
+			continue
+		}
+		if err := os.MkdirAll(to, 0o700); err != nil {
+			return moved, fmt.Errorf("adopt session folders: %w", err)
+		}
+		if _, err := os.Stat(filepath.Join(to, e.Name())); err == nil {
+			continue
+		}
+		if err := os.Rename(filepath.Join(s.root(), e.Name()), filepath.Join(to, e.Name())); err != nil {
+			return moved, fmt.Errorf("adopt session folder %s: %w", e.Name(), err)
+		}
+		moved++
+	}
+	return moved, os.Chmod(to, 0o700)
+}
+
+// legacyFolder matches a mailbox folder of the layout without a forge level.
+var legacyFolder = regexp.MustCompile(`^.+-.+-issue-[0-9]+$`)
 
 // Ensure creates the state folder and its parents with mode 0700 and, when
 // the bot runs as root, hands the folder to the sandbox's uid:gid so the CLI
@@ -149,7 +195,7 @@ func (s SessionStore) Ensure(mb state.Mailbox, adapterID string, uid, gid int) (
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("create session folder: %w", err)
 	}
-	for _, d := range []string{filepath.Join(s.Base, ".agent-sessions"), s.mailboxDir(mb), dir} {
+	for _, d := range []string{s.root(), filepath.Dir(s.mailboxDir(mb)), s.mailboxDir(mb), dir} {
 		if err := os.Chmod(d, 0o700); err != nil { // MkdirAll's mode passes through the umask
 			return "", fmt.Errorf("session folder mode: %w", err)
 		}

@@ -71,7 +71,7 @@ func TestSessionResolver(t *testing.T) {
 	if d.Ref.Name != mb.BranchName || d.Ref.ResumeID != "" || d.Ref.FreshReason != agents.FallbackNoPriorSession {
 		t.Fatalf("first run ref: %+v", d.Ref)
 	}
-	if want := filepath.Join(base, ".agent-sessions", "alice-demo-issue-7", "claude-code"); d.Ref.HostStateDir != want {
+	if want := filepath.Join(base, ".agent-sessions", "forgejo", "alice-demo-issue-7", "claude-code"); d.Ref.HostStateDir != want {
 		t.Fatalf("state dir %s, want %s", d.Ref.HostStateDir, want)
 	}
 
@@ -130,15 +130,15 @@ func TestSessionResolver(t *testing.T) {
 
 func TestSessionStoreEnsureAndRemove(t *testing.T) {
 	s := SessionStore{Base: t.TempDir()}
-	mb := state.Mailbox{ID: "x", Owner: "grp/sub", Project: "demo", IID: 3, Kind: state.KindIssue}
+	mb := state.Mailbox{ID: "x", Forge: "gitlab", Owner: "grp/sub", Project: "demo", IID: 3, Kind: state.KindIssue}
 	dir, err := s.Ensure(mb, "codex", os.Getuid(), os.Getgid())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if filepath.Base(filepath.Dir(dir)) != "grp%2Fsub-demo-issue-3" {
-		t.Errorf("mailbox folder %s: a group path must not add folders", dir)
+	if want := filepath.Join(s.Base, ".agent-sessions", "gitlab", "grp%2Fsub-demo-issue-3", "codex"); dir != want {
+		t.Errorf("session folder %s, want %s (a group path must not add folders)", dir, want)
 	}
-	for _, d := range []string{filepath.Join(s.Base, ".agent-sessions"), filepath.Dir(dir), dir} {
+	for _, d := range []string{filepath.Join(s.Base, ".agent-sessions"), filepath.Join(s.Base, ".agent-sessions", "gitlab"), filepath.Dir(dir), dir} {
 		fi, err := os.Stat(d)
 		if err != nil {
 			t.Fatal(err)
@@ -148,15 +148,51 @@ func TestSessionStoreEnsureAndRemove(t *testing.T) {
 		}
 	}
 	os.WriteFile(filepath.Join(dir, "rollout.jsonl"), []byte("{}"), 0o600)
-	other, _ := s.Ensure(state.Mailbox{Owner: "grp/sub", Project: "demo", IID: 4}, "codex", os.Getuid(), os.Getgid())
+	var others []string // the same numbers elsewhere are other mailboxes
+	for _, o := range []state.Mailbox{
+		{Forge: "gitlab", Owner: "grp/sub", Project: "demo", IID: 4, Kind: state.KindIssue},
+		{Forge: "forgejo", Owner: "grp/sub", Project: "demo", IID: 3, Kind: state.KindIssue},
+		{Forge: "gitlab", Owner: "grp/sub", Project: "demo", IID: 3, Kind: state.KindMR},
+	} {
+		d, err := s.Ensure(o, "codex", os.Getuid(), os.Getgid())
+		if err != nil || d == dir {
+			t.Fatalf("%+v: folder %s (%v), the same as %s", o, d, err, dir)
+		}
+		others = append(others, d)
+	}
 	if err := s.RemoveMailbox(mb); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Dir(dir)); !os.IsNotExist(err) {
 		t.Errorf("mailbox state still there: %v", err)
 	}
-	if _, err := os.Stat(other); err != nil {
-		t.Errorf("another mailbox's state was removed: %v", err)
+	for _, o := range others {
+		if _, err := os.Stat(o); err != nil {
+			t.Errorf("another mailbox's state was removed: %v", err)
+		}
+	}
+}
+
+// TestSessionAdopt: the folders of a bot that knew one forge, which had no
+// forge level, move under that forge, so an upgrade resumes every session.
+func TestSessionAdopt(t *testing.T) {
+	s := SessionStore{Base: t.TempDir()}
+	old := filepath.Join(s.Base, ".agent-sessions", "alice-demo-issue-7", "claude-code")
+	if err := os.MkdirAll(old, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(old, "session.jsonl"), []byte("{}"), 0o600)
+	mb := state.Mailbox{Forge: "forgejo", Owner: "alice", Project: "demo", IID: 7, Kind: state.KindIssue}
+	for i, want := range []int{1, 0} { // and again: nothing left to move
+		if n, err := s.Adopt("forgejo"); err != nil || n != want {
+			t.Fatalf("adopt #%d: %d moved (%v), want %d", i+1, n, err, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(s.Dir(mb, "claude-code"), "session.jsonl")); err != nil {
+		t.Fatalf("the session is not where the mailbox looks: %v", err)
+	}
+	if n, err := (SessionStore{Base: t.TempDir()}).Adopt("forgejo"); err != nil || n != 0 {
+		t.Fatalf("no sessions yet: %d %v", n, err)
 	}
 }
 

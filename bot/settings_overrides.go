@@ -34,9 +34,9 @@ func (p SettingProblem) Error() string {
 
 // Fix says how to get rid of the problem.
 func (p SettingProblem) Fix() string {
-	flag := "-org " + p.Scope.Owner
+	flag := "-org " + p.Scope.Forge + ":" + p.Scope.Owner // named by forge: right with several
 	if p.Scope.Project != "" {
-		flag = "-project " + p.Scope.Owner + "/" + p.Scope.Project
+		flag = "-project " + p.Scope.Forge + ":" + p.Scope.Owner + "/" + p.Scope.Project
 	}
 	if p.Unknown {
 		return "alfred settings unset " + p.Key + " " + flag + " (alfred settings list names the settings)"

@@ -467,6 +467,21 @@ func (c *Config) ForgeNamed(name string) (Forge, error) {
 	return Forge{}, fmt.Errorf("no forge is named %q (configured: %s)", name, strings.Join(names, ", "))
 }
 
+// Ignored names the settings of one forge that are set while ALFRED_FORGE
+// is not: they belong to no forge (a [forge NAME] section has its own).
+func (c *Config) Ignored() []string {
+	if c.Forge.Kind != "" {
+		return nil
+	}
+	var out []string
+	for _, st := range Settings {
+		if st.PerForge && st.Env != "ALFRED_FORGE" && st.get(c) != st.Default {
+			out = append(out, st.Env)
+		}
+	}
+	return out
+}
+
 // Missing lists, in plain words, what a working bot still needs. The home page
 // shows it; an empty list means the bot can take issues.
 func (c *Config) Missing() []string {

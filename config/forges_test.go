@@ -84,3 +84,17 @@ func TestForgeSectionErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestIgnoredForgeSettings(t *testing.T) {
+	c, err := Load("serve", nil, env(map[string]string{"ALFRED_WEBHOOK_SECRETS": "s", "ALFRED_LISTEN": "127.0.0.1:9"}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Ignored(); len(got) != 1 || got[0] != "ALFRED_WEBHOOK_SECRETS" {
+		t.Fatalf("Ignored() = %q", got)
+	}
+	c, _ = Load("serve", nil, env(map[string]string{"ALFRED_FORGE": "github", "ALFRED_WEBHOOK_SECRETS": "s"}), io.Discard)
+	if got := c.Ignored(); len(got) != 0 {
+		t.Fatalf("with a forge: Ignored() = %q", got)
+	}
+}

@@ -120,7 +120,7 @@ func (s *scenario) phaseRuns(phase string) int {
 
 // stateDir is the agent's session state folder of the issue.
 func (s *scenario) stateDir() string {
-	return filepath.Join(s.b.data, ".agent-sessions", fmt.Sprintf("%s-%s-issue-%d", s.owner, s.name, s.n), "claude-code")
+	return filepath.Join(s.b.data, ".agent-sessions", "forgejo", fmt.Sprintf("%s-%s-issue-%d", s.owner, s.name, s.n), "claude-code")
 }
 
 // stateGone checks that the session state of the issue was removed.

@@ -54,6 +54,9 @@ type Server struct {
 	failN     int
 	hangN     int
 	inspected inspectState // what alfred doctor reads: scopes, hooks
+	hook      *hookTarget  // where webhooks go (SetWebhook), nil for none
+	hq        hookQueue    // webhooks waiting to be delivered
+	git       *gitHost     // the project's repository over HTTP (ServeGit)
 }
 
 // DefaultBranch is the project's default branch.
@@ -145,6 +148,7 @@ func NewServer(t interface{ Cleanup(func()) }) *Server {
 	f.user(f.bot).Access = 40
 	f.srv = httptest.NewServer(f)
 	t.Cleanup(f.srv.Close)
+	t.Cleanup(f.removeGit)
 	return f
 }
 
@@ -190,8 +194,12 @@ func (f *Server) ensureLabels(names []string) {
 	}
 }
 
-// ServeHTTP routes /api/v4/... requests.
+// ServeHTTP routes /api/v4/... requests, and the project's git (ServeGit).
 func (f *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if g := f.gitHostFor(r); g != nil {
+		f.serveGit(w, r, g)
+		return
+	}
 	f.mu.Lock()
 	hang, fail := f.hangN > 0, 0
 	switch {
@@ -230,7 +238,9 @@ func (f *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	before := f.beforeAPI(r, seg)
 	f.route(w, r, seg)
+	f.afterAPI(before)
 }
 
 // failure answers status the way GitLab (or the proxy in front of it) does.
