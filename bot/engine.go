@@ -256,53 +256,62 @@ func (e *Engine) handle(ctx context.Context, key string, m message) {
 		e.quarantine(ctx, key, m, m.routeErr)
 		e.finishEvent(m, quarantinedOutcome+e.redact(m.routeErr.Error()))
 	case m.event != nil:
-		var outcome string
-		ectx, cancel := context.WithTimeout(ctx, e.cfg.EventBudget)
-		err := e.retrying(ectx, func() error {
-			return e.safely("event", func() (err error) {
-				outcome, err = e.handleEvent(ectx, key, m.event)
-				return err
-			}, "mailbox", key, "delivery", m.event.DeliveryID, "event", m.event.Type)
-		})
-		overBudget := ectx.Err() != nil && ctx.Err() == nil
-		cancel()
-		if err != nil && ctx.Err() != nil {
-			// Shutting down: the event stays in the journal and is handled
-			// again at the next start.
-			return
-		}
-		if err != nil {
-			if overBudget && !forgeFailed(err) {
-				err = fmt.Errorf("%w: its handling took longer than %s: %w", forges.ErrUnavailable, e.cfg.EventBudget, err)
-			}
-			err = e.explain(key, err)
-			e.quarantine(ctx, key, m, err)
-			outcome = quarantinedOutcome + e.redact(err.Error())
-		}
-		e.finishEvent(m, outcome)
+		e.handleMessageEvent(ctx, key, m)
 	case m.runDone != "":
-		err := e.retrying(ctx, func() error {
-			return e.safely("run end", func() error { return e.handleRunDone(ctx, key, m.runDone) }, "mailbox", key, "run", m.runDone)
-		})
-		if err != nil {
-			// The mailbox keeps the run as active: the next start applies it.
-			if ctx.Err() != nil {
-				e.log.Info("shutting down: the run's end is applied at the next start", "mailbox", key, "run", m.runDone)
-				return
-			}
-			if errors.Is(err, forges.ErrUnavailable) {
-				// The run's result must reach the thread: try again once the
-				// forge may be back, behind the mailbox's later messages.
-				e.log.Warn("after run: the forge is unavailable, will try again", "mailbox", key, "run", m.runDone, "in", e.cfg.ForgeCallBudget, "err", err)
-				time.AfterFunc(e.cfg.ForgeCallBudget, func() { e.inbox.post(key, m) })
-				return
-			}
-			e.log.Error("after run, given up until the next start", "mailbox", key, "run", m.runDone, "err", err)
-		}
+		e.handleMessageRunDone(ctx, key, m)
 	case m.poll:
 		if err := e.safely("poll", func() error { return e.handlePoll(ctx, key) }, "mailbox", key); err != nil {
 			e.log.Warn("poll", "mailbox", key, "err", err)
 		}
+	}
+}
+
+// handleMessageEvent handles an event within the event budget, tried again
+// on failures outside the forge; one that fails for good is quarantined
+// with a sentence a person can act on.
+func (e *Engine) handleMessageEvent(ctx context.Context, key string, m message) {
+	var outcome string
+	ectx, cancel := context.WithTimeout(ctx, e.cfg.EventBudget)
+	err := e.retrying(ectx, func() error {
+		return e.safely("event", func() (err error) {
+			outcome, err = e.handleEvent(ectx, key, m.event)
+			return err
+		}, "mailbox", key, "delivery", m.event.DeliveryID, "event", m.event.Type)
+	})
+	overBudget := ectx.Err() != nil && ctx.Err() == nil
+	cancel()
+	if err != nil && ctx.Err() != nil {
+		// Shutting down: the event stays in the journal and is handled
+		// again at the next start.
+		return
+	}
+	if err != nil {
+		if overBudget && !forgeFailed(err) {
+			err = fmt.Errorf("%w: its handling took longer than %s: %w", forges.ErrUnavailable, e.cfg.EventBudget, err)
+		}
+		err = e.explain(key, err)
+		e.quarantine(ctx, key, m, err)
+		outcome = quarantinedOutcome + e.redact(err.Error())
+	}
+	e.finishEvent(m, outcome)
+}
+
+// handleMessageRunDone applies a run's end; while the forge is unavailable
+// it is posted again, behind the mailbox's later messages, so the result
+// reaches the thread.
+func (e *Engine) handleMessageRunDone(ctx context.Context, key string, m message) {
+	err := e.retrying(ctx, func() error {
+		return e.safely("run end", func() error { return e.handleRunDone(ctx, key, m.runDone) }, "mailbox", key, "run", m.runDone)
+	})
+	switch {
+	case err == nil:
+	case ctx.Err() != nil: // the mailbox keeps the run as active: the next start applies it
+		e.log.Info("shutting down: the run's end is applied at the next start", "mailbox", key, "run", m.runDone)
+	case errors.Is(err, forges.ErrUnavailable):
+		e.log.Warn("after run: the forge is unavailable, will try again", "mailbox", key, "run", m.runDone, "in", e.cfg.ForgeCallBudget, "err", err)
+		time.AfterFunc(e.cfg.ForgeCallBudget, func() { e.inbox.post(key, m) })
+	default:
+		e.log.Error("after run, given up until the next start", "mailbox", key, "run", m.runDone, "err", err)
 	}
 }
 

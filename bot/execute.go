@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -178,22 +179,8 @@ func (e *Engine) execute(ctx context.Context, mailboxID, runID string) error {
 		return err
 	}, "mailbox", mb.ID, "run", run.ID)
 	run.FinishedAt = e.now()
-	canceled := err != nil || res.Outcome == agents.OutcomeCanceled
-	switch {
-	case e.ctx.Err() != nil && canceled:
+	if !e.ended(ctx, &run, res, err, log) {
 		return nil // shutting down: leave it running; recoverRuns starts it again
-	case ctx.Err() != nil && canceled: // stopped by stopRun
-		run.Status, run.Outcome = state.RunCanceled, canceledOutcome(context.Cause(ctx))
-		log.Info("run canceled", "cause", context.Cause(ctx))
-	case err != nil:
-		run.Status, run.Outcome = state.RunFailed, e.redact(err.Error())
-		log.Warn("run failed", "err", run.Outcome)
-	default:
-		run.Status, run.Outcome = runStatus(res.Outcome), string(res.Outcome)
-		if res.Outcome != agents.OutcomeSucceeded && res.Text != "" {
-			run.Outcome += ": " + firstLine(res.Text)
-		}
-		log.Info("run finished", "outcome", res.Outcome, "resumed", res.Resumed, "fallback", res.ResumeFallback)
 	}
 	e.cfg.Metrics.RunEnded(run.Phase, run.AdapterID, string(run.Status), run.FinishedAt.Sub(run.StartedAt))
 	if ls != nil {
@@ -207,6 +194,30 @@ func (e *Engine) execute(ctx context.Context, mailboxID, runID string) error {
 		}
 		return tx.PutRun(run)
 	})
+}
+
+// ended sets the run's status and outcome from how the invocation ended:
+// canceled (stopRun), failed, or the adapter's outcome. False: the engine is
+// shutting down and the run stays running in the records.
+func (e *Engine) ended(ctx context.Context, run *state.Run, res *agents.Result, err error, log *slog.Logger) bool {
+	canceled := err != nil || res.Outcome == agents.OutcomeCanceled
+	switch {
+	case e.ctx.Err() != nil && canceled:
+		return false
+	case ctx.Err() != nil && canceled: // stopped by stopRun
+		run.Status, run.Outcome = state.RunCanceled, canceledOutcome(context.Cause(ctx))
+		log.Info("run canceled", "cause", context.Cause(ctx))
+	case err != nil:
+		run.Status, run.Outcome = state.RunFailed, e.redact(err.Error())
+		log.Warn("run failed", "err", run.Outcome)
+	default:
+		run.Status, run.Outcome = runStatus(res.Outcome), string(res.Outcome)
+		if res.Outcome != agents.OutcomeSucceeded && res.Text != "" {
+			run.Outcome += ": " + firstLine(res.Text)
+		}
+		log.Info("run finished", "outcome", res.Outcome, "resumed", res.Resumed, "fallback", res.ResumeFallback)
+	}
+	return true
 }
 
 // sessionStart names how a run's session started, for the metrics: as the

@@ -54,15 +54,7 @@ func Classify(ev *forges.Event, mb *state.Mailbox, me string) Intent {
 		return ignore("the bot's own event")
 	}
 	if mb == nil {
-		switch {
-		case ev.Target.Kind == forges.TargetIssue && assignedToMe(ev, me):
-			return Intent{Kind: IntentStart, Labels: labelsOf(ev)}
-		case ev.Target.Kind == forges.TargetMergeRequest && ev.Type == forges.EventCommentCreated && mentions(ev.Comment, me):
-			// A merge request the bot did not open, asked about: a mailbox
-			// of kind mr, and an answer.
-			return Intent{Kind: IntentStart, Text: ev.Comment.Body, Phase: agents.PhaseAnswer}
-		}
-		return ignore("no mailbox for " + string(ev.Target.Kind) + " and the bot is not assigned")
+		return classifyNew(ev, me)
 	}
 	if Status(mb.Status) == StatusDone {
 		return ignore("the mailbox is done")
@@ -73,26 +65,7 @@ func Classify(ev *forges.Event, mb *state.Mailbox, me string) Intent {
 	case forges.EventIssueLabeled, forges.EventIssueUnlabeled:
 		return classifyLabels(ev, mb)
 	case forges.EventCommentCreated:
-		if ev.Comment == nil || strings.TrimSpace(ev.Comment.Body) == "" {
-			return ignore("empty comment")
-		}
-		if _, _, managed := forges.ParseMarker(ev.Comment.Body); managed {
-			return ignore("a managed comment")
-		}
-		if mb.Kind == state.KindMR || ev.Target.Kind == forges.TargetMergeRequest {
-			return Intent{Kind: IntentReview, Text: ev.Comment.Body, Phase: agents.PhaseReviewFix}
-		}
-		switch Status(mb.Status) {
-		case StatusWaitingInfo:
-			return Intent{Kind: IntentInfo, Text: ev.Comment.Body, Phase: agents.PhaseAnalysis}
-		case StatusWaitingValidation:
-			// People may discuss the plan among themselves (the development
-			// run reads the thread); naming the bot asks it for a new plan.
-			if mentions(ev.Comment, me) {
-				return Intent{Kind: IntentPlanFeedback, Text: ev.Comment.Body, Phase: agents.PhaseAnalysis}
-			}
-		}
-		return Intent{Kind: IntentQuestion, Text: ev.Comment.Body, Phase: agents.PhaseAnswer}
+		return classifyComment(ev, mb, me)
 	case forges.EventReviewSubmitted:
 		if ev.Review == nil || ev.Review.State == "approved" && strings.TrimSpace(ev.Review.Body) == "" && len(ev.Review.Comments) == 0 {
 			return ignore("an approval without comments")
@@ -111,6 +84,45 @@ func Classify(ev *forges.Event, mb *state.Mailbox, me string) Intent {
 		return ignore("not the issue branch")
 	}
 	return ignore("nothing to do for " + string(ev.Type))
+}
+
+// classifyNew is an event for which the bot keeps no mailbox yet: an issue
+// assigned to the bot, or a merge request it did not open that someone asks
+// it about (a mailbox of kind mr, and an answer).
+func classifyNew(ev *forges.Event, me string) Intent {
+	switch {
+	case ev.Target.Kind == forges.TargetIssue && assignedToMe(ev, me):
+		return Intent{Kind: IntentStart, Labels: labelsOf(ev)}
+	case ev.Target.Kind == forges.TargetMergeRequest && ev.Type == forges.EventCommentCreated && mentions(ev.Comment, me):
+		return Intent{Kind: IntentStart, Text: ev.Comment.Body, Phase: agents.PhaseAnswer}
+	}
+	return ignore("no mailbox for " + string(ev.Target.Kind) + " and the bot is not assigned")
+}
+
+// classifyComment is a person's comment: review feedback on a merge
+// request, answers to the analysis' questions, a request for another plan,
+// or a question.
+func classifyComment(ev *forges.Event, mb *state.Mailbox, me string) Intent {
+	if ev.Comment == nil || strings.TrimSpace(ev.Comment.Body) == "" {
+		return ignore("empty comment")
+	}
+	if _, _, managed := forges.ParseMarker(ev.Comment.Body); managed {
+		return ignore("a managed comment")
+	}
+	if mb.Kind == state.KindMR || ev.Target.Kind == forges.TargetMergeRequest {
+		return Intent{Kind: IntentReview, Text: ev.Comment.Body, Phase: agents.PhaseReviewFix}
+	}
+	switch Status(mb.Status) {
+	case StatusWaitingInfo:
+		return Intent{Kind: IntentInfo, Text: ev.Comment.Body, Phase: agents.PhaseAnalysis}
+	case StatusWaitingValidation:
+		// People may discuss the plan among themselves (the development
+		// run reads the thread); naming the bot asks it for a new plan.
+		if mentions(ev.Comment, me) {
+			return Intent{Kind: IntentPlanFeedback, Text: ev.Comment.Body, Phase: agents.PhaseAnalysis}
+		}
+	}
+	return Intent{Kind: IntentQuestion, Text: ev.Comment.Body, Phase: agents.PhaseAnswer}
 }
 
 // mentions tells whether a comment names the bot (@login).

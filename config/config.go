@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"slices"
@@ -307,66 +308,19 @@ func Load(name string, args []string, lookupEnv func(string) (string, bool), std
 // and positional arguments, which it returns. Flags may come before, between
 // or after the positional arguments.
 func LoadWith(name string, args []string, lookupEnv func(string) (string, bool), stderr io.Writer, extra func(*flag.FlagSet)) (*Config, []string, error) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	file := fs.String(FileFlag, "", "optional configuration file of ALFRED_NAME=value lines (env "+FileEnv+")")
-	given := make(map[string]*string, len(Settings))
-	for _, s := range Settings {
-		v := new(string)
-		given[s.Flag] = v
-		help := fmt.Sprintf("%s (env %s; %s)", s.Help, s.Env, s.Accepts)
-		if s.Secret {
-			help += " — prefer the variable: flags show in process lists"
-		}
-		fs.Func(s.Flag, help, func(x string) error { *v = x; return nil })
-	}
-	if extra != nil {
-		extra(fs)
-	}
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, nil, err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-	values := make(map[string]string, len(Settings))
-	for _, s := range Settings {
-		values[s.Env] = s.Default
+	fs, file, given := flagSet(name, stderr, extra)
+	positional, err := parseInterleaved(fs, args)
+	if err != nil {
+		return nil, nil, err
 	}
 	path := *file
 	if path == "" {
 		path, _ = lookupEnv(FileEnv)
 	}
-	var sections []section
-	if path != "" {
-		fromFile, secs, err := readFile(path)
-		if err != nil {
-			return nil, nil, err
-		}
-		sections = secs
-		for k, v := range fromFile {
-			values[k] = v
-		}
+	values, sections, err := gather(path, lookupEnv, fs, given)
+	if err != nil {
+		return nil, nil, err
 	}
-	for _, s := range Settings {
-		if v, ok := lookupEnv(s.Env); ok {
-			values[s.Env] = v
-		}
-	}
-	fs.Visit(func(f *flag.Flag) {
-		if v, ok := given[f.Name]; ok {
-			for _, s := range Settings {
-				if s.Flag == f.Name {
-					values[s.Env] = *v
-				}
-			}
-		}
-	})
 	c := &Config{}
 	for _, s := range Settings {
 		if err := s.set(c, strings.TrimSpace(values[s.Env])); err != nil {
@@ -384,6 +338,77 @@ func LoadWith(name string, args []string, lookupEnv func(string) (string, bool),
 		return nil, nil, err
 	}
 	return c, positional, nil
+}
+
+// flagSet declares a flag per setting, the -config flag and extra's.
+func flagSet(name string, stderr io.Writer, extra func(*flag.FlagSet)) (*flag.FlagSet, *string, map[string]*string) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	file := fs.String(FileFlag, "", "optional configuration file of ALFRED_NAME=value lines (env "+FileEnv+")")
+	given := make(map[string]*string, len(Settings))
+	for _, s := range Settings {
+		v := new(string)
+		given[s.Flag] = v
+		help := fmt.Sprintf("%s (env %s; %s)", s.Help, s.Env, s.Accepts)
+		if s.Secret {
+			help += " — prefer the variable: flags show in process lists"
+		}
+		fs.Func(s.Flag, help, func(x string) error { *v = x; return nil })
+	}
+	if extra != nil {
+		extra(fs)
+	}
+	return fs, file, given
+}
+
+// parseInterleaved parses flags that may come before, between or after the
+// positional arguments, which it returns.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return positional, nil
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+// gather is every setting's value by variable, in rising precedence: the
+// default, the file at path (when set), the environment, the flags given;
+// and the file's [forge NAME] sections.
+func gather(path string, lookupEnv func(string) (string, bool), fs *flag.FlagSet, given map[string]*string) (map[string]string, []section, error) {
+	values := make(map[string]string, len(Settings))
+	for _, s := range Settings {
+		values[s.Env] = s.Default
+	}
+	var sections []section
+	if path != "" {
+		fromFile, secs, err := readFile(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		sections = secs
+		maps.Copy(values, fromFile)
+	}
+	for _, s := range Settings {
+		if v, ok := lookupEnv(s.Env); ok {
+			values[s.Env] = v
+		}
+	}
+	fs.Visit(func(f *flag.Flag) {
+		if v, ok := given[f.Name]; ok {
+			for _, s := range Settings {
+				if s.Flag == f.Name {
+					values[s.Env] = *v
+				}
+			}
+		}
+	})
+	return values, sections, nil
 }
 
 func (c *Config) check() error {
