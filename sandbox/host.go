@@ -63,43 +63,21 @@ func (r *HostRunner) Running() int { return int(r.running.Load()) }
 
 // Run starts the process and waits for its end, its timeout or ctx.
 func (r *HostRunner) Run(ctx context.Context, spec Spec) (*Result, error) {
-	if err := checkSpec(&spec); err != nil {
-		return nil, err
-	}
-	if spec.Session != nil {
-		return nil, ErrSessionOnHost
-	}
-	if len(spec.Binds) > 0 || len(spec.Prefix) > 0 {
-		return nil, ErrBindsOnHost
-	}
-	dir, err := hostDir(&spec)
+	cmd, err := hostCommand(&spec)
 	if err != nil {
 		return nil, err
-	}
-	bin, err := lookPath(spec.Argv[0], spec.Env["PATH"])
-	if err != nil {
-		return nil, fmt.Errorf("sandbox: find %q: %w", spec.Argv[0], err)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("sandbox: before start: %w", err)
 	}
-
 	p, err := newHostPipes(spec.Stdin != nil)
 	if err != nil {
 		return nil, err
 	}
 	defer p.closeAll()
-	cmd := &exec.Cmd{
-		Path:   bin,
-		Args:   spec.Argv,
-		Env:    envList(spec.Env),
-		Dir:    dir,
-		Stdin:  p.stdinR, // nil: /dev/null
-		Stdout: p.stdoutW,
-		Stderr: p.stderrW,
-		// Its own process group, to stop all of it; and killed with the
-		// bot, should the bot die without stopping it (SIGKILL, OOM).
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+	cmd.Stdout, cmd.Stderr = p.stdoutW, p.stderrW
+	if p.stdinR != nil { // a nil *os.File would close fd 0; no Stdin is /dev/null
+		cmd.Stdin = p.stdinR
 	}
 	stdout, stderr := newCapture(spec.Stdout), newCapture(spec.Stderr)
 	if err := cmd.Start(); err != nil {
@@ -110,7 +88,66 @@ func (r *HostRunner) Run(ctx context.Context, spec Spec) (*Result, error) {
 	p.closeChildEnds()
 	copied := p.copy(spec.Stdin, stdout, stderr)
 
-	pgid := cmd.Process.Pid
+	outcome := r.endGroup(ctx, cmd.Process.Pid, timeoutOf(&spec, r.opts.Timeout))
+	err = cmd.Wait()
+	r.running.Add(-1)
+	if err != nil && cmd.ProcessState == nil {
+		return nil, fmt.Errorf("sandbox: wait for %q: %w", spec.Argv[0], err)
+	}
+	p.drain(copied, r.opts.KillGrace)
+
+	res := &Result{
+		Outcome:  outcome,
+		ExitCode: -1,
+		Stdout:   stdout.Bytes(),
+		Stderr:   stderr.Bytes(),
+		Started:  started,
+		Duration: time.Since(started),
+	}
+	if outcome == OutcomeExited {
+		res.ExitCode = exitCode(cmd.ProcessState)
+	}
+	return res, nil
+}
+
+// hostCommand checks that the host runner can run spec and returns its
+// command, without its standard streams: the program found in the Spec's
+// PATH, its environment, its working directory, and a process group of its
+// own that dies with the bot.
+func hostCommand(spec *Spec) (*exec.Cmd, error) {
+	if err := checkSpec(spec); err != nil {
+		return nil, err
+	}
+	if spec.Session != nil {
+		return nil, ErrSessionOnHost
+	}
+	if len(spec.Binds) > 0 || len(spec.Prefix) > 0 {
+		return nil, ErrBindsOnHost
+	}
+	dir, err := hostDir(spec)
+	if err != nil {
+		return nil, err
+	}
+	bin, err := lookPath(spec.Argv[0], spec.Env["PATH"])
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: find %q: %w", spec.Argv[0], err)
+	}
+	return &exec.Cmd{
+		Path: bin,
+		Args: spec.Argv,
+		Env:  envList(spec.Env),
+		Dir:  dir,
+		// Its own process group, to stop all of it; and killed with the
+		// bot, should the bot die without stopping it (SIGKILL, OOM).
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+	}, nil
+}
+
+// endGroup waits for the exit of the process leading the group pgid, its
+// timeout or ctx, and returns how the run ended. At the timeout or on ctx
+// the group gets SIGTERM, then SIGKILL after the grace period; whatever the
+// leader left behind is killed too. The leader is left for the caller to reap.
+func (r *HostRunner) endGroup(ctx context.Context, pgid int, timeout time.Duration) Outcome {
 	exited := make(chan struct{})
 	go func() {
 		waitExited(pgid)
@@ -118,7 +155,7 @@ func (r *HostRunner) Run(ctx context.Context, spec Spec) (*Result, error) {
 	}()
 
 	outcome := OutcomeExited
-	timer := time.NewTimer(timeoutOf(&spec, r.opts.Timeout))
+	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	select {
 	case <-exited:
@@ -138,33 +175,7 @@ func (r *HostRunner) Run(ctx context.Context, spec Spec) (*Result, error) {
 	// group goes too, before the leader is reaped so the group id is still ours.
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	<-exited
-	err = cmd.Wait()
-	r.running.Add(-1)
-	if err != nil && cmd.ProcessState == nil {
-		return nil, fmt.Errorf("sandbox: wait for %q: %w", spec.Argv[0], err)
-	}
-
-	// Every writer of the pipes was in the group, so they reach EOF; a process
-	// that left the group (setsid) may still hold them: do not wait for it.
-	select {
-	case <-copied:
-	case <-time.After(r.opts.KillGrace):
-		p.closeAll()
-		<-copied
-	}
-
-	res := &Result{
-		Outcome:  outcome,
-		ExitCode: -1,
-		Stdout:   stdout.Bytes(),
-		Stderr:   stderr.Bytes(),
-		Started:  started,
-		Duration: time.Since(started),
-	}
-	if outcome == OutcomeExited {
-		res.ExitCode = exitCode(cmd.ProcessState)
-	}
-	return res, nil
+	return outcome
 }
 
 // waitExited blocks until the process pid has exited, without reaping it.
@@ -291,4 +302,17 @@ func (p *hostPipes) copy(stdin io.Reader, stdout, stderr io.Writer) <-chan struc
 		close(done)
 	}()
 	return done
+}
+
+// drain waits for the output copies started by copy to end, up to grace
+// once the process group is gone: every writer of the pipes was in the
+// group, so they reach EOF, but a process that left the group (setsid) may
+// still hold them, and is not waited for.
+func (p *hostPipes) drain(copied <-chan struct{}, grace time.Duration) {
+	select {
+	case <-copied:
+	case <-time.After(grace):
+		p.closeAll()
+		<-copied
+	}
 }

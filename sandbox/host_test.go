@@ -215,3 +215,18 @@ func TestHostRunnerRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestHostRunnerNoStdinIsEmpty: without Spec.Stdin the process reads an
+// empty input (/dev/null), not a closed descriptor a CLI fails on.
+func TestHostRunnerNoStdinIsEmpty(t *testing.T) {
+	res, err := newTestHostRunner().Run(context.Background(), Spec{
+		Argv: []string{"/bin/sh", "-c", `cat; echo "cat exited $?"`},
+		Env:  map[string]string{"PATH": hostPATH},
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if got, want := string(res.Stdout), "cat exited 0\n"; got != want {
+		t.Fatalf("stdout = %q (stderr %q), want %q", got, res.Stderr, want)
+	}
+}

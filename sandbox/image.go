@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"path"
 	"path/filepath"
@@ -15,6 +17,7 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/mount"
@@ -195,19 +198,12 @@ func (r *ImageRunner) Run(ctx context.Context, spec Spec) (res *Result, err erro
 	if err != nil {
 		return nil, err
 	}
+	// The calls that clean up must not depend on ctx, which may be canceled.
 	teardown := context.WithoutCancel(ctx)
-	name := "alfred-" + randomHex(6)
-	created, err := r.cli.ContainerCreate(ctx, cfg, hostCfg, nil, nil, name)
+	id, err := r.create(ctx, teardown, cfg, hostCfg)
 	if err != nil {
-		// The daemon may have made it before ctx ended: remove it by name.
-		_ = r.remove(teardown, name)
-		if cerrdefs.IsNotFound(err) {
-			return nil, fmt.Errorf("sandbox: image %q is not on the daemon (build or load it first): %w", spec.Image, err)
-		}
-		return nil, fmt.Errorf("sandbox: create container: %w", err)
+		return nil, err
 	}
-	id := created.ID
-	log := r.log.With("container", shortID(id))
 	r.running.Add(1)
 	defer func() {
 		if rmErr := r.remove(teardown, id); rmErr != nil {
@@ -216,62 +212,48 @@ func (r *ImageRunner) Run(ctx context.Context, spec Spec) (res *Result, err erro
 		}
 		r.running.Add(-1)
 	}()
+	return r.runContainer(ctx, teardown, id, &spec)
+}
 
-	// Attach before start so no output is lost; the stream ends when the
-	// container does. It must outlive a canceled ctx to keep the output so far.
-	attach, err := r.cli.ContainerAttach(teardown, id, container.AttachOptions{
-		Stream: true, Stdin: spec.Stdin != nil, Stdout: true, Stderr: true,
-	})
+// create creates the container under a fresh name and returns its id. The
+// calls after a failure use teardown, which outlives a canceled ctx.
+func (r *ImageRunner) create(ctx, teardown context.Context, cfg *container.Config, hostCfg *container.HostConfig) (string, error) {
+	name := "alfred-" + randomHex(6)
+	created, err := r.cli.ContainerCreate(ctx, cfg, hostCfg, nil, nil, name)
 	if err != nil {
-		return nil, fmt.Errorf("sandbox: attach to container: %w", err)
-	}
-	defer attach.Close()
-	stdout, stderr := newCapture(spec.Stdout), newCapture(spec.Stderr)
-	copied := make(chan struct{})
-	go func() {
-		defer close(copied)
-		if _, err := stdcopy.StdCopy(stdout, stderr, attach.Reader); err != nil {
-			log.Debug("output stream ended", "err", err)
+		// The daemon may have made it before ctx ended: remove it by name.
+		_ = r.remove(teardown, name)
+		if cerrdefs.IsNotFound(err) {
+			return "", fmt.Errorf("sandbox: image %q is not on the daemon (build or load it first): %w", cfg.Image, err)
 		}
-	}()
-	if spec.Stdin != nil {
-		go func() {
-			_, _ = io.Copy(attach.Conn, spec.Stdin)
-			_ = attach.CloseWrite()
-		}()
+		return "", fmt.Errorf("sandbox: create container: %w", err)
 	}
+	return created.ID, nil
+}
 
+// runContainer runs a created container to its end: it attaches to its
+// streams, starts it, waits for its exit, its timeout or ctx (stopping it at
+// the timeout or on ctx) and collects its output. The calls that must outlive
+// a canceled ctx use teardown.
+func (r *ImageRunner) runContainer(ctx, teardown context.Context, id string, spec *Spec) (*Result, error) {
+	log := r.log.With("container", shortID(id))
+	out, err := r.attach(teardown, id, spec, log)
+	if err != nil {
+		return nil, err
+	}
+	defer out.conn.Close()
+
+	// Watch for the exit before the start, so as not to miss it.
 	waitCtx, stopWaiting := context.WithCancel(teardown)
 	defer stopWaiting()
 	waited, waitErr := r.cli.ContainerWait(waitCtx, id, container.WaitConditionNextExit)
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("sandbox: before start: %w", err)
-	}
-	// Once asked, the start is seen through: the process may already run when
-	// ctx ends, and the select below turns that into OutcomeCanceled.
-	startCtx, cancelStart := context.WithTimeout(teardown, startTimeout)
-	err = r.cli.ContainerStart(startCtx, id, container.StartOptions{})
-	cancelStart()
-	if err != nil {
-		return nil, fmt.Errorf("sandbox: start container: %w", err)
+	if err := r.start(ctx, teardown, id); err != nil {
+		return nil, err
 	}
 	started := time.Now()
-
-	outcome, exitCode := OutcomeExited, -1
-	timer := time.NewTimer(timeoutOf(&spec, r.opts.Timeout))
-	defer timer.Stop()
-	select {
-	case w := <-waited:
-		if w.Error != nil && w.Error.Message != "" {
-			return nil, fmt.Errorf("sandbox: wait for container: %s", w.Error.Message)
-		}
-		exitCode = int(w.StatusCode)
-	case err := <-waitErr:
-		return nil, fmt.Errorf("sandbox: wait for container: %w", err)
-	case <-timer.C:
-		outcome = OutcomeTimeout
-	case <-ctx.Done():
-		outcome = OutcomeCanceled
+	outcome, exitCode, err := awaitExit(ctx, waited, waitErr, timeoutOf(spec, r.opts.Timeout))
+	if err != nil {
+		return nil, err
 	}
 	if outcome != OutcomeExited {
 		log.Debug("stopping container", "outcome", outcome)
@@ -282,22 +264,98 @@ func (r *ImageRunner) Run(ctx context.Context, spec Spec) (res *Result, err erro
 		case <-time.After(teardownTimeout):
 		}
 	}
-	// Drain what the process wrote; the stream ends with the container.
-	select {
-	case <-copied:
-	case <-time.After(drainTimeout):
-		log.Warn("output stream did not end after the container; closing it")
-		attach.Close()
-		<-copied
-	}
+	out.drain(log)
 	return &Result{
 		Outcome:  outcome,
 		ExitCode: exitCode,
-		Stdout:   stdout.Bytes(),
-		Stderr:   stderr.Bytes(),
+		Stdout:   out.stdout.Bytes(),
+		Stderr:   out.stderr.Bytes(),
 		Started:  started,
 		Duration: time.Since(started),
 	}, nil
+}
+
+// attachment is a container's attached streams and what came out of them.
+type attachment struct {
+	conn           types.HijackedResponse
+	stdout, stderr *capture
+	copied         chan struct{} // closed when the output stream has ended
+}
+
+// attach attaches to the container's streams, feeds them Spec.Stdin and
+// captures the output. Call it before the start so no output is lost; the
+// stream ends when the container does. ctx must outlive a canceled run to
+// keep the output so far.
+func (r *ImageRunner) attach(ctx context.Context, id string, spec *Spec, log *slog.Logger) (*attachment, error) {
+	conn, err := r.cli.ContainerAttach(ctx, id, container.AttachOptions{
+		Stream: true, Stdin: spec.Stdin != nil, Stdout: true, Stderr: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: attach to container: %w", err)
+	}
+	a := &attachment{conn: conn, stdout: newCapture(spec.Stdout), stderr: newCapture(spec.Stderr), copied: make(chan struct{})}
+	go func() {
+		defer close(a.copied)
+		if _, err := stdcopy.StdCopy(a.stdout, a.stderr, conn.Reader); err != nil {
+			log.Debug("output stream ended", "err", err)
+		}
+	}()
+	if spec.Stdin != nil {
+		go func() {
+			_, _ = io.Copy(conn.Conn, spec.Stdin)
+			_ = conn.CloseWrite()
+		}()
+	}
+	return a, nil
+}
+
+// drain waits for the rest of the output once the container has ended; a
+// stream still open after drainTimeout is closed.
+func (a *attachment) drain(log *slog.Logger) {
+	select {
+	case <-a.copied:
+	case <-time.After(drainTimeout):
+		log.Warn("output stream did not end after the container; closing it")
+		a.conn.Close()
+		<-a.copied
+	}
+}
+
+// start starts the container unless ctx has already ended. Once asked, the
+// start is seen through (on teardown, within startTimeout): the process may
+// already run when ctx ends, and the wait then turns that into
+// OutcomeCanceled.
+func (r *ImageRunner) start(ctx, teardown context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("sandbox: before start: %w", err)
+	}
+	startCtx, cancel := context.WithTimeout(teardown, startTimeout)
+	defer cancel()
+	if err := r.cli.ContainerStart(startCtx, id, container.StartOptions{}); err != nil {
+		return fmt.Errorf("sandbox: start container: %w", err)
+	}
+	return nil
+}
+
+// awaitExit waits for the container's exit (reported on waited, or a failed
+// wait on waitErr), the timeout or ctx, and returns how the run ended. The
+// exit code is -1 unless the outcome is OutcomeExited.
+func awaitExit(ctx context.Context, waited <-chan container.WaitResponse, waitErr <-chan error, timeout time.Duration) (Outcome, int, error) {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case w := <-waited:
+		if w.Error != nil && w.Error.Message != "" {
+			return "", -1, fmt.Errorf("sandbox: wait for container: %s", w.Error.Message)
+		}
+		return OutcomeExited, int(w.StatusCode), nil
+	case err := <-waitErr:
+		return "", -1, fmt.Errorf("sandbox: wait for container: %w", err)
+	case <-timer.C:
+		return OutcomeTimeout, -1, nil
+	case <-ctx.Done():
+		return OutcomeCanceled, -1, nil
+	}
 }
 
 // stop sends SIGTERM, then SIGKILL after the grace period.
@@ -343,43 +401,16 @@ func (r *ImageRunner) containerConfig(spec *Spec) (*container.Config, *container
 	if workdir != "" && !path.IsAbs(workdir) {
 		return nil, nil, fmt.Errorf("sandbox: workdir %q is not absolute", workdir)
 	}
-	env := make(map[string]string, len(spec.Env)+1)
-	for k, v := range spec.Env {
-		env[k] = v
-	}
-	env["HOME"] = AgentHome
-
-	labels := make(map[string]string, len(spec.Labels)+3)
-	for k, v := range spec.Labels {
-		labels[k] = v
-	}
-	labels[LabelManaged] = "true"
-	labels[LabelInstance] = r.opts.Instance
-	labels[LabelRunner] = r.id
-
-	network := spec.Network
-	if network == "" {
-		network = "none"
-	}
-	pick := func(v, def int64) int64 {
-		if v > 0 {
-			return v
-		}
-		return def
-	}
-	memory := pick(spec.MemoryBytes, r.opts.MemoryBytes)
-	pids := pick(spec.PidsLimit, r.opts.PidsLimit)
-	initProcess := true
-
+	network := cmp.Or(spec.Network, "none")
 	argv := append(append([]string(nil), spec.Prefix...), spec.Argv...)
 	cfg := &container.Config{
 		Image:      spec.Image,
 		User:       fmt.Sprintf("%d:%d", spec.UID, spec.GID),
 		Entrypoint: argv[:1],
 		Cmd:        argv[1:],
-		Env:        envList(env),
+		Env:        containerEnv(spec.Env),
 		WorkingDir: workdir,
-		Labels:     labels,
+		Labels:     r.labels(spec.Labels),
 		OpenStdin:  spec.Stdin != nil,
 		StdinOnce:  spec.Stdin != nil,
 		// With no network, skip Docker's network sandbox: runc then makes a
@@ -387,7 +418,35 @@ func (r *ImageRunner) containerConfig(spec *Spec) (*container.Config, *container
 		// a 20.10 daemon (its libnetwork re-executes dockerd to make one).
 		NetworkDisabled: network == "none",
 	}
-	hostCfg := &container.HostConfig{
+	return cfg, r.hostConfig(spec, network, mounts, tmpfs), nil
+}
+
+// containerEnv is env with HOME set to AgentHome, as KEY=VALUE pairs.
+func containerEnv(env map[string]string) []string {
+	all := make(map[string]string, len(env)+1)
+	maps.Copy(all, env)
+	all["HOME"] = AgentHome
+	return envList(all)
+}
+
+// labels are the Spec's labels plus the runner's own, which win.
+func (r *ImageRunner) labels(extra map[string]string) map[string]string {
+	labels := make(map[string]string, len(extra)+3)
+	maps.Copy(labels, extra)
+	labels[LabelManaged] = "true"
+	labels[LabelInstance] = r.opts.Instance
+	labels[LabelRunner] = r.id
+	return labels
+}
+
+// hostConfig is the confinement of the container: no capabilities, no new
+// privileges, an init, the network, the mounts, and the resource limits of the
+// Spec or else the runner's.
+func (r *ImageRunner) hostConfig(spec *Spec, network string, mounts []mount.Mount, tmpfs map[string]string) *container.HostConfig {
+	memory := positiveOr(spec.MemoryBytes, r.opts.MemoryBytes)
+	pids := positiveOr(spec.PidsLimit, r.opts.PidsLimit)
+	initProcess := true
+	return &container.HostConfig{
 		NetworkMode: container.NetworkMode(network),
 		CapDrop:     []string{"ALL"},
 		SecurityOpt: []string{"no-new-privileges"},
@@ -396,121 +455,166 @@ func (r *ImageRunner) containerConfig(spec *Spec) (*container.Config, *container
 		Mounts:      mounts,
 		Tmpfs:       tmpfs,
 		Resources: container.Resources{
-			NanoCPUs:   pick(spec.NanoCPUs, r.opts.NanoCPUs),
+			NanoCPUs:   positiveOr(spec.NanoCPUs, r.opts.NanoCPUs),
 			Memory:     memory,
 			MemorySwap: memory,
 			PidsLimit:  &pids,
 		},
 	}
-	return cfg, hostCfg, nil
+}
+
+// positiveOr returns v when it is positive, else def.
+func positiveOr(v, def int64) int64 {
+	if v > 0 {
+		return v
+	}
+	return def
 }
 
 // containerMounts lays out the bind mounts and the tmpfs folders of a Spec.
 func containerMounts(spec *Spec) ([]mount.Mount, map[string]string, error) {
-	var mounts []mount.Mount
-	seen := map[string]string{} // container path -> what is mounted there
-	claim := func(p, what string) error {
-		if prior, ok := seen[p]; ok {
-			return fmt.Errorf("sandbox: %s and %s are both mounted at %s", prior, what, p)
-		}
-		seen[p] = what
-		return nil
+	l := &layout{uid: spec.UID, gid: spec.GID, tmpfs: map[string]string{}, seen: map[string]string{}}
+	if err := l.bindAll(spec); err != nil {
+		return nil, nil, err
 	}
-	bind := func(m Mount, what string, readOnly bool) error {
-		if !filepath.IsAbs(m.Host) {
-			return fmt.Errorf("sandbox: %s host path %q is not absolute", what, m.Host)
-		}
-		if !path.IsAbs(m.Container) {
-			return fmt.Errorf("sandbox: %s container path %q is not absolute", what, m.Container)
-		}
-		target := path.Clean(m.Container)
-		if target == "/" || target == AgentHome || isUnder(AgentHome, target) {
-			return fmt.Errorf("sandbox: %s container path %q would hide %s", what, m.Container, AgentHome)
-		}
-		if err := claim(target, what); err != nil {
-			return err
-		}
-		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: m.Host, Target: target, ReadOnly: readOnly})
-		return nil
+	if err := l.claim(AgentHome, "HOME"); err != nil {
+		return nil, nil, err
 	}
+	l.tmpfs[AgentHome] = l.owned(0o700, 0)
+	if s := spec.Session; s != nil {
+		if err := l.session(*s, spec.Credentials); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := l.extraTmpfs(spec.Tmpfs); err != nil {
+		return nil, nil, err
+	}
+	return l.mounts, l.tmpfs, nil
+}
 
+// layout gathers the mounts of a container, refusing two at one path.
+type layout struct {
+	uid, gid int               // the owner of the tmpfs folders
+	mounts   []mount.Mount     // the bind mounts
+	tmpfs    map[string]string // container path -> tmpfs options
+	seen     map[string]string // container path -> what is mounted there
+}
+
+// claim reserves the container path p for what.
+func (l *layout) claim(p, what string) error {
+	if prior, ok := l.seen[p]; ok {
+		return fmt.Errorf("sandbox: %s and %s are both mounted at %s", prior, what, p)
+	}
+	l.seen[p] = what
+	return nil
+}
+
+// bind adds the bind mount m, named what in errors. Its container path must
+// not hide HOME.
+func (l *layout) bind(m Mount, what string, readOnly bool) error {
+	if !filepath.IsAbs(m.Host) {
+		return fmt.Errorf("sandbox: %s host path %q is not absolute", what, m.Host)
+	}
+	if !path.IsAbs(m.Container) {
+		return fmt.Errorf("sandbox: %s container path %q is not absolute", what, m.Container)
+	}
+	target := path.Clean(m.Container)
+	if target == "/" || target == AgentHome || isUnder(AgentHome, target) {
+		return fmt.Errorf("sandbox: %s container path %q would hide %s", what, m.Container, AgentHome)
+	}
+	if err := l.claim(target, what); err != nil {
+		return err
+	}
+	l.mounts = append(l.mounts, mount.Mount{Type: mount.TypeBind, Source: m.Host, Target: target, ReadOnly: readOnly})
+	return nil
+}
+
+// bindAll binds the worktree at WorkspacePath, the credential mounts
+// read-only and the other binds as they say, none of them overlapping the
+// worktree.
+func (l *layout) bindAll(spec *Spec) error {
 	if w := spec.Worktree; w != nil {
 		if w.Container != "" && path.Clean(w.Container) != WorkspacePath {
-			return nil, nil, fmt.Errorf("sandbox: the worktree is mounted at %s, not %q", WorkspacePath, w.Container)
+			return fmt.Errorf("sandbox: the worktree is mounted at %s, not %q", WorkspacePath, w.Container)
 		}
 		wt := *w
 		wt.Container = WorkspacePath
-		if err := bind(wt, "worktree", w.ReadOnly); err != nil {
-			return nil, nil, err
+		if err := l.bind(wt, "worktree", w.ReadOnly); err != nil {
+			return err
 		}
 	}
 	for _, c := range spec.Credentials {
 		if PathsOverlap(c.Container, WorkspacePath) {
-			return nil, nil, fmt.Errorf("sandbox: credential mount %q overlaps %s", c.Container, WorkspacePath)
+			return fmt.Errorf("sandbox: credential mount %q overlaps %s", c.Container, WorkspacePath)
 		}
-		if err := bind(c, "credential mount", true); err != nil {
-			return nil, nil, err
+		if err := l.bind(c, "credential mount", true); err != nil {
+			return err
 		}
 	}
-
 	for _, b := range spec.Binds {
 		if PathsOverlap(b.Container, WorkspacePath) {
-			return nil, nil, fmt.Errorf("sandbox: bind mount %q overlaps %s", b.Container, WorkspacePath)
+			return fmt.Errorf("sandbox: bind mount %q overlaps %s", b.Container, WorkspacePath)
 		}
-		if err := bind(b, "bind mount", b.ReadOnly); err != nil {
-			return nil, nil, err
+		if err := l.bind(b, "bind mount", b.ReadOnly); err != nil {
+			return err
 		}
 	}
+	return nil
+}
 
-	tmpfs := map[string]string{}
-	owned := func(mode uint32, size int64) string {
-		opts := fmt.Sprintf("uid=%d,gid=%d,mode=%o,exec", spec.UID, spec.GID, mode)
-		if size > 0 {
-			opts += fmt.Sprintf(",size=%d", size)
+// session binds the session mount s read-write under HOME, clear of the
+// credential mounts, and makes every folder between HOME and it a tmpfs of
+// the container user (Docker would create them as root).
+func (l *layout) session(s Mount, credentials []Mount) error {
+	target := path.Clean(s.Container)
+	if !path.IsAbs(s.Container) || !isUnder(target, AgentHome) {
+		return fmt.Errorf("sandbox: session path %q is not under %s", s.Container, AgentHome)
+	}
+	for _, c := range credentials {
+		if PathsOverlap(c.Container, target) {
+			return fmt.Errorf("sandbox: session path %s overlaps credential mount %s", target, c.Container)
 		}
-		return opts
 	}
-	if err := claim(AgentHome, "HOME"); err != nil {
-		return nil, nil, err
+	if err := l.bind(s, "session", false); err != nil {
+		return err
 	}
-	tmpfs[AgentHome] = owned(0o700, 0)
+	// Every folder from HOME (excluded) down to the session's parent.
+	for dir := path.Dir(target); dir != AgentHome; dir = path.Dir(dir) {
+		if err := l.claim(dir, "session parent"); err != nil {
+			return err
+		}
+		l.tmpfs[dir] = l.owned(0o700, 0)
+	}
+	return nil
+}
 
-	if s := spec.Session; s != nil {
-		target := path.Clean(s.Container)
-		if !path.IsAbs(s.Container) || !isUnder(target, AgentHome) {
-			return nil, nil, fmt.Errorf("sandbox: session path %q is not under %s", s.Container, AgentHome)
-		}
-		for _, c := range spec.Credentials {
-			if PathsOverlap(c.Container, target) {
-				return nil, nil, fmt.Errorf("sandbox: session path %s overlaps credential mount %s", target, c.Container)
-			}
-		}
-		if err := bind(*s, "session", false); err != nil {
-			return nil, nil, err
-		}
-		// Every folder from HOME (excluded) down to the session's parent.
-		for dir := path.Dir(target); dir != AgentHome; dir = path.Dir(dir) {
-			if err := claim(dir, "session parent"); err != nil {
-				return nil, nil, err
-			}
-			tmpfs[dir] = owned(0o700, 0)
-		}
-	}
-	for _, t := range spec.Tmpfs {
+// extraTmpfs adds the Spec's own tmpfs folders.
+func (l *layout) extraTmpfs(list []Tmpfs) error {
+	for _, t := range list {
 		target := path.Clean(t.Path)
 		if !path.IsAbs(t.Path) || target == "/" {
-			return nil, nil, fmt.Errorf("sandbox: tmpfs path %q must be an absolute folder other than /", t.Path)
+			return fmt.Errorf("sandbox: tmpfs path %q must be an absolute folder other than /", t.Path)
 		}
-		if err := claim(target, "tmpfs"); err != nil {
-			return nil, nil, err
+		if err := l.claim(target, "tmpfs"); err != nil {
+			return err
 		}
 		mode := t.Mode
 		if mode == 0 {
 			mode = 0o700
 		}
-		tmpfs[target] = owned(mode, t.Size)
+		l.tmpfs[target] = l.owned(mode, t.Size)
 	}
-	return mounts, tmpfs, nil
+	return nil
+}
+
+// owned is the options of a tmpfs owned by the container user with mode and,
+// when size is positive, that size limit.
+func (l *layout) owned(mode uint32, size int64) string {
+	opts := fmt.Sprintf("uid=%d,gid=%d,mode=%o,exec", l.uid, l.gid, mode)
+	if size > 0 {
+		opts += fmt.Sprintf(",size=%d", size)
+	}
+	return opts
 }
 
 func randomHex(n int) string {

@@ -200,93 +200,140 @@ func (Hooks) Parse(h http.Header, body []byte) (*forges.Event, error) {
 		return nil, fmt.Errorf("%w: %s payload names no repository", forges.ErrMalformed, typ)
 	}
 	ev.Target.Project = forges.Project{Owner: p.Repository.Owner.name(), Name: p.Repository.Name}
-	ignore := func(reason string) (*forges.Event, error) {
-		ev.Type, ev.Reason = forges.EventIgnored, reason
-		return ev, nil
+	parse, ok := parsers[typ]
+	if !ok {
+		return ignored(ev, "event "+typ+" is not used")
 	}
-	need := func(ok bool, what string) error {
-		if ok {
-			return nil
-		}
-		return fmt.Errorf("%w: %s/%s payload has no %s", forges.ErrMalformed, typ, p.Action, what)
-	}
-
-	switch typ {
-	case "issues", "issue_assign", "issue_label":
-		if err := need(p.Issue != nil, "issue"); err != nil {
-			return nil, err
-		}
-		ev.Issue = p.Issue.issue()
-		ev.Target.Kind, ev.Target.Number = forges.TargetIssue, p.Issue.Number
-		if p.Issue.PullRequest != nil {
-			ev.Target.Kind = forges.TargetMergeRequest
-		}
-		return issueAction(ev, typ, p.Action, ev.Issue.Labels, ev.Issue.Assignees, ignore)
-
-	case "pull_request", "pull_request_sync", "pull_request_label", "pull_request_assign",
-		"pull_request_review_approved", "pull_request_review_rejected", "pull_request_review_comment",
-		"pull_request_review_request", "pull_request_milestone":
-		if err := need(p.PullRequest != nil, "pull_request"); err != nil {
-			return nil, err
-		}
-		ev.MergeRequest = p.PullRequest.mergeRequest()
-		ev.Target.Kind, ev.Target.Number = forges.TargetMergeRequest, p.PullRequest.Number
-		ev.SHA = ev.MergeRequest.HeadSHA
-		ev.Branch = ev.MergeRequest.SourceBranch
-		return pullAction(ev, typ, &p, ignore)
-
-	case "issue_comment", "pull_request_comment":
-		if err := need(p.Issue != nil && p.Comment != nil, "issue and comment"); err != nil {
-			return nil, err
-		}
-		ev.Issue = p.Issue.issue()
-		ev.Target.Kind, ev.Target.Number = forges.TargetIssue, p.Issue.Number
-		if p.IsPull || p.Issue.PullRequest != nil || typ == "pull_request_comment" {
-			ev.Target.Kind = forges.TargetMergeRequest
-		}
-		ev.Comment = &forges.Comment{ID: p.Comment.ID, Author: p.Comment.User.name(), Body: p.Comment.Body,
-			URL: p.Comment.HTMLURL, CreatedAt: p.Comment.CreatedAt, UpdatedAt: p.Comment.UpdatedAt}
-		switch p.Action {
-		case "created":
-			ev.Type = forges.EventCommentCreated
-		case "edited":
-			ev.Type = forges.EventCommentEdited
-		default:
-			return ignore("comment " + p.Action + " is not used")
-		}
-		return ev, nil
-
-	case "push":
-		branch, ok := strings.CutPrefix(p.Ref, "refs/heads/")
-		if !ok {
-			return ignore("push to " + p.Ref + " is not a branch")
-		}
-		ev.Type, ev.Branch, ev.SHA = forges.EventPush, branch, p.After
-		if strings.Trim(p.After, "0") == "" {
-			ev.Type = forges.EventBranchDeleted
-		}
-		return ev, nil
-
-	case "delete":
-		if p.RefType != "branch" {
-			return ignore("deleted " + p.RefType + " is not a branch")
-		}
-		ev.Type, ev.Branch = forges.EventBranchDeleted, strings.TrimPrefix(p.Ref, "refs/heads/")
-		return ev, nil
-
-	case "status":
-		st, ok := ciState(p.State)
-		if err := need(p.SHA != "" && ok, "sha and known state"); err != nil {
-			return nil, err
-		}
-		ev.Type, ev.SHA = forges.EventCIStatusChanged, p.SHA
-		ev.CI = &forges.Check{Name: p.Context, State: st, Description: p.Description, URL: p.TargetURL}
-		return ev, nil
-	}
-	return ignore("event " + typ + " is not used")
+	return parse(ev, typ, &p)
 }
 
-func issueAction(ev *forges.Event, typ, action string, labels, assignees []string, ignore func(string) (*forges.Event, error)) (*forges.Event, error) {
+// A parser fills ev, which already has its delivery id, actor and project,
+// from the payload p of an event of type typ.
+type parser func(ev *forges.Event, typ string, p *payload) (*forges.Event, error)
+
+// parsers maps the event types the bot follows to their parsers; every
+// other type is ignored.
+var parsers = map[string]parser{
+	"issues":       parseIssue,
+	"issue_assign": parseIssue,
+	"issue_label":  parseIssue,
+
+	"pull_request":                 parsePull,
+	"pull_request_sync":            parsePull,
+	"pull_request_label":           parsePull,
+	"pull_request_assign":          parsePull,
+	"pull_request_review_approved": parsePull,
+	"pull_request_review_rejected": parsePull,
+	"pull_request_review_comment":  parsePull,
+	"pull_request_review_request":  parsePull,
+	"pull_request_milestone":       parsePull,
+
+	"issue_comment":        parseComment,
+	"pull_request_comment": parseComment,
+
+	"push":   parsePush,
+	"delete": parseDelete,
+	"status": parseStatus,
+}
+
+// ignored makes ev an ignored event, for reason.
+func ignored(ev *forges.Event, reason string) (*forges.Event, error) {
+	ev.Type, ev.Reason = forges.EventIgnored, reason
+	return ev, nil
+}
+
+// lacks is the error of a typ payload that lacks what.
+func lacks(typ string, p *payload, what string) error {
+	return fmt.Errorf("%w: %s/%s payload has no %s", forges.ErrMalformed, typ, p.Action, what)
+}
+
+// parseIssue parses an issue event; the issue of a pull request targets the
+// merge request.
+func parseIssue(ev *forges.Event, typ string, p *payload) (*forges.Event, error) {
+	if p.Issue == nil {
+		return nil, lacks(typ, p, "issue")
+	}
+	ev.Issue = p.Issue.issue()
+	ev.Target.Kind, ev.Target.Number = forges.TargetIssue, p.Issue.Number
+	if p.Issue.PullRequest != nil {
+		ev.Target.Kind = forges.TargetMergeRequest
+	}
+	return issueAction(ev, typ, p.Action, ev.Issue.Labels, ev.Issue.Assignees)
+}
+
+// parsePull parses a pull request event, reviews included.
+func parsePull(ev *forges.Event, typ string, p *payload) (*forges.Event, error) {
+	if p.PullRequest == nil {
+		return nil, lacks(typ, p, "pull_request")
+	}
+	ev.MergeRequest = p.PullRequest.mergeRequest()
+	ev.Target.Kind, ev.Target.Number = forges.TargetMergeRequest, p.PullRequest.Number
+	ev.SHA = ev.MergeRequest.HeadSHA
+	ev.Branch = ev.MergeRequest.SourceBranch
+	return pullAction(ev, typ, p)
+}
+
+// parseComment parses a comment created or edited on an issue or a pull
+// request.
+func parseComment(ev *forges.Event, typ string, p *payload) (*forges.Event, error) {
+	if p.Issue == nil || p.Comment == nil {
+		return nil, lacks(typ, p, "issue and comment")
+	}
+	ev.Issue = p.Issue.issue()
+	ev.Target.Kind, ev.Target.Number = forges.TargetIssue, p.Issue.Number
+	if p.IsPull || p.Issue.PullRequest != nil || typ == "pull_request_comment" {
+		ev.Target.Kind = forges.TargetMergeRequest
+	}
+	ev.Comment = &forges.Comment{ID: p.Comment.ID, Author: p.Comment.User.name(), Body: p.Comment.Body,
+		URL: p.Comment.HTMLURL, CreatedAt: p.Comment.CreatedAt, UpdatedAt: p.Comment.UpdatedAt}
+	switch p.Action {
+	case "created":
+		ev.Type = forges.EventCommentCreated
+	case "edited":
+		ev.Type = forges.EventCommentEdited
+	default:
+		return ignored(ev, "comment "+p.Action+" is not used")
+	}
+	return ev, nil
+}
+
+// parsePush parses a push to a branch; a push of the zero commit deletes
+// the branch.
+func parsePush(ev *forges.Event, _ string, p *payload) (*forges.Event, error) {
+	branch, ok := strings.CutPrefix(p.Ref, "refs/heads/")
+	if !ok {
+		return ignored(ev, "push to "+p.Ref+" is not a branch")
+	}
+	ev.Type, ev.Branch, ev.SHA = forges.EventPush, branch, p.After
+	if strings.Trim(p.After, "0") == "" {
+		ev.Type = forges.EventBranchDeleted
+	}
+	return ev, nil
+}
+
+// parseDelete parses the deletion of a branch.
+func parseDelete(ev *forges.Event, _ string, p *payload) (*forges.Event, error) {
+	if p.RefType != "branch" {
+		return ignored(ev, "deleted "+p.RefType+" is not a branch")
+	}
+	ev.Type, ev.Branch = forges.EventBranchDeleted, strings.TrimPrefix(p.Ref, "refs/heads/")
+	return ev, nil
+}
+
+// parseStatus parses a commit status (Gitea 1.22+).
+func parseStatus(ev *forges.Event, typ string, p *payload) (*forges.Event, error) {
+	st, ok := ciState(p.State)
+	if p.SHA == "" || !ok {
+		return nil, lacks(typ, p, "sha and known state")
+	}
+	ev.Type, ev.SHA = forges.EventCIStatusChanged, p.SHA
+	ev.CI = &forges.Check{Name: p.Context, State: st, Description: p.Description, URL: p.TargetURL}
+	return ev, nil
+}
+
+// issueAction sets the type of an issue event (or of the label and assignee
+// events of a pull request) from its action.
+func issueAction(ev *forges.Event, typ, action string, labels, assignees []string) (*forges.Event, error) {
 	switch action {
 	case "opened":
 		ev.Type = forges.EventIssueOpened
@@ -311,12 +358,13 @@ func issueAction(ev *forges.Event, typ, action string, labels, assignees []strin
 		// issue.labels still lists the labels just removed.
 		ev.Type, ev.Labels, ev.LabelsRemoved, ev.LabelDeltaKnown = forges.EventIssueUnlabeled, []string{}, labels, true
 	default:
-		return ignore(typ + " " + action + " is not used")
+		return ignored(ev, typ+" "+action+" is not used")
 	}
 	return ev, nil
 }
 
-func pullAction(ev *forges.Event, typ string, p *payload, ignore func(string) (*forges.Event, error)) (*forges.Event, error) {
+// pullAction sets the type of a pull request event from its type and action.
+func pullAction(ev *forges.Event, typ string, p *payload) (*forges.Event, error) {
 	mr := ev.MergeRequest
 	switch typ {
 	case "pull_request":
@@ -329,17 +377,17 @@ func pullAction(ev *forges.Event, typ string, p *payload, ignore func(string) (*
 				ev.Type = forges.EventMergeRequestMerged
 			}
 		default:
-			return ignore("pull request " + p.Action + " is not used")
+			return ignored(ev, "pull request "+p.Action+" is not used")
 		}
 	case "pull_request_sync":
 		if p.Action != "synchronized" {
-			return ignore("pull request sync " + p.Action + " is not used")
+			return ignored(ev, "pull request sync "+p.Action+" is not used")
 		}
 		ev.Type = forges.EventMergeRequestUpdated
 	case "pull_request_label":
-		return issueAction(ev, typ, p.Action, labelNames(p.PullRequest.Labels), nil, ignore)
+		return issueAction(ev, typ, p.Action, labelNames(p.PullRequest.Labels), nil)
 	case "pull_request_assign":
-		return issueAction(ev, typ, p.Action, nil, userNames(p.PullRequest.Assignees), ignore)
+		return issueAction(ev, typ, p.Action, nil, userNames(p.PullRequest.Assignees))
 	case "pull_request_review_approved", "pull_request_review_rejected", "pull_request_review_comment":
 		if p.Review == nil {
 			return nil, fmt.Errorf("%w: %s payload has no review", forges.ErrMalformed, typ)
@@ -352,7 +400,7 @@ func pullAction(ev *forges.Event, typ string, p *payload, ignore func(string) (*
 		ev.Type = forges.EventReviewSubmitted
 		ev.Review = &forges.Review{State: state, Body: p.Review.Content}
 	default:
-		return ignore(typ + " " + p.Action + " is not used")
+		return ignored(ev, typ+" "+p.Action+" is not used")
 	}
 	return ev, nil
 }

@@ -123,6 +123,9 @@ type Counts struct {
 
 const sweepSecret = "corpus-s3cret"
 
+// sweepForge is the forge name the sweep's handler gives the events.
+const sweepForge = "corpus"
+
 // Run sweeps the corpus, one subtest per payload: no panic and no 5xx; a
 // normalized event equal to its golden file and handed to the sink as parsed
 // (with the forge's name); an ignored one answered 200 with its reason; a
@@ -131,114 +134,161 @@ const sweepSecret = "corpus-s3cret"
 // stale ones removed. It logs and returns the counts.
 func (s Sweep) Run(t *testing.T) Counts {
 	t.Helper()
-	const forge = "corpus"
-	var sunk []*forges.Event
-	sink := func(_ context.Context, ev *forges.Event) error { sunk = append(sunk, ev); return nil }
-	handler := forges.NewWebhookHandler(forge, s.Hooks, []string{"old-secret", sweepSecret}, sink, slog.New(slog.NewTextHandler(io.Discard, nil)))
-
-	c := Counts{Types: map[forges.EventType]int{}}
-	var outcomes []string
-	goldens := map[string]bool{} // golden files the sweep wrote or compared
-	deliveries := LoadCorpus(t, s.Dir)
-	for _, d := range deliveries {
-		c.Files++
-		golden := filepath.Join(s.Dir, filepath.FromSlash(strings.TrimSuffix(d.Path, ".json")+goldenSuffix))
-		t.Run(d.Path, func(t *testing.T) {
-			h := d.Header.Clone()
-			if h.Get(s.DeliveryHeader) == "" {
-				h.Set(s.DeliveryHeader, pathUUID(d.Path))
-			}
-			s.Sign(h, d.Body, sweepSecret)
-			if err := s.Hooks.Verify(h, d.Body, []string{sweepSecret}); err != nil {
-				t.Fatalf("Verify: %v", err)
-			}
-			ev, err := parse(s.Hooks, h, d.Body)
-			sunk = nil
-			status, answer := serve(t, handler, h, d.Body)
-			if status >= 500 {
-				t.Fatalf("handler answered %d: %s", status, answer)
-			}
-			why, wantMalformed := s.Malformed[d.Path]
-			switch {
-			case err != nil:
-				c.Malformed++
-				outcomes = append(outcomes, d.Path+": malformed: "+oneLine(err.Error()))
-				if !errors.Is(err, forges.ErrMalformed) {
-					t.Errorf("Parse error does not wrap ErrMalformed: %v", err)
-				}
-				if !wantMalformed {
-					t.Errorf("Parse refused a real payload: %v", err)
-				}
-				if status != http.StatusBadRequest {
-					t.Errorf("handler answered %d (%s), want 400", status, answer)
-				}
-				return
-			case wantMalformed:
-				t.Errorf("Parse accepted it (%s), but the sweep lists it as malformed: %s", ev.Type, why)
-			}
-			if ev == nil {
-				t.Fatal("Parse returned neither an event nor an error")
-			}
-			if ev.Type == forges.EventIgnored {
-				c.Ignored++
-				outcomes = append(outcomes, d.Path+": ignored: "+oneLine(ev.Reason))
-				if ev.Reason == "" {
-					t.Error("ignored without a reason")
-				}
-				// The handler cuts a long answer short.
-				if want := "ignored: " + oneLine(ev.Reason); status != http.StatusOK || !strings.HasPrefix(answer, "ignored: ") || !strings.HasPrefix(want, answer) {
-					t.Errorf("handler answered %d %q, want 200 %q", status, answer, want)
-				}
-				if len(sunk) != 0 {
-					t.Errorf("an ignored delivery reached the sink: %+v", sunk)
-				}
-				return
-			}
-			c.Normalized++
-			c.Types[ev.Type]++
-			outcomes = append(outcomes, d.Path+": "+string(ev.Type))
-			goldens[golden] = true
-			if ev.Reason != "" {
-				t.Errorf("%s with a reason %q", ev.Type, ev.Reason)
-			}
-			if ev.DeliveryID == "" {
-				t.Error("no delivery id")
-			}
-			p := ev.Target.Project
-			if p.Owner == "" || p.Name == "" || p.Forge != "" {
-				t.Errorf("%s: project %+v, want an owner and a name and no forge", ev.Type, p)
-			}
-			if (ev.Target.Kind == "") != (ev.Target.Number == 0) {
-				t.Errorf("%s: target %+v", ev.Type, ev.Target)
-			}
-			if s.Check != nil {
-				s.Check(t, ev)
-			}
-			if status != http.StatusAccepted {
-				t.Errorf("handler answered %d (%s), want 202", status, answer)
-			}
-			want := *ev
-			want.Target.Project.Forge = forge
-			if len(sunk) != 1 || !reflect.DeepEqual(sunk[0], &want) {
-				t.Errorf("the sink got %+v, want the parsed event named %q", sunk, forge)
-			}
-			compareGolden(t, golden, ev)
-		})
+	sw := newSweeper(s)
+	for _, d := range LoadCorpus(t, s.Dir) {
+		sw.counts.Files++
+		t.Run(d.Path, func(t *testing.T) { sw.deliver(t, d) })
 	}
-	checkOutcomes(t, s.Dir, outcomes)
-	checkStaleGoldens(t, s.Dir, goldens)
+	checkOutcomes(t, s.Dir, sw.outcomes)
+	checkStaleGoldens(t, s.Dir, sw.goldens)
+	logCounts(t, s.Dir, sw.counts)
+	if s.Name != "" && !t.Failed() {
+		checkCountsRow(t, s.Dir, s.Name, sw.counts)
+	}
+	return sw.counts
+}
 
-	types := slices.Sorted(maps.Keys(c.Types))
+// sweeper is one Run of a Sweep: the webhook handler under test and what the
+// deliveries came to so far.
+type sweeper struct {
+	Sweep
+	handler  http.Handler
+	sunk     []*forges.Event // what the handler gave the sink for the current delivery
+	counts   Counts
+	outcomes []string        // a line of the outcomes file per delivery
+	goldens  map[string]bool // golden files the sweep wrote or compared
+}
+
+// newSweeper returns a sweeper whose handler verifies with sweepSecret (and
+// another secret) and hands events to its sink.
+func newSweeper(s Sweep) *sweeper {
+	sw := &sweeper{Sweep: s, counts: Counts{Types: map[forges.EventType]int{}}, goldens: map[string]bool{}}
+	sink := func(_ context.Context, ev *forges.Event) error { sw.sunk = append(sw.sunk, ev); return nil }
+	sw.handler = forges.NewWebhookHandler(sweepForge, s.Hooks, []string{"old-secret", sweepSecret}, sink, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	return sw
+}
+
+// deliver signs d, sends it through Parse and through the handler, and
+// checks what came of it: no panic, no 5xx, and the checks of its outcome.
+func (sw *sweeper) deliver(t *testing.T, d Delivery) {
+	h := d.Header.Clone()
+	if h.Get(sw.DeliveryHeader) == "" {
+		h.Set(sw.DeliveryHeader, pathUUID(d.Path))
+	}
+	sw.Sign(h, d.Body, sweepSecret)
+	if err := sw.Hooks.Verify(h, d.Body, []string{sweepSecret}); err != nil {
+		t.Fatalf("Verify: %v", err)
+	}
+	ev, err := parse(sw.Hooks, h, d.Body)
+	sw.sunk = nil
+	status, answer := serve(t, sw.handler, h, d.Body)
+	if status >= 500 {
+		t.Fatalf("handler answered %d: %s", status, answer)
+	}
+	why, wantMalformed := sw.Malformed[d.Path]
+	switch {
+	case err != nil:
+		sw.checkMalformed(t, d.Path, err, status, answer)
+		return
+	case wantMalformed:
+		t.Errorf("Parse accepted it (%s), but the sweep lists it as malformed: %s", ev.Type, why)
+	}
+	if ev == nil {
+		t.Fatal("Parse returned neither an event nor an error")
+	}
+	if ev.Type == forges.EventIgnored {
+		sw.checkIgnored(t, d.Path, ev, status, answer)
+		return
+	}
+	sw.checkNormalized(t, d.Path, ev, status, answer)
+}
+
+// checkMalformed counts a payload Parse refused and checks that the error
+// wraps ErrMalformed, that Malformed lists it and that the handler answered
+// 400.
+func (sw *sweeper) checkMalformed(t *testing.T, path string, err error, status int, answer string) {
+	sw.counts.Malformed++
+	sw.outcomes = append(sw.outcomes, path+": malformed: "+oneLine(err.Error()))
+	if !errors.Is(err, forges.ErrMalformed) {
+		t.Errorf("Parse error does not wrap ErrMalformed: %v", err)
+	}
+	if _, listed := sw.Malformed[path]; !listed {
+		t.Errorf("Parse refused a real payload: %v", err)
+	}
+	if status != http.StatusBadRequest {
+		t.Errorf("handler answered %d (%s), want 400", status, answer)
+	}
+}
+
+// checkIgnored counts an ignored event and checks that it has a reason, that
+// the handler answered 200 with it and that the sink did not get it.
+func (sw *sweeper) checkIgnored(t *testing.T, path string, ev *forges.Event, status int, answer string) {
+	sw.counts.Ignored++
+	sw.outcomes = append(sw.outcomes, path+": ignored: "+oneLine(ev.Reason))
+	if ev.Reason == "" {
+		t.Error("ignored without a reason")
+	}
+	// The handler cuts a long answer short.
+	if want := "ignored: " + oneLine(ev.Reason); status != http.StatusOK || !strings.HasPrefix(answer, "ignored: ") || !strings.HasPrefix(want, answer) {
+		t.Errorf("handler answered %d %q, want 200 %q", status, answer, want)
+	}
+	if len(sw.sunk) != 0 {
+		t.Errorf("an ignored delivery reached the sink: %+v", sw.sunk)
+	}
+}
+
+// checkNormalized counts a normalized event, checks it (see checkEvent) and
+// that the handler answered 202 and gave it to the sink named after the
+// forge, and compares it with its golden file.
+func (sw *sweeper) checkNormalized(t *testing.T, path string, ev *forges.Event, status int, answer string) {
+	sw.counts.Normalized++
+	sw.counts.Types[ev.Type]++
+	sw.outcomes = append(sw.outcomes, path+": "+string(ev.Type))
+	golden := filepath.Join(sw.Dir, filepath.FromSlash(strings.TrimSuffix(path, ".json")+goldenSuffix))
+	sw.goldens[golden] = true
+	checkEvent(t, ev)
+	if sw.Check != nil {
+		sw.Check(t, ev)
+	}
+	if status != http.StatusAccepted {
+		t.Errorf("handler answered %d (%s), want 202", status, answer)
+	}
+	want := *ev
+	want.Target.Project.Forge = sweepForge
+	if len(sw.sunk) != 1 || !reflect.DeepEqual(sw.sunk[0], &want) {
+		t.Errorf("the sink got %+v, want the parsed event named %q", sw.sunk, sweepForge)
+	}
+	compareGolden(t, golden, ev)
+}
+
+// checkEvent checks what every normalized event has: no reason, a delivery
+// id, a project with an owner and a name but no forge, and a target with
+// both a kind and a number or neither.
+func checkEvent(t *testing.T, ev *forges.Event) {
+	if ev.Reason != "" {
+		t.Errorf("%s with a reason %q", ev.Type, ev.Reason)
+	}
+	if ev.DeliveryID == "" {
+		t.Error("no delivery id")
+	}
+	p := ev.Target.Project
+	if p.Owner == "" || p.Name == "" || p.Forge != "" {
+		t.Errorf("%s: project %+v, want an owner and a name and no forge", ev.Type, p)
+	}
+	if (ev.Target.Kind == "") != (ev.Target.Number == 0) {
+		t.Errorf("%s: target %+v", ev.Type, ev.Target)
+	}
+}
+
+// logCounts logs a sweep's counts, by outcome and by event type.
+func logCounts(t *testing.T, dir string, c Counts) {
+	t.Helper()
 	var byType []string
-	for _, ty := range types {
+	for _, ty := range slices.Sorted(maps.Keys(c.Types)) {
 		byType = append(byType, fmt.Sprintf("%s %d", ty, c.Types[ty]))
 	}
-	t.Logf("corpus %s: %d files: %d normalized, %d ignored, %d malformed", s.Dir, c.Files, c.Normalized, c.Ignored, c.Malformed)
+	t.Logf("corpus %s: %d files: %d normalized, %d ignored, %d malformed", dir, c.Files, c.Normalized, c.Ignored, c.Malformed)
 	t.Logf("normalized by type: %s", strings.Join(byType, ", "))
-	if s.Name != "" && !t.Failed() {
-		checkCountsRow(t, s.Dir, s.Name, c)
-	}
-	return c
 }
 
 // checkCountsRow checks the forge's row of the counts table in the README
@@ -274,7 +324,7 @@ func serve(t *testing.T, handler http.Handler, h http.Header, body []byte) (stat
 			t.Fatalf("the handler panicked: %v", r)
 		}
 	}()
-	req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/webhooks/corpus", bytes.NewReader(body))
+	req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/webhooks/"+sweepForge, bytes.NewReader(body))
 	req.Header = h.Clone()
 	req.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()

@@ -66,15 +66,31 @@ func (f *Forge) CreateMergeRequest(ctx context.Context, p forges.Project, mr for
 // The comments endpoint's since filters on the update time; the result is
 // filtered again on the creation time, so an old comment edited later is not new.
 func (f *Forge) ReviewComments(ctx context.Context, p forges.Project, number int64, since time.Time) ([]forges.ReviewComment, error) {
+	out, err := f.inlineComments(ctx, p, number, since)
+	if err != nil {
+		return nil, err
+	}
+	reviews, err := f.reviewBodies(ctx, p, number, since)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, reviews...)
+	slices.SortStableFunc(out, func(a, b forges.ReviewComment) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	return out, nil
+}
+
+// inlineComments lists the comments on the diff of a pull request created
+// after since, oldest first.
+func (f *Forge) inlineComments(ctx context.Context, p forges.Project, number int64, since time.Time) ([]forges.ReviewComment, error) {
 	var out []forges.ReviewComment
-	copts := &gh.PullRequestListCommentsOptions{
+	opts := &gh.PullRequestListCommentsOptions{
 		Sort:        "created",
 		Direction:   "asc",
 		Since:       since,
 		ListOptions: gh.ListOptions{PerPage: f.perPage},
 	}
 	for {
-		page, resp, err := f.client.PullRequests.ListComments(ctx, p.Owner, p.Name, int(number), copts)
+		page, resp, err := f.client.PullRequests.ListComments(ctx, p.Owner, p.Name, int(number), opts)
 		if err != nil {
 			return nil, wrap(err, "list review comments of pull request %d of %s", number, p.FullName())
 		}
@@ -94,14 +110,20 @@ func (f *Forge) ReviewComments(ctx context.Context, p forges.Project, number int
 			})
 		}
 		if resp.NextPage == 0 {
-			break
+			return out, nil
 		}
-		copts.Page = resp.NextPage
+		opts.Page = resp.NextPage
 	}
+}
 
-	ropts := &gh.ListOptions{PerPage: f.perPage}
+// reviewBodies lists the bodies of the reviews of a pull request submitted
+// after since, each as a comment of its review; pending and empty reviews
+// are left out.
+func (f *Forge) reviewBodies(ctx context.Context, p forges.Project, number int64, since time.Time) ([]forges.ReviewComment, error) {
+	var out []forges.ReviewComment
+	opts := &gh.ListOptions{PerPage: f.perPage}
 	for {
-		page, resp, err := f.client.PullRequests.ListReviews(ctx, p.Owner, p.Name, int(number), ropts)
+		page, resp, err := f.client.PullRequests.ListReviews(ctx, p.Owner, p.Name, int(number), opts)
 		if err != nil {
 			return nil, wrap(err, "list reviews of pull request %d of %s", number, p.FullName())
 		}
@@ -119,12 +141,10 @@ func (f *Forge) ReviewComments(ctx context.Context, p forges.Project, number int
 			})
 		}
 		if resp.NextPage == 0 {
-			break
+			return out, nil
 		}
-		ropts.Page = resp.NextPage
+		opts.Page = resp.NextPage
 	}
-	slices.SortStableFunc(out, func(a, b forges.ReviewComment) int { return a.CreatedAt.Compare(b.CreatedAt) })
-	return out, nil
 }
 
 func toMergeRequest(pr *gh.PullRequest) *forges.MergeRequest {

@@ -41,6 +41,29 @@ func (f *Forge) CIStatus(ctx context.Context, p forges.Project, sha string) (*fo
 	if len(pipelines) == 0 {
 		return out, nil
 	}
+	newest := newestPerRef(pipelines)
+	var states []forges.CIState
+	for _, pl := range newest {
+		if st, counted := pipelineState(pl.Status); counted {
+			states = append(states, st)
+		}
+	}
+	out.State = combine(states)
+
+	checks, err := f.statusChecks(ctx, p, sha, newest)
+	if err != nil {
+		return nil, err
+	}
+	if len(checks) == 0 {
+		checks = pipelineChecks(newest)
+	}
+	out.Checks = append(out.Checks, checks...)
+	return out, nil
+}
+
+// newestPerRef keeps the newest pipeline of each ref, in the order the refs
+// first appear.
+func newestPerRef(pipelines []*gl.PipelineInfo) []*gl.PipelineInfo {
 	newest := map[string]*gl.PipelineInfo{}
 	var order []string
 	for _, pl := range pipelines {
@@ -52,39 +75,48 @@ func (f *Forge) CIStatus(ctx context.Context, p forges.Project, sha string) (*fo
 			newest[pl.Ref] = pl
 		}
 	}
-	var states []forges.CIState
-	kept := map[int64]bool{}
+	out := make([]*gl.PipelineInfo, 0, len(order))
 	for _, ref := range order {
-		pl := newest[ref]
-		kept[pl.ID] = true
-		if st, counted := pipelineState(pl.Status); counted {
-			states = append(states, st)
-		}
+		out = append(out, newest[ref])
 	}
-	out.State = combine(states)
+	return out
+}
 
+// statusChecks lists the commit statuses of sha (its jobs and external
+// statuses) as checks, leaving out skipped ones and those of pipelines other
+// than kept.
+func (f *Forge) statusChecks(ctx context.Context, p forges.Project, sha string, kept []*gl.PipelineInfo) ([]forges.Check, error) {
 	statuses, err := collect(func(lo gl.ListOptions) ([]*gl.CommitStatus, *gl.Response, error) {
 		return f.client.Commits.GetCommitStatuses(pid(p), sha, &gl.GetCommitStatusesOptions{ListOptions: lo}, gl.WithContext(ctx))
 	})
 	if err != nil {
 		return nil, wrap(err, "list commit statuses of %s in %s", sha, p.FullName())
 	}
+	keep := make(map[int64]bool, len(kept))
+	for _, pl := range kept {
+		keep[pl.ID] = true
+	}
+	var checks []forges.Check
 	for _, cs := range statuses {
 		st, counted := pipelineState(cs.Status)
-		if !counted || (cs.PipelineID != 0 && !kept[cs.PipelineID]) {
+		if !counted || (cs.PipelineID != 0 && !keep[cs.PipelineID]) {
 			continue
 		}
-		out.Checks = append(out.Checks, forges.Check{Name: cs.Name, State: st, Description: cs.Description, URL: cs.TargetURL})
+		checks = append(checks, forges.Check{Name: cs.Name, State: st, Description: cs.Description, URL: cs.TargetURL})
 	}
-	if len(out.Checks) == 0 {
-		for _, ref := range order {
-			pl := newest[ref]
-			if st, counted := pipelineState(pl.Status); counted {
-				out.Checks = append(out.Checks, forges.Check{Name: fmt.Sprintf("pipeline #%d (%s)", pl.ID, pl.Ref), State: st, Description: pl.Status, URL: pl.WebURL})
-			}
+	return checks, nil
+}
+
+// pipelineChecks lists the pipelines themselves as checks, leaving out
+// skipped ones, for a commit with no statuses.
+func pipelineChecks(pipelines []*gl.PipelineInfo) []forges.Check {
+	var checks []forges.Check
+	for _, pl := range pipelines {
+		if st, counted := pipelineState(pl.Status); counted {
+			checks = append(checks, forges.Check{Name: fmt.Sprintf("pipeline #%d (%s)", pl.ID, pl.Ref), State: st, Description: pl.Status, URL: pl.WebURL})
 		}
 	}
-	return out, nil
+	return checks
 }
 
 // pipelineState maps a pipeline or job status; counted is false for skipped.

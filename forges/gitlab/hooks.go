@@ -358,23 +358,12 @@ func parseNote(body []byte) (*forges.Event, error) {
 		return nil, err
 	}
 	a := pl.ObjectAttributes
-	var t forges.Target
-	switch a.NoteableType {
-	case "Issue":
-		if pl.Issue == nil {
-			return nil, fmt.Errorf("note on an issue without the issue")
-		}
-		t = forges.Target{Kind: forges.TargetIssue, Number: pl.Issue.IID}
-	case "MergeRequest":
-		if pl.MergeRequest == nil {
-			return nil, fmt.Errorf("note on a merge request without the merge request")
-		}
-		t = forges.Target{Kind: forges.TargetMergeRequest, Number: pl.MergeRequest.IID}
-	default:
+	t, ok, err := pl.target()
+	switch {
+	case err != nil:
+		return nil, err
+	case !ok:
 		return &forges.Event{Type: forges.EventIgnored, Reason: fmt.Sprintf("notes on %s are not used", a.NoteableType)}, nil
-	}
-	if t.Number <= 0 {
-		return nil, fmt.Errorf("note target iid %d", t.Number)
 	}
 	if a.System {
 		return &forges.Event{Type: forges.EventIgnored, Reason: "system note"}, nil
@@ -386,22 +375,7 @@ func parseNote(body []byte) (*forges.Event, error) {
 	t.Project = p
 	ev := &forges.Event{Actor: pl.User.Username, Target: t}
 	if t.Kind == forges.TargetMergeRequest && a.Type != nil && isReviewType(*a.Type) {
-		if a.Action == "update" {
-			return &forges.Event{Type: forges.EventIgnored, Reason: "edited review comment"}, nil
-		}
-		rc := forges.ReviewComment{
-			ID:        a.ID,
-			Author:    pl.User.Username,
-			Body:      a.Note,
-			URL:       a.URL,
-			CreatedAt: time.Time(a.CreatedAt),
-		}
-		if pos := a.Position; pos != nil {
-			rc.Path, rc.Line = cmp.Or(pos.NewPath, pos.OldPath), int(cmp.Or(pos.NewLine, pos.OldLine))
-		}
-		ev.Type = forges.EventReviewSubmitted
-		ev.Review = &forges.Review{State: "commented", Comments: []forges.ReviewComment{rc}}
-		return ev, nil
+		return reviewNoteEvent(ev, &pl), nil
 	}
 	ev.Type = forges.EventCommentCreated
 	if a.Action == "update" {
@@ -416,6 +390,51 @@ func parseNote(body []byte) (*forges.Event, error) {
 		UpdatedAt: time.Time(a.UpdatedAt),
 	}
 	return ev, nil
+}
+
+// target is the issue or merge request the note is on, without its project;
+// ok is false for a note on anything else.
+func (pl *notePayload) target() (t forges.Target, ok bool, err error) {
+	switch pl.ObjectAttributes.NoteableType {
+	case "Issue":
+		if pl.Issue == nil {
+			return t, false, fmt.Errorf("note on an issue without the issue")
+		}
+		t = forges.Target{Kind: forges.TargetIssue, Number: pl.Issue.IID}
+	case "MergeRequest":
+		if pl.MergeRequest == nil {
+			return t, false, fmt.Errorf("note on a merge request without the merge request")
+		}
+		t = forges.Target{Kind: forges.TargetMergeRequest, Number: pl.MergeRequest.IID}
+	default:
+		return t, false, nil
+	}
+	if t.Number <= 0 {
+		return t, false, fmt.Errorf("note target iid %d", t.Number)
+	}
+	return t, true, nil
+}
+
+// reviewNoteEvent makes ev, a note of a review thread, the review_submitted
+// event of that one comment; an edited one is ignored.
+func reviewNoteEvent(ev *forges.Event, pl *notePayload) *forges.Event {
+	a := pl.ObjectAttributes
+	if a.Action == "update" {
+		return &forges.Event{Type: forges.EventIgnored, Reason: "edited review comment"}
+	}
+	rc := forges.ReviewComment{
+		ID:        a.ID,
+		Author:    pl.User.Username,
+		Body:      a.Note,
+		URL:       a.URL,
+		CreatedAt: time.Time(a.CreatedAt),
+	}
+	if pos := a.Position; pos != nil {
+		rc.Path, rc.Line = cmp.Or(pos.NewPath, pos.OldPath), int(cmp.Or(pos.NewLine, pos.OldLine))
+	}
+	ev.Type = forges.EventReviewSubmitted
+	ev.Review = &forges.Review{State: "commented", Comments: []forges.ReviewComment{rc}}
+	return ev
 }
 
 // isReviewType tells the note types of review threads: diff notes and
@@ -462,24 +481,10 @@ func parseMergeRequest(body []byte) (*forges.Event, error) {
 	if a.IID <= 0 {
 		return nil, fmt.Errorf("merge request iid %d", a.IID)
 	}
-	status := a.DetailedMergeStatus
-	if status == "" {
-		status = a.MergeStatus
-	}
 	ev := &forges.Event{
-		Actor:  pl.User.Username,
-		Target: forges.Target{Project: p, Kind: forges.TargetMergeRequest, Number: a.IID},
-		MergeRequest: &forges.MergeRequest{
-			Number:       a.IID,
-			Title:        a.Title,
-			Body:         a.Description,
-			State:        mergeRequestState(a.State),
-			SourceBranch: a.SourceBranch,
-			TargetBranch: a.TargetBranch,
-			HeadSHA:      a.LastCommit.ID,
-			Mergeable:    mergeable(status, false),
-			URL:          a.URL,
-		},
+		Actor:        pl.User.Username,
+		Target:       forges.Target{Project: p, Kind: forges.TargetMergeRequest, Number: a.IID},
+		MergeRequest: pl.mergeRequest(),
 	}
 	switch a.Action {
 	case "open", "reopen":
@@ -506,6 +511,27 @@ func parseMergeRequest(body []byte) (*forges.Event, error) {
 		return &forges.Event{Type: forges.EventIgnored, Reason: fmt.Sprintf("merge request action %q is not used", a.Action)}, nil
 	}
 	return ev, nil
+}
+
+// mergeRequest is the merge request the payload describes, without its
+// author (the payload names it by id only).
+func (pl *mergeRequestPayload) mergeRequest() *forges.MergeRequest {
+	a := pl.ObjectAttributes
+	status := a.DetailedMergeStatus
+	if status == "" {
+		status = a.MergeStatus
+	}
+	return &forges.MergeRequest{
+		Number:       a.IID,
+		Title:        a.Title,
+		Body:         a.Description,
+		State:        mergeRequestState(a.State),
+		SourceBranch: a.SourceBranch,
+		TargetBranch: a.TargetBranch,
+		HeadSHA:      a.LastCommit.ID,
+		Mergeable:    mergeable(status, false),
+		URL:          a.URL,
+	}
 }
 
 type pipelinePayload struct {

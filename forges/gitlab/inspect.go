@@ -54,16 +54,9 @@ func (f *Forge) Webhooks(ctx context.Context, p forges.Project) ([]forges.Webhoo
 // the rest (Developer to push, Maintainer to read webhooks), tried with a read
 // of the hooks.
 func (f *Forge) TokenAccess(ctx context.Context, p forges.Project) ([]forges.Access, error) {
-	var scopes []string
-	known := true
-	tok, _, err := f.client.PersonalAccessTokens.GetSinglePersonalAccessToken(gl.WithContext(ctx))
-	switch {
-	case err == nil:
-		scopes = tok.Scopes
-	case isStatus(err, http.StatusNotFound, http.StatusForbidden):
-		known = false // an instance older than GitLab 15.5, or an OAuth token
-	default:
-		return nil, wrap(err, "read the token's scopes")
+	scopes, known, err := f.tokenScopes(ctx)
+	if err != nil {
+		return nil, err
 	}
 	me, err := f.Me(ctx)
 	if err != nil {
@@ -94,15 +87,39 @@ func (f *Forge) TokenAccess(ctx context.Context, p forges.Project) ([]forges.Acc
 		out[2] = forges.Access{Area: forges.AreaRepositoryWrite, Known: true,
 			Detail: fmt.Sprintf("@%s has %s access to %s; it needs Developer or more", me.Login, perm, p.FullName())}
 	}
-	_, _, err = f.client.Projects.ListProjectHooks(pid(p), &gl.ListProjectHooksOptions{ListOptions: gl.ListOptions{PerPage: 1}}, gl.WithContext(ctx))
+	hooks, err := f.webhooksAccess(ctx, p, me.Login)
+	if err != nil {
+		return out, err
+	}
+	return append(out, hooks), nil
+}
+
+// tokenScopes returns the scopes of the token; known is false where GitLab
+// does not show them (an instance older than GitLab 15.5, or an OAuth token).
+func (f *Forge) tokenScopes(ctx context.Context) (scopes []string, known bool, err error) {
+	tok, _, err := f.client.PersonalAccessTokens.GetSinglePersonalAccessToken(gl.WithContext(ctx))
+	switch {
+	case err == nil:
+		return tok.Scopes, true, nil
+	case isStatus(err, http.StatusNotFound, http.StatusForbidden):
+		return nil, false, nil
+	default:
+		return nil, false, wrap(err, "read the token's scopes")
+	}
+}
+
+// webhooksAccess tells whether the token, of the account login, may read
+// the project's webhooks, by listing one.
+func (f *Forge) webhooksAccess(ctx context.Context, p forges.Project, login string) (forges.Access, error) {
+	_, _, err := f.client.Projects.ListProjectHooks(pid(p), &gl.ListProjectHooksOptions{ListOptions: gl.ListOptions{PerPage: 1}}, gl.WithContext(ctx))
 	hooks := forges.Access{Area: forges.AreaWebhooksRead, OK: true, Known: true, Detail: "reached"}
 	switch {
 	case isStatus(err, http.StatusForbidden, http.StatusNotFound, http.StatusUnauthorized):
-		hooks.OK, hooks.Detail = false, fmt.Sprintf("listing webhooks was refused (%v): the token needs api or read_api, and @%s the Maintainer role", err, me.Login)
+		hooks.OK, hooks.Detail = false, fmt.Sprintf("listing webhooks was refused (%v): the token needs api or read_api, and @%s the Maintainer role", err, login)
 	case err != nil:
-		return out, wrap(err, "probe webhooks of %s", p.FullName())
+		return hooks, wrap(err, "probe webhooks of %s", p.FullName())
 	}
-	return append(out, hooks), nil
+	return hooks, nil
 }
 
 func isStatus(err error, codes ...int) bool {

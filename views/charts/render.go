@@ -19,13 +19,45 @@ const (
 	barMax    = 56.0 // widest bar, for charts with few labels
 	legendRow = 20.0
 	charW     = 6.5 // estimated width of a character at font-size 11
+
+	plotW    = width - left - right
+	baseline = top + plotH // the y of the x-axis
 )
 
+// render draws c as the SVG of StackedBars.
 func render(c Chart) string {
-	n := len(c.Labels)
-	totals := make([]float64, n)
-	integers := true
-	for _, s := range c.Series {
+	totals, integers := barTotals(c.Series, len(c.Labels))
+	var peak, sum float64
+	for _, t := range totals {
+		peak = math.Max(peak, t)
+		sum += t
+	}
+	legendTop := baseline + 40
+	legend, rows := legendItems(c.Series, legendTop)
+	height := legendTop + float64(rows)*legendRow
+
+	var b strings.Builder
+	writeHead(&b, c, height, describe(c, sum, peak))
+	if peak <= 0 {
+		b.WriteString(line(left, baseline, width-right, baseline, `stroke="#8c959f"`))
+		b.WriteString(`<text class="nodata" x="` + num(left+plotW/2) + `" y="` + num(top+plotH/2) +
+			`" text-anchor="middle" fill="currentColor" opacity="0.7">no data</text>`)
+	} else {
+		scale := writeYAxis(&b, peak, integers)
+		writeBars(&b, c, scale)
+	}
+	writeXLabels(&b, c.Labels)
+	b.WriteString(legend)
+	b.WriteString(`</svg>`)
+	return b.String()
+}
+
+// barTotals returns the height in value of each of the n bars, and whether
+// every value is a whole number.
+func barTotals(series []Series, n int) (totals []float64, integers bool) {
+	totals = make([]float64, n)
+	integers = true
+	for _, s := range series {
 		for i := range totals {
 			v := value(s, i)
 			totals[i] += v
@@ -34,86 +66,89 @@ func render(c Chart) string {
 			}
 		}
 	}
-	var peak, sum float64
-	for _, t := range totals {
-		peak = math.Max(peak, t)
-		sum += t
-	}
-	id := chartID(c)
-	plotW := width - left - right
-	base := top + plotH
-	legendTop := base + 40
-	legend, rows := legendItems(c.Series, legendTop)
-	height := legendTop + float64(rows)*legendRow
+	return totals, integers
+}
 
-	var b strings.Builder
+// writeHead opens the <svg>, of the given height, and writes the chart's
+// title, its text alternative desc and its unit.
+func writeHead(b *strings.Builder, c Chart, height float64, desc string) {
+	id := chartID(c)
 	b.WriteString(`<svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img" viewBox="0 0 ` + num(width) + " " + num(height) +
 		`" width="100%" style="max-width:100%;height:auto" font-family="system-ui,sans-serif" font-size="11" aria-labelledby="` +
 		id + `-title" aria-describedby="` + id + `-desc">`)
 	b.WriteString(`<title id="` + id + `-title">` + clean(c.Title) + `</title>`)
-	b.WriteString(`<desc id="` + id + `-desc">` + clean(describe(c, sum, peak)) + `</desc>`)
+	b.WriteString(`<desc id="` + id + `-desc">` + clean(desc) + `</desc>`)
 	if c.Unit != "" {
 		b.WriteString(`<text x="8" y="14" fill="currentColor">` + clean(c.Unit) + `</text>`)
 	}
+}
 
-	if peak <= 0 {
-		b.WriteString(line(left, base, width-right, base, `stroke="#8c959f"`))
-		b.WriteString(`<text class="nodata" x="` + num(left+plotW/2) + `" y="` + num(top+plotH/2) +
-			`" text-anchor="middle" fill="currentColor" opacity="0.7">no data</text>`)
-	} else {
-		step, count := ticks(peak, integers)
-		topValue := float64(count) * step
-		scale := plotH / topValue
-		div, suffix := magnitude(topValue)
-		decimals := decimalsOf(step / div)
-		for i := 0; i <= count; i++ {
-			v := float64(i) * step
-			y := round2(base - v*scale)
-			stroke := `stroke="#d1d9e0"`
-			if i == 0 {
-				stroke = `stroke="#8c959f"`
-			}
-			b.WriteString(line(left, y, width-right, y, stroke))
-			b.WriteString(`<text x="` + num(left-6) + `" y="` + num(y+4) + `" text-anchor="end" fill="currentColor">` +
-				tickLabel(v, div, suffix, decimals) + `</text>`)
+// writeYAxis draws the horizontal grid lines at round values from 0 to
+// above peak, with their labels, and returns the plot's scale in viewBox
+// units per unit of value.
+func writeYAxis(b *strings.Builder, peak float64, integers bool) (scale float64) {
+	step, count := ticks(peak, integers)
+	topValue := float64(count) * step
+	scale = plotH / topValue
+	div, suffix := magnitude(topValue)
+	decimals := decimalsOf(step / div)
+	for i := 0; i <= count; i++ {
+		v := float64(i) * step
+		y := round2(baseline - v*scale)
+		stroke := `stroke="#d1d9e0"`
+		if i == 0 {
+			stroke = `stroke="#8c959f"`
 		}
-		band := plotW / float64(n)
-		barW := math.Min(band*0.7, barMax)
-		for i := range n {
-			x := left + float64(i)*band + (band-barW)/2
-			cum := 0.0
-			for j, s := range c.Series {
-				v := value(s, i)
-				if v <= 0 {
-					continue
-				}
-				y0, y1 := round2(base-cum*scale), round2(base-(cum+v)*scale)
-				cum += v
-				b.WriteString(`<rect class="bar" x="` + num(x) + `" y="` + num(y1) + `" width="` + num(barW) + `" height="` + num(y0-y1) +
-					`" fill="` + colour(j) + `"><title>` + clean(c.Labels[i]+" · "+seriesName(s, j)+": "+valueText(v, c.Unit)) + `</title></rect>`)
+		b.WriteString(line(left, y, width-right, y, stroke))
+		b.WriteString(`<text x="` + num(left-6) + `" y="` + num(y+4) + `" text-anchor="end" fill="currentColor">` +
+			tickLabel(v, div, suffix, decimals) + `</text>`)
+	}
+	return scale
+}
+
+// writeBars draws one bar per label, stacked from the series' values in
+// order from the bottom, each segment with a tooltip of its label, series
+// and value.
+func writeBars(b *strings.Builder, c Chart, scale float64) {
+	n := len(c.Labels)
+	band := plotW / float64(n)
+	barW := math.Min(band*0.7, barMax)
+	for i := range n {
+		x := left + float64(i)*band + (band-barW)/2
+		cum := 0.0
+		for j, s := range c.Series {
+			v := value(s, i)
+			if v <= 0 {
+				continue
 			}
+			y0, y1 := round2(baseline-cum*scale), round2(baseline-(cum+v)*scale)
+			cum += v
+			b.WriteString(`<rect class="bar" x="` + num(x) + `" y="` + num(y1) + `" width="` + num(barW) + `" height="` + num(y0-y1) +
+				`" fill="` + colour(j) + `"><title>` + clean(c.Labels[i]+" · "+seriesName(s, j)+": "+valueText(v, c.Unit)) + `</title></rect>`)
 		}
 	}
+}
 
-	// The x-axis labels: every k-th when they would not fit.
-	if n > 0 {
-		band := plotW / float64(n)
-		longest := 0
-		for _, l := range c.Labels {
-			longest = max(longest, len([]rune(l)))
-		}
-		labelW := float64(min(longest, 16))*charW + 8
-		k := max1(int(math.Ceil(float64(n) * labelW / plotW)))
-		fit := max1(int((band*float64(k) - 4) / charW))
-		for i := 0; i < n; i += k {
-			x := left + float64(i)*band + band/2
-			b.WriteString(`<text x="` + num(x) + `" y="` + num(base+16) + `" text-anchor="middle" fill="currentColor">` +
-				clean(truncate(c.Labels[i], fit)) + `</text>`)
-		}
+// writeXLabels writes the labels under their bars: every k-th when they
+// would not all fit, each cut to the room it has.
+func writeXLabels(b *strings.Builder, labels []string) {
+	n := len(labels)
+	if n == 0 {
+		return
 	}
-	b.WriteString(legend)
-	b.WriteString(`</svg>`)
-	return b.String()
+	band := plotW / float64(n)
+	longest := 0
+	for _, l := range labels {
+		longest = max(longest, len([]rune(l)))
+	}
+	labelW := float64(min(longest, 16))*charW + 8
+	k := max1(int(math.Ceil(float64(n) * labelW / plotW)))
+	fit := max1(int((band*float64(k) - 4) / charW))
+	for i := 0; i < n; i += k {
+		x := left + float64(i)*band + band/2
+		b.WriteString(`<text x="` + num(x) + `" y="` + num(baseline+16) + `" text-anchor="middle" fill="currentColor">` +
+			clean(truncate(labels[i], fit)) + `</text>`)
+	}
 }
 
 // legendItems lays the legend out in rows under the plot, a swatch of the
