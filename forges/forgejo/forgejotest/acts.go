@@ -21,7 +21,7 @@ func (s *Server) ActOpenIssue(is forges.Issue) Delivery {
 	x.assignees = slices.Clone(is.Assignees)
 	o := s.hookIssueEvent(x, "issues", "opened", is.Author, nil)
 	s.mu.Unlock()
-	return wait(o)
+	return o.Wait()
 }
 
 // ActAssign adds assignee to issue or pull request number, done by by.
@@ -102,7 +102,7 @@ func (s *Server) ActMerge(number int64, by string) (Delivery, error) {
 		push = s.hookPush(is.pull.base, before, after, by)
 		return o
 	})
-	wait(push)
+	push.Wait()
 	return d, err
 }
 
@@ -125,7 +125,7 @@ func (s *Server) ActPush(branch, sha, by string) []Delivery {
 	s.mu.Unlock()
 	var ds []Delivery
 	for _, o := range outs {
-		ds = append(ds, wait(o))
+		ds = append(ds, o.Wait())
 	}
 	return ds
 }
@@ -136,7 +136,7 @@ func (s *Server) ActDeleteBranch(branch, by string) Delivery {
 	delete(s.branches, branch)
 	o := s.hookDelete(branch, by)
 	s.mu.Unlock()
-	return wait(o)
+	return o.Wait()
 }
 
 // ActReview submits a review by author on pull request number: state
@@ -162,5 +162,5 @@ func (s *Server) act(number int64, f func(*issue) *outgoing) (Delivery, error) {
 	is.upd = s.now()
 	o := f(is)
 	s.mu.Unlock()
-	return wait(o), nil
+	return o.Wait(), nil
 }

@@ -1,17 +1,16 @@
 package forgejotest
 
 import (
-	"bytes"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
+
+	"github.com/alchemic-studio/alfred/forges/internal/fakeforge"
 )
 
 // Webhooks. After SetWebhook, the server delivers what Forgejo 7 would: for
@@ -34,19 +33,7 @@ type Delivery struct {
 	Err                          error
 }
 
-type outgoing struct {
-	d    Delivery
-	body []byte
-	done chan Delivery
-}
-
-type hookQueue struct {
-	mu         sync.Mutex
-	queue      []*outgoing
-	running    bool
-	idle       *sync.Cond
-	deliveries []Delivery
-}
+type outgoing = fakeforge.Pending[Delivery]
 
 // SetWebhook makes the server deliver webhooks to url signed with secret.
 func (s *Server) SetWebhook(url, secret string) {
@@ -56,20 +43,10 @@ func (s *Server) SetWebhook(url, secret string) {
 }
 
 // Deliveries lists the webhooks sent so far, in order.
-func (s *Server) Deliveries() []Delivery {
-	s.hq.mu.Lock()
-	defer s.hq.mu.Unlock()
-	return append([]Delivery(nil), s.hq.deliveries...)
-}
+func (s *Server) Deliveries() []Delivery { return s.hq.Deliveries() }
 
 // Flush waits until every queued webhook has been delivered.
-func (s *Server) Flush() {
-	s.hq.mu.Lock()
-	defer s.hq.mu.Unlock()
-	for s.hq.running || len(s.hq.queue) > 0 {
-		s.hq.idle.Wait()
-	}
-}
+func (s *Server) Flush() { s.hq.Flush() }
 
 // enqueue queues a delivery; it is called with s.mu held. It returns nil when
 // no webhook is configured.
@@ -82,91 +59,36 @@ func (s *Server) enqueue(event, eventType string, payload map[string]any) *outgo
 		panic(err)
 	}
 	action, _ := payload["action"].(string)
-	o := &outgoing{d: Delivery{ID: newUUID(), Event: event, EventType: eventType, Action: action}, body: body, done: make(chan Delivery, 1)}
 	target := *s.hook
-	q := &s.hq
-	q.mu.Lock()
-	q.queue = append(q.queue, o)
-	if !q.running {
-		q.running = true
-		go s.deliverLoop(target)
-	}
-	q.mu.Unlock()
-	return o
-}
-
-func (s *Server) deliverLoop(target hookTarget) {
-	q := &s.hq
-	for {
-		q.mu.Lock()
-		if len(q.queue) == 0 {
-			q.running = false
-			q.idle.Broadcast()
-			q.mu.Unlock()
-			return
-		}
-		o := q.queue[0]
-		q.queue = q.queue[1:]
-		q.mu.Unlock()
-
-		d := o.d
-		d.Status, d.Err = send(target, d, o.body)
-		q.mu.Lock()
-		q.deliveries = append(q.deliveries, d)
-		q.mu.Unlock()
-		o.done <- d
-	}
+	return s.hq.Queue(Delivery{ID: fakeforge.NewUUID(), Event: event, EventType: eventType, Action: action}, func(d Delivery) Delivery {
+		d.Status, d.Err = send(target, d, body)
+		return d
+	})
 }
 
 func send(target hookTarget, d Delivery, body []byte) (int, error) {
-	req, err := http.NewRequest(http.MethodPost, target.url, bytes.NewReader(body))
-	if err != nil {
-		return 0, err
-	}
 	mac := hmac.New(sha256.New, []byte(target.secret))
 	mac.Write(body)
 	sig := hex.EncodeToString(mac.Sum(nil))
 	mac1 := hmac.New(sha1.New, []byte(target.secret))
 	mac1.Write(body)
-	req.Header.Set("Content-Type", "application/json")
+	h := http.Header{}
 	for _, p := range []string{"X-Forgejo-", "X-Gitea-", "X-Gogs-", "X-GitHub-"} {
-		req.Header.Set(p+"Delivery", d.ID)
-		req.Header.Set(p+"Event", d.Event)
-		req.Header.Set(p+"Event-Type", d.EventType)
+		h.Set(p+"Delivery", d.ID)
+		h.Set(p+"Event", d.Event)
+		h.Set(p+"Event-Type", d.EventType)
 		if p != "X-GitHub-" {
-			req.Header.Set(p+"Signature", sig)
+			h.Set(p+"Signature", sig)
 		}
 	}
-	req.Header.Set("X-Hub-Signature-256", "sha256="+sig)
-	req.Header.Set("X-Hub-Signature", "sha1="+hex.EncodeToString(mac1.Sum(nil)))
-	resp, err := target.client.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	resp.Body.Close()
-	return resp.StatusCode, nil
-}
-
-func newUUID() string {
-	var b [16]byte
-	rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+	h.Set("X-Hub-Signature-256", "sha256="+sig)
+	h.Set("X-Hub-Signature", "sha1="+hex.EncodeToString(mac1.Sum(nil)))
+	return fakeforge.Post(target.client, target.url, h, body)
 }
 
 // hookObject returns a fresh copy of a recorded webhook body.
 func hookObject(file string) map[string]any {
-	data, err := recordings.ReadFile("recordings/" + file)
-	if err != nil {
-		panic(fmt.Sprintf("forgejotest: recording %s: %v", file, err))
-	}
-	var o map[string]any
-	if err := json.Unmarshal(data, &o); err != nil {
-		panic(fmt.Sprintf("forgejotest: recording %s: %v", file, err))
-	}
-	return o
+	return fakeforge.Recorded(recordings, "forgejotest", file)
 }
 
 // The payload builders below are called with s.mu held.
@@ -263,11 +185,4 @@ func (s *Server) hookReview(is *issue, author, state, body string) *outgoing {
 	o := s.pullPayload(is, "reviewed", author, nil)
 	o["review"] = map[string]any{"type": typ, "content": body}
 	return s.enqueue(event, typ, o)
-}
-
-func wait(o *outgoing) Delivery {
-	if o == nil {
-		return Delivery{}
-	}
-	return <-o.done
 }

@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"regexp"
 	"slices"
 	"sort"
@@ -24,6 +23,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/alchemic-studio/alfred/forges/internal/fakeforge"
 )
 
 // Defaults of a new Server.
@@ -56,8 +57,8 @@ type Server struct {
 	fail     []int
 	hang     int
 	hook     *hookTarget
-	hq       hookQueue
-	git      *gitHost
+	hq       fakeforge.Sender[Delivery]
+	git      *fakeforge.GitHost
 	maxItems int
 	requests int
 	// checkingReads is how many reads of a pull request answer mergeable
@@ -142,7 +143,6 @@ func NewServer(t interface{ Cleanup(func()) }) *Server {
 		// new pull request until their background check has run.
 		checkingReads: 3,
 	}
-	s.hq.idle = sync.NewCond(&s.hq.mu)
 	s.addUser(Bot, "owner", true)
 	s.addUser(Owner, "owner", false)
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
@@ -169,7 +169,7 @@ func (s *Server) Close() {
 	s.Flush()
 	s.srv.Close()
 	if s.git != nil {
-		os.RemoveAll(s.git.root)
+		s.git.Remove()
 	}
 }
 
@@ -225,9 +225,9 @@ func (s *Server) nextNumber() int64 {
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
-	if g := s.git; g != nil && strings.HasPrefix(r.URL.Path, s.gitPrefix()) {
+	if g := s.git; g != nil && g.Serves(r) {
 		s.mu.Unlock()
-		s.serveGit(w, r, g)
+		g.ServeHTTP(w, r)
 		return
 	}
 	s.requests++

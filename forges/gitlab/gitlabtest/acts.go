@@ -33,7 +33,7 @@ func (f *Server) ActOpenIssue(is forges.Issue) (Delivery, error) {
 	f.issues[is.Number] = x
 	o := f.issueHook(x, "open", is.Author, f.openChanges(x), now)
 	f.mu.Unlock()
-	return wait(o), nil
+	return o.Wait(), nil
 }
 
 // ActAssign adds assignee to issue iid, done by actor: an Issue Hook
@@ -111,7 +111,7 @@ func (f *Server) actNote(key noteKey, author, body, typ string) (Delivery, error
 	n := f.addNote(key, author, body, typ, time.Time{})
 	o := f.noteHook(key, n, "create")
 	f.mu.Unlock()
-	return wait(o), nil
+	return o.Wait(), nil
 }
 
 // actIssue changes issue iid with change as actor and delivers the Issue
@@ -130,7 +130,7 @@ func (f *Server) actIssue(iid int64, actor string, change func(*fakeIssue)) (Del
 	is.UpdatedAt = f.tick()
 	o := f.issueUpdated(prev, is, actor)
 	f.mu.Unlock()
-	return wait(o), nil
+	return o.Wait(), nil
 }
 
 // issueUpdated delivers the Issue Hook of is changed from prev by actor;

@@ -1,23 +1,13 @@
 package gitlabtest
 
 import (
-	"bytes"
 	"fmt"
 	"net/http"
-	"net/http/cgi"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-)
 
-// gitHost serves a bare repository over smart HTTP with the real git (git
-// http-backend), at the path of the project's http_url_to_repo.
-type gitHost struct {
-	bare    string // the bare repository
-	root    string // GIT_PROJECT_ROOT: a directory holding <group>/<sub>/<project>.git -> bare
-	backend string
-}
+	"github.com/alchemic-studio/alfred/forges/internal/fakeforge"
+)
 
 // ServeGit hosts the bare repository at bare at CloneURL() (the project's
 // http_url_to_repo, /<group>/<sub>/<project>.git), so that git clones,
@@ -32,41 +22,23 @@ type gitHost struct {
 // moved (its head is the new commit). It needs the git CLI and git
 // http-backend; the temporary folder it makes is removed with the server.
 func (f *Server) ServeGit(bare string) error {
-	out, err := exec.Command("git", "--exec-path").Output()
+	var g *fakeforge.GitHost
+	g, refs, err := fakeforge.NewGitHost(bare, fakeforge.GitOptions{
+		Path:        "/" + f.path + ".git",
+		TempPattern: "gitlabtest-git-",
+		User:        f.bot,
+		Authorize:   f.authorizeGit,
+		Pushed:      func(refs map[string]string) { f.syncRefs(g.Bare(), refs) },
+	})
 	if err != nil {
-		return fmt.Errorf("serve git: the git CLI is needed: %w", err)
-	}
-	backend := filepath.Join(strings.TrimSpace(string(out)), "git-http-backend")
-	if _, err := os.Stat(backend); err != nil {
-		return fmt.Errorf("serve git: git http-backend is needed: %w", err)
-	}
-	abs, err := filepath.Abs(bare)
-	if err != nil {
-		return fmt.Errorf("serve git: %w", err)
-	}
-	refs, err := readRefs(abs)
-	if err != nil {
-		return fmt.Errorf("serve git: %w", err)
-	}
-	root, err := os.MkdirTemp("", "gitlabtest-git-")
-	if err != nil {
-		return fmt.Errorf("serve git: %w", err)
-	}
-	link := filepath.Join(root, filepath.FromSlash(f.path)+".git")
-	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
-		os.RemoveAll(root)
-		return fmt.Errorf("serve git: %w", err)
-	}
-	if err := os.Symlink(abs, link); err != nil {
-		os.RemoveAll(root)
-		return fmt.Errorf("serve git: %w", err)
+		return err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.git != nil {
-		os.RemoveAll(f.git.root)
+		f.git.Remove()
 	}
-	f.git = &gitHost{bare: abs, root: root, backend: backend}
+	f.git = g
 	for name, sha := range refs {
 		f.branches[name] = sha
 	}
@@ -78,73 +50,55 @@ func (f *Server) removeGit() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.git != nil {
-		os.RemoveAll(f.git.root)
+		f.git.Remove()
 	}
 }
 
 // gitHostFor is the git host when r is a request for the repository.
-func (f *Server) gitHostFor(r *http.Request) *gitHost {
-	if !strings.HasPrefix(r.URL.Path, "/"+f.path+".git/") {
-		return nil
-	}
+func (f *Server) gitHostFor(r *http.Request) *fakeforge.GitHost {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.git == nil || !f.git.Serves(r) {
+		return nil
+	}
 	return f.git
 }
 
-// serveGit answers a git smart HTTP request; it is called without mu held.
-func (f *Server) serveGit(w http.ResponseWriter, r *http.Request, g *gitHost) {
+// authorizeGit lets r through with the bot's token as password and the user
+// "oauth2" or the bot's login, and answers anything else 401 as GitLab does.
+func (f *Server) authorizeGit(w http.ResponseWriter, r *http.Request, _ bool) bool {
 	user, pass, ok := r.BasicAuth()
 	if !ok || pass != f.token || user != "oauth2" && user != f.bot {
 		w.Header().Set("WWW-Authenticate", `Basic realm="GitLab"`)
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(http.StatusUnauthorized)
 		fmt.Fprint(w, "HTTP Basic: Access denied. If a password was provided for Git authentication, the password was incorrect or you're required to use a token instead of a password.\n")
-		return
+		return false
 	}
-	push := strings.HasSuffix(r.URL.Path, "/git-receive-pack") || r.URL.Query().Get("service") == "git-receive-pack"
-	h := &cgi.Handler{
-		Path: g.backend,
-		Env:  []string{"GIT_PROJECT_ROOT=" + g.root, "GIT_HTTP_EXPORT_ALL=1", "REMOTE_USER=" + f.bot},
-	}
-	h.ServeHTTP(w, r)
-	if push && r.Method == http.MethodPost {
-		f.syncRefs(g)
-	}
+	return true
 }
 
-// syncRefs brings the fake's branches in line with the repository after a
-// push by the bot and queues the webhooks GitLab sends.
-func (f *Server) syncRefs(g *gitHost) {
-	refs, err := readRefs(g.bare)
-	if err != nil {
-		return
-	}
+// syncRefs brings the fake's branches in line with refs, those of the
+// repository at bare after a push by the bot, and queues the webhooks GitLab
+// sends; it is called without mu held.
+func (f *Server) syncRefs(bare string, refs map[string]string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for name, sha := range refs {
-		before, ok := f.branches[name]
-		if ok && before == sha {
+	for _, c := range fakeforge.RefChanges(f.branches, refs) {
+		if c.Deleted() {
+			delete(f.branches, c.Branch)
+			f.pushHook(c.Branch, c.Before, c.After, f.bot, nil)
 			continue
 		}
-		if !ok {
-			before = zeroSHA
-		}
-		f.branches[name] = sha
-		f.pushHook(name, before, sha, f.bot, f.pushCommits(g.bare, name, before, sha, refs))
+		f.branches[c.Branch] = c.After
+		f.pushHook(c.Branch, c.Before, c.After, f.bot, f.pushCommits(bare, c.Branch, c.Before, c.After, refs))
 		for _, mr := range f.mrs {
-			if mr.State == "opened" && mr.Source == name && mr.SHA != sha {
+			if mr.State == "opened" && mr.Source == c.Branch && mr.SHA != c.After {
 				prev := mr.UpdatedAt
 				old := mr.SHA
-				mr.SHA, mr.UpdatedAt = sha, f.tick()
+				mr.SHA, mr.UpdatedAt = c.After, f.tick()
 				f.mrHook(mr, "update", f.bot, old, nil, prev)
 			}
-		}
-	}
-	for name, sha := range f.branches {
-		if _, ok := refs[name]; !ok {
-			delete(f.branches, name)
-			f.pushHook(name, sha, zeroSHA, f.bot, nil)
 		}
 	}
 }
@@ -154,7 +108,7 @@ func (f *Server) syncRefs(g *gitHost) {
 // those no other branch has.
 func (f *Server) pushCommits(bare, branch, before, after string, refs map[string]string) []any {
 	args := []string{"-C", bare, "log", "-n", "20", "--format=%H%x00%an%x00%ae%x00%aI%x00%s%x00%B%x1e", after}
-	if before != zeroSHA {
+	if before != fakeforge.ZeroSHA {
 		args = append(args, "^"+before)
 	} else {
 		for name, sha := range refs {
@@ -206,22 +160,4 @@ func changedFiles(bare, sha string) (added, modified, removed []string) {
 		}
 	}
 	return
-}
-
-func readRefs(bare string) (map[string]string, error) {
-	cmd := exec.Command("git", "-C", bare, "for-each-ref", "--format=%(objectname) %(refname)", "refs/heads/")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("read refs of %s: %w: %s", bare, err, strings.TrimSpace(stderr.String()))
-	}
-	refs := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		sha, ref, ok := strings.Cut(line, " ")
-		if ok {
-			refs[strings.TrimPrefix(ref, "refs/heads/")] = sha
-		}
-	}
-	return refs, nil
 }

@@ -1,16 +1,14 @@
 package gitlabtest
 
 import (
-	"bytes"
-	"crypto/rand"
 	"embed"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/alchemic-studio/alfred/forges/internal/fakeforge"
 )
 
 // Webhooks. After SetWebhook, the server delivers what GitLab does to a
@@ -54,52 +52,21 @@ type Delivery struct {
 	Err       error
 }
 
-type outgoing struct {
-	d    Delivery
-	body []byte
-	done chan Delivery
-}
-
-type hookQueue struct {
-	mu         sync.Mutex
-	queue      []*outgoing
-	running    bool
-	idle       *sync.Cond
-	deliveries []Delivery
-}
-
-// cond is the queue's condition, made on first use; callers hold q.mu.
-func (q *hookQueue) cond() *sync.Cond {
-	if q.idle == nil {
-		q.idle = sync.NewCond(&q.mu)
-	}
-	return q.idle
-}
+type outgoing = fakeforge.Pending[Delivery]
 
 // SetWebhook makes the server deliver the project's webhooks to url with
 // secret as X-Gitlab-Token (none when secret is empty).
 func (f *Server) SetWebhook(url, secret string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.hook = &hookTarget{url: url, secret: secret, uuid: newUUID(), instance: f.srv.URL, client: &http.Client{Timeout: 10 * time.Second}}
+	f.hook = &hookTarget{url: url, secret: secret, uuid: fakeforge.NewUUID(), instance: f.srv.URL, client: &http.Client{Timeout: 10 * time.Second}}
 }
 
 // Deliveries lists the webhooks sent so far, in order.
-func (f *Server) Deliveries() []Delivery {
-	f.hq.mu.Lock()
-	defer f.hq.mu.Unlock()
-	return append([]Delivery(nil), f.hq.deliveries...)
-}
+func (f *Server) Deliveries() []Delivery { return f.hq.Deliveries() }
 
 // Flush waits until every queued webhook has been delivered.
-func (f *Server) Flush() {
-	q := &f.hq
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for q.running || len(q.queue) > 0 {
-		q.cond().Wait()
-	}
-}
+func (f *Server) Flush() { f.hq.Flush() }
 
 // enqueue queues a delivery of payload as event; callers hold f.mu. It
 // returns nil when no webhook is set.
@@ -115,49 +82,15 @@ func (f *Server) enqueue(event string, payload map[string]any) *outgoing {
 	if a, ok := payload["object_attributes"].(map[string]any); ok {
 		action, _ = a["action"].(string)
 	}
-	o := &outgoing{d: Delivery{Event: event, Action: action, UUID: newUUID(), Key: newUUID()}, body: body, done: make(chan Delivery, 1)}
 	target := *f.hook
-	q := &f.hq
-	q.mu.Lock()
-	q.queue = append(q.queue, o)
-	if !q.running {
-		q.running = true
-		go f.deliverLoop(target)
-	}
-	q.mu.Unlock()
-	return o
-}
-
-func (f *Server) deliverLoop(target hookTarget) {
-	q := &f.hq
-	for {
-		q.mu.Lock()
-		if len(q.queue) == 0 {
-			q.running = false
-			q.cond().Broadcast()
-			q.mu.Unlock()
-			return
-		}
-		o := q.queue[0]
-		q.queue = q.queue[1:]
-		q.mu.Unlock()
-
-		d := o.d
-		d.Status, d.Err = send(target, d, o.body)
-		q.mu.Lock()
-		q.deliveries = append(q.deliveries, d)
-		q.mu.Unlock()
-		o.done <- d
-	}
+	return f.hq.Queue(Delivery{Event: event, Action: action, UUID: fakeforge.NewUUID(), Key: fakeforge.NewUUID()}, func(d Delivery) Delivery {
+		d.Status, d.Err = send(target, d, body)
+		return d
+	})
 }
 
 func send(target hookTarget, d Delivery, body []byte) (int, error) {
-	req, err := http.NewRequest(http.MethodPost, target.url, bytes.NewReader(body))
-	if err != nil {
-		return 0, err
-	}
-	h := req.Header
-	h.Set("Content-Type", "application/json")
+	h := http.Header{}
 	h.Set("User-Agent", "GitLab/"+Version)
 	h.Set("X-Gitlab-Event", d.Event)
 	h.Set("X-Gitlab-Event-UUID", d.UUID)
@@ -167,42 +100,12 @@ func send(target hookTarget, d Delivery, body []byte) (int, error) {
 	if target.secret != "" {
 		h.Set("X-Gitlab-Token", target.secret)
 	}
-	resp, err := target.client.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	resp.Body.Close()
-	return resp.StatusCode, nil
-}
-
-// wait waits for the delivery of o (zero when o is nil: no webhook set).
-func wait(o *outgoing) Delivery {
-	if o == nil {
-		return Delivery{}
-	}
-	return <-o.done
-}
-
-func newUUID() string {
-	var b [16]byte
-	rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+	return fakeforge.Post(target.client, target.url, h, body)
 }
 
 // hookObject is a fresh copy of a recorded webhook body.
 func hookObject(file string) map[string]any {
-	data, err := recordings.ReadFile("recordings/" + file)
-	if err != nil {
-		panic(fmt.Sprintf("gitlabtest: recording %s: %v", file, err))
-	}
-	var o map[string]any
-	if err := json.Unmarshal(data, &o); err != nil {
-		panic(fmt.Sprintf("gitlabtest: recording %s: %v", file, err))
-	}
-	return o
+	return fakeforge.Recorded(recordings, "gitlabtest", file)
 }
 
 // attrs is the object_attributes of a recorded body.
@@ -549,7 +452,7 @@ func (f *Server) pushHook(branch, before, after, actor string, commits []any) *o
 	o := hookObject("push.json")
 	u := f.user(actor)
 	checkout := any(after)
-	if after == zeroSHA {
+	if after == fakeforge.ZeroSHA {
 		checkout = nil
 	}
 	if commits == nil {
@@ -566,5 +469,3 @@ func (f *Server) pushHook(branch, before, after, actor string, commits []any) *o
 	o["commits"], o["total_commits_count"] = commits, len(commits)
 	return f.enqueue("Push Hook", o)
 }
-
-const zeroSHA = "0000000000000000000000000000000000000000"

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/alchemic-studio/alfred/forges"
+	"github.com/alchemic-studio/alfred/forges/internal/fakeforge"
 )
 
 // Server is a stateful fake of the part of GitLab's REST API v4 the
@@ -53,10 +54,10 @@ type Server struct {
 	failCode  int
 	failN     int
 	hangN     int
-	inspected inspectState // what alfred doctor reads: scopes, hooks
-	hook      *hookTarget  // where webhooks go (SetWebhook), nil for none
-	hq        hookQueue    // webhooks waiting to be delivered
-	git       *gitHost     // the project's repository over HTTP (ServeGit)
+	inspected inspectState               // what alfred doctor reads: scopes, hooks
+	hook      *hookTarget                // where webhooks go (SetWebhook), nil for none
+	hq        fakeforge.Sender[Delivery] // webhooks waiting to be delivered
+	git       *fakeforge.GitHost         // the project's repository over HTTP (ServeGit)
 }
 
 // DefaultBranch is the project's default branch.
@@ -197,7 +198,7 @@ func (f *Server) ensureLabels(names []string) {
 // ServeHTTP routes /api/v4/... requests, and the project's git (ServeGit).
 func (f *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if g := f.gitHostFor(r); g != nil {
-		f.serveGit(w, r, g)
+		g.ServeHTTP(w, r)
 		return
 	}
 	f.mu.Lock()
