@@ -191,6 +191,10 @@ func (Hooks) Parse(h http.Header, body []byte) (*forges.Event, error) {
 	if typ == "" {
 		return nil, fmt.Errorf("%w: missing X-Forgejo-Event-Type header", forges.ErrMalformed)
 	}
+	parse, ok := parsers[typ]
+	if !ok { // typed before it is read: unused types have shapes of their own (a wiki's comment is text, a package names no repository)
+		return ignoredType(h, typ, body)
+	}
 	var p payload
 	if err := json.Unmarshal(body, &p); err != nil {
 		return nil, fmt.Errorf("%w: %s payload: %v", forges.ErrMalformed, typ, err)
@@ -200,10 +204,6 @@ func (Hooks) Parse(h http.Header, body []byte) (*forges.Event, error) {
 		return nil, fmt.Errorf("%w: %s payload names no repository", forges.ErrMalformed, typ)
 	}
 	ev.Target.Project = forges.Project{Owner: p.Repository.Owner.name(), Name: p.Repository.Name}
-	parse, ok := parsers[typ]
-	if !ok {
-		return ignored(ev, "event "+typ+" is not used")
-	}
 	return parse(ev, typ, &p)
 }
 
@@ -240,6 +240,26 @@ var parsers = map[string]parser{
 func ignored(ev *forges.Event, reason string) (*forges.Event, error) {
 	ev.Type, ev.Reason = forges.EventIgnored, reason
 	return ev, nil
+}
+
+// ignoredType is an event of a type Alfred does not use, read only for who
+// sent it and, when it names one, its repository.
+func ignoredType(h http.Header, typ string, body []byte) (*forges.Event, error) {
+	var p struct {
+		Sender     *hookUser `json:"sender"`
+		Repository *struct {
+			Name  string    `json:"name"`
+			Owner *hookUser `json:"owner"`
+		} `json:"repository"`
+	}
+	if err := json.Unmarshal(body, &p); err != nil {
+		return nil, fmt.Errorf("%w: %s payload: %v", forges.ErrMalformed, typ, err)
+	}
+	ev := &forges.Event{DeliveryID: header(h, "Delivery"), Actor: p.Sender.name()}
+	if p.Repository != nil {
+		ev.Target.Project = forges.Project{Owner: p.Repository.Owner.name(), Name: p.Repository.Name}
+	}
+	return ignored(ev, "event "+typ+" is not used")
 }
 
 // lacks is the error of a typ payload that lacks what.
