@@ -150,7 +150,7 @@ func baseSpec(c *config.Config) sandbox.Spec {
 	}
 	withheld := map[string]bool{}
 	if c.Gateway { // the gateway holds them: no container gets them
-		for _, k := range sealedCredentials() {
+		for _, k := range sealedCredentials(servedProviders(c)) {
 			withheld[k] = true
 		}
 	}
@@ -162,16 +162,76 @@ func baseSpec(c *config.Config) sandbox.Spec {
 	return sandbox.Spec{Image: c.AgentImage, UID: c.AgentUID, GID: c.AgentGID, Env: env}
 }
 
-// sealedCredentials are the variables the CLIs that run sealed take their
-// provider's credentials and endpoint from (agents.Sealed.Credentials).
-func sealedCredentials() []string {
+// sealedCredentials are the variables the CLIs that run sealed behind one
+// of the providers served take their credentials and endpoint from
+// (agents.Sealed.Credentials); a CLI whose provider the gateway does not
+// serve keeps them, and runs unsealed.
+func sealedCredentials(served []string) []string {
 	var out []string
 	for _, mk := range locals {
-		if l, err := mk(); err == nil && l.Descriptor().Sealed != nil {
+		if l, err := mk(); err == nil && l.Descriptor().Sealed != nil && slices.Contains(served, l.Descriptor().Sealed.Provider) {
 			out = append(out, l.Descriptor().Sealed.Credentials...)
 		}
 	}
 	return out
+}
+
+// providerSource is where a gateway provider's endpoint and key come from:
+// variables of the bot's environment that ALFRED_AGENT_ENV offers, the
+// first one set of keys winning.
+type providerSource struct {
+	name    string
+	baseURL string
+	keys    []string
+}
+
+// providerSources are the providers the sealed CLIs call. Anthropic is
+// always served (its key may also be ANTHROPIC_AUTH_TOKEN, sent as a
+// Bearer token); the others when a key is offered.
+var providerSources = []providerSource{
+	{"anthropic", "ANTHROPIC_BASE_URL", []string{"ANTHROPIC_API_KEY"}},
+	{"openai", "OPENAI_BASE_URL", []string{"OPENAI_API_KEY", "CODEX_API_KEY"}},
+	{"gemini", "GOOGLE_GEMINI_BASE_URL", []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"}},
+	{"xai", "GROK_BASE_URL", []string{"GROK_API_KEY", "XAI_API_KEY"}},
+}
+
+// gatewayProviders are the providers the gateway serves, from what
+// ALFRED_AGENT_ENV offers.
+func gatewayProviders(c *config.Config) []gateway.Provider {
+	offered := func(name string) string {
+		if !slices.Contains(c.AgentEnv, name) {
+			return ""
+		}
+		return os.Getenv(name)
+	}
+	var out []gateway.Provider
+	for _, src := range providerSources {
+		key := ""
+		for _, k := range src.keys {
+			key = cmp.Or(key, offered(k))
+		}
+		// The CLIs' base URLs may end in the API version their sealed
+		// variables add again (agents.Sealed.BaseURLPath).
+		p, _ := gateway.ProviderNamed(src.name, strings.TrimSuffix(strings.TrimRight(offered(src.baseURL), "/"), "/v1"), key)
+		if src.name == "anthropic" && key == "" {
+			if tok := offered("ANTHROPIC_AUTH_TOKEN"); tok != "" {
+				p.Key, p.Header, p.Scheme = tok, "Authorization", "Bearer"
+			}
+		}
+		if src.name == "anthropic" || p.Key != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// servedProviders names gatewayProviders.
+func servedProviders(c *config.Config) []string {
+	var names []string
+	for _, p := range gatewayProviders(c) {
+		names = append(names, p.Name)
+	}
+	return names
 }
 
 // gatewayDirName is the folder under ALFRED_DATA_DIR that holds the model
@@ -180,25 +240,12 @@ func sealedCredentials() []string {
 const gatewayDirName = "gw"
 
 // newSeal builds the model gateway when ALFRED_GATEWAY is on (nil when
-// off): its provider is Anthropic, at ANTHROPIC_BASE_URL (default the
-// public API) with ANTHROPIC_API_KEY (x-api-key) or ANTHROPIC_AUTH_TOKEN
-// (Bearer), read from the variables ALFRED_AGENT_ENV names, which no
-// container then receives (baseSpec).
+// off): its providers and their keys come from the variables
+// ALFRED_AGENT_ENV names (gatewayProviders), which no container then
+// receives (baseSpec).
 func newSeal(c *config.Config, dataDir string, log *slog.Logger) (*bot.Seal, error) {
 	if !c.Gateway {
 		return nil, nil
-	}
-	offered := func(name string) string {
-		if !slices.Contains(c.AgentEnv, name) {
-			return ""
-		}
-		return os.Getenv(name)
-	}
-	p := gateway.Anthropic(offered("ANTHROPIC_BASE_URL"), offered("ANTHROPIC_API_KEY"))
-	if p.Key == "" {
-		if tok := offered("ANTHROPIC_AUTH_TOKEN"); tok != "" {
-			p.Key, p.Header, p.Scheme = tok, "Authorization", "Bearer"
-		}
 	}
 	dir := filepath.Join(dataDir, gatewayDirName)
 	// A session's socket is <dir>/alfred-gw-<10 characters>/gateway.sock.
@@ -208,7 +255,7 @@ func newSeal(c *config.Config, dataDir string, log *slog.Logger) (*bot.Seal, err
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("model gateway: %w", err)
 	}
-	g, err := gateway.New(gateway.Options{Providers: []gateway.Provider{p}, Dir: dir, Logger: log})
+	g, err := gateway.New(gateway.Options{Providers: gatewayProviders(c), Dir: dir, Logger: log})
 	if err != nil {
 		return nil, err
 	}

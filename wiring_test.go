@@ -39,7 +39,9 @@ func TestGatewayKeepsTheKey(t *testing.T) {
 	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-1234")
 	t.Setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:1/base")
 	t.Setenv("OPENAI_API_KEY", "sk-openai-1234")
-	c := &config.Config{Runner: "image", AgentEnv: []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY"}}
+	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:2/v1")
+	t.Setenv("MORPH_API_KEY", "sk-morph-1234") // Grok's: xAI is not served (no GROK_API_KEY)
+	c := &config.Config{Runner: "image", AgentEnv: []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "MORPH_API_KEY"}}
 	if env := baseSpec(c).Env; env["ANTHROPIC_API_KEY"] != "sk-ant-1234" {
 		t.Errorf("gateway off: the key is not offered: %v", env)
 	}
@@ -54,8 +56,11 @@ func TestGatewayKeepsTheKey(t *testing.T) {
 	if _, ok := env["ANTHROPIC_BASE_URL"]; ok {
 		t.Errorf("gateway on: the base URL is offered to containers: %v", env)
 	}
-	if env["OPENAI_API_KEY"] != "sk-openai-1234" {
-		t.Errorf("gateway on: a CLI that is not sealed lost its key: %v", env)
+	if _, ok := env["OPENAI_API_KEY"]; ok {
+		t.Errorf("gateway on: the OpenAI key is offered to containers: %v", env)
+	}
+	if env["MORPH_API_KEY"] != "sk-morph-1234" {
+		t.Errorf("gateway on: a CLI whose provider is not served lost its key: %v", env)
 	}
 	if !slices.Contains(secrets(c), "sk-ant-1234") {
 		t.Errorf("gateway on: the held key is not hidden: %q", secrets(c))
@@ -66,7 +71,7 @@ func TestGatewayKeepsTheKey(t *testing.T) {
 		t.Fatalf("gateway on: %v %v", s, err)
 	}
 	defer s.Gateway.Close()
-	if got := s.Gateway.Providers(); !slices.Equal(got, []string{"anthropic"}) {
+	if got := s.Gateway.Providers(); !slices.Equal(got, []string{"anthropic", "openai"}) {
 		t.Errorf("providers %v", got)
 	}
 	sess, err := s.Gateway.Open("r1")

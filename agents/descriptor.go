@@ -38,9 +38,10 @@ type Descriptor struct {
 	// VersionParser reads that command's output; nil means the first x.y.z
 	// on stdout (FindVersion). See ParseVersion.
 	VersionParser func(stdout, stderr []byte) (*semver.Version, error)
-	// EnvAllowlist names the variables, beyond BaseEnv, that the CLI may
-	// receive from Request.Sandbox.Env (API keys, base URLs, provider
-	// settings). Anything else the engine offers is dropped.
+	// EnvAllowlist names the variables, beyond BaseEnv and
+	// Sealed.Credentials, that the CLI may receive from Request.Sandbox.Env
+	// (API keys, base URLs, provider settings). Anything else the engine
+	// offers is dropped.
 	EnvAllowlist []string
 	// FixedEnv is set on top, whatever the engine offers (e.g. disabling
 	// auto-update). May be nil. Read only: never modified by the shared code.
@@ -69,13 +70,69 @@ type Descriptor struct {
 // carry that provider's credentials or endpoint, which a sealed run never
 // passes on (the gateway holds them).
 type Sealed struct {
-	// Provider is the gateway provider's name (e.g. "anthropic").
+	// Provider is the gateway provider's name: "anthropic", "openai",
+	// "gemini" or "xai" (the constructors of package gateway).
 	Provider string
-	// Env returns the variables to set for a run: baseURL is
-	// http://127.0.0.1:<port>/<Provider>, token the run's token.
-	Env func(baseURL, token string) map[string]string
-	// Credentials are the offered variables the gateway takes over.
+	// BaseURLVar names the variable the CLI reads its provider's base URL
+	// from; a sealed run sets it to the forwarder's base URL for Provider
+	// followed by BaseURLPath (e.g. "/v1").
+	BaseURLVar, BaseURLPath string
+	// KeyVar names the variable the CLI reads its key from; a sealed run
+	// sets it to the run's token.
+	KeyVar string
+	// Set are more variables a sealed run sets (e.g. switches that keep
+	// the CLI off its vendor's own service). May be nil.
+	Set map[string]string
+	// Credentials are the offered variables the gateway takes over. The CLI
+	// receives them when it does not run sealed: they need not be repeated
+	// in EnvAllowlist.
 	Credentials []string
+}
+
+// Env is the variables a sealed run sets: BaseURLVar to baseURL (see
+// BaseURL) plus BaseURLPath, KeyVar to token (the run's), and Set.
+func (s *Sealed) Env(baseURL, token string) map[string]string {
+	env := maps.Clone(s.Set)
+	if env == nil {
+		env = map[string]string{}
+	}
+	env[s.BaseURLVar] = baseURL + s.BaseURLPath
+	env[s.KeyVar] = token
+	return env
+}
+
+// BaseURL is the base URL a sealed CLI calls its provider at: the forwarder
+// on 127.0.0.1:port, under the provider's name.
+func (s *Sealed) BaseURL(port int) string {
+	return fmt.Sprintf("http://127.0.0.1:%d/%s", port, s.Provider)
+}
+
+// Environment is the environment offered to a sealed run: offered without
+// Credentials, plus Env(baseURL, token). offered is not modified.
+func (s *Sealed) Environment(offered map[string]string, baseURL, token string) map[string]string {
+	env := maps.Clone(offered)
+	if env == nil {
+		env = map[string]string{}
+	}
+	for _, k := range s.Credentials {
+		delete(env, k)
+	}
+	maps.Copy(env, s.Env(baseURL, token))
+	return env
+}
+
+// validate checks that the CLI receives every variable Env sets.
+func (s *Sealed) validate(d Descriptor) error {
+	if s.Provider == "" || s.BaseURLVar == "" || s.KeyVar == "" {
+		return errors.New("sealed: a provider, BaseURLVar and KeyVar are needed")
+	}
+	received := slices.Concat(BaseEnv, d.EnvAllowlist, s.Credentials)
+	for k := range s.Env("http://127.0.0.1:1/"+s.Provider, "token") {
+		if !slices.Contains(received, k) {
+			return fmt.Errorf("sealed: Env sets %s, which the CLI never receives (not in EnvAllowlist, BaseEnv or Credentials)", k)
+		}
+	}
+	return nil
 }
 
 // Capabilities are the adapter's: local, resumable exactly when the CLI
@@ -101,6 +158,11 @@ func (d Descriptor) Validate() error {
 	}
 	if _, err := semver.NewConstraint(d.VerifiedRange); err != nil {
 		return fmt.Errorf("adapter %s: verified range %q: %w", d.ID, d.VerifiedRange, err)
+	}
+	if d.Sealed != nil {
+		if err := d.Sealed.validate(d); err != nil {
+			return fmt.Errorf("adapter %s: %w", d.ID, err)
+		}
 	}
 	return nil
 }
@@ -131,10 +193,15 @@ func (d Descriptor) NewSessionID() string {
 	return uuid.NewString()
 }
 
-// env keeps BaseEnv and EnvAllowlist from offered, then sets FixedEnv.
+// env keeps BaseEnv, EnvAllowlist and Sealed.Credentials from offered,
+// then sets FixedEnv.
 func (d Descriptor) env(offered map[string]string) map[string]string {
 	env := make(map[string]string)
-	for _, names := range [][]string{BaseEnv, d.EnvAllowlist} {
+	var credentials []string
+	if d.Sealed != nil {
+		credentials = d.Sealed.Credentials
+	}
+	for _, names := range [][]string{BaseEnv, d.EnvAllowlist, credentials} {
 		for _, k := range names {
 			if v, ok := offered[k]; ok {
 				env[k] = v

@@ -2,6 +2,7 @@ package agents
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -60,6 +61,15 @@ func TestDescriptorValidate(t *testing.T) {
 		"bad range":            {func(d *Descriptor) { d.VerifiedRange = "not a range" }, "verified range"},
 		"state outside home":   {func(d *Descriptor) { d.SessionStatePath = "/root/.x" }, AgentHome},
 		"bad worktree pattern": {func(d *Descriptor) { d.WorktreeFiles = []string{"!x"} }, "plain exclude line"},
+		"sealed":               {func(d *Descriptor) { d.Sealed = sealedX() }, ""},
+		"sealed, no key var":   {func(d *Descriptor) { d.Sealed = sealedX(); d.Sealed.KeyVar = "" }, "KeyVar"},
+		"sealed sets a variable the CLI never receives": {
+			func(d *Descriptor) { d.Sealed = sealedX(); d.Sealed.Set = map[string]string{"X_OFFLINE": "1"} }, "X_OFFLINE"},
+		"sealed sets an allowed variable": {
+			func(d *Descriptor) {
+				d.Sealed, d.EnvAllowlist = sealedX(), []string{"X_OFFLINE"}
+				d.Sealed.Set = map[string]string{"X_OFFLINE": "1"}
+			}, ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			d := ok
@@ -69,5 +79,32 @@ func TestDescriptorValidate(t *testing.T) {
 				t.Fatalf("Validate() = %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// sealedX is how a CLI "x" runs sealed: X_BASE_URL and X_API_KEY.
+func sealedX() *Sealed {
+	return &Sealed{Provider: "openai", BaseURLVar: "X_BASE_URL", BaseURLPath: "/v1", KeyVar: "X_API_KEY",
+		Credentials: []string{"X_BASE_URL", "X_API_KEY", "X_ORG_TOKEN"}}
+}
+
+// TestSealedEnvironment: a sealed run's environment is the offer without
+// the credentials, plus the base URL, the token and Set; the CLI receives
+// the credentials when not sealed.
+func TestSealedEnvironment(t *testing.T) {
+	s := sealedX()
+	s.Set = map[string]string{"X_OFFLINE": "1"}
+	offered := map[string]string{"HOME": "/h", "X_API_KEY": "sk-real", "X_ORG_TOKEN": "org-secret", "X_BASE_URL": "https://api"}
+	got := s.Environment(offered, s.BaseURL(47080), "tok")
+	want := map[string]string{"HOME": "/h", "X_BASE_URL": "http://127.0.0.1:47080/openai/v1", "X_API_KEY": "tok", "X_OFFLINE": "1"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("Environment = %v\nwant %v", got, want)
+	}
+	if len(offered) != 4 || offered["X_API_KEY"] != "sk-real" {
+		t.Errorf("Environment changed the offer: %v", offered)
+	}
+	d := Descriptor{ID: "x", Executable: "x", VerifiedRange: ">=1", Sealed: s}
+	if env := d.env(offered); env["X_API_KEY"] != "sk-real" || env["X_ORG_TOKEN"] != "org-secret" {
+		t.Errorf("not sealed, the CLI gets %v: want its credentials", env)
 	}
 }

@@ -83,7 +83,7 @@ func detectOne(ctx context.Context, runner sandbox.Runner, base sandbox.Spec, d 
 	case res.Outcome != sandbox.OutcomeExited:
 		inst.Error = fmt.Sprintf("%s: %s", strings.Join(spec.Argv, " "), res.Outcome)
 	case res.ExitCode != 0:
-		inst.Error = fmt.Sprintf("%s exited %d: %s", strings.Join(spec.Argv, " "), res.ExitCode, firstLine(res.Stderr))
+		inst.Error = fmt.Sprintf("%s exited %d: %s", strings.Join(spec.Argv, " "), res.ExitCode, FirstLine(res.Stderr))
 	}
 	switch {
 	case inst.Error != "" && (err == nil && res.ExitCode != notFound):
@@ -146,12 +146,4 @@ func DetectCommand(ctx context.Context, w io.Writer, runner sandbox.Runner, base
 		return fmt.Errorf("print installations: %w", err)
 	}
 	return nil
-}
-
-func firstLine(b []byte) string {
-	s := strings.TrimSpace(string(StripANSI(b)))
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return s
 }

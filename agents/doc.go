@@ -11,9 +11,11 @@
 // A local CLI package declares one Descriptor (id, executable, verified
 // range, version command and parser, session state path, worktree files,
 // environment allowlist and fixed variables, whether the prompt goes to
-// stdin and whether the CLI takes a caller-chosen session id), which the
-// shared code reads, and implements CLI with only what differs per CLI: argv
-// per Mode, the output parser and the resume-failure classifier. It gets its
+// stdin, whether the CLI takes a caller-chosen session id, and how it runs
+// sealed behind the model gateway: Sealed), which the shared code reads, and
+// implements CLI with only what differs per CLI: argv per Mode, the output
+// parser and the resume-failure classifier (helped by JSONLines,
+// AnyJSONLine, LastJSONLine, ErrorText and FirstLine). It gets its
 // Adapter from NewLocal, which runs the shared flow (see Local.Run): no SessionRef means exactly the
 // run without the feature; a resume that fails for a reason the CLI's
 // classifier recognises is re-run once, fresh, under the same name, within
@@ -21,6 +23,10 @@
 // agents/fake is a complete worked example; agents/claudecode and
 // agents/codex are real ones, with their tests against the real binaries
 // (agents/internal/clitest) and the loopback mock model (agents/mockllm).
+// The tests every CLI goes through are one table, agents/clis_test.go: its
+// descriptor, and with the real binary its version, a missing session, and
+// a sealed run (clitest.Sealed: the forwarder, a gateway whose provider is
+// the mock, a prompt injection refused).
 //
 // Detect runs each CLI's version command through a Runner and reports an
 // Installation; DetectCommand prints them for `alfred agents detect`.

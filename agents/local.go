@@ -40,6 +40,12 @@ type Invocation struct {
 	// SessionID is, in ModeFresh, a random UUID when Descriptor.TakesSessionID
 	// (empty when the CLI picks its own), and in ModeResume the native id to resume.
 	SessionID string
+	// Env is the environment the attempt runs with (the allowlisted offer
+	// plus FixedEnv), for a CLI that takes a setting only as a flag (codex
+	// reads no OPENAI_BASE_URL). Read only; nil when argv is built without
+	// running (golden tests). Never copy a secret from it into argv, which
+	// shows in process lists, logs and docker inspect.
+	Env map[string]string
 }
 
 // Output is what a CLI read from one finished process.
@@ -72,18 +78,24 @@ type Output struct {
 //   - recorded real outputs in testdata/ (<name>.stdout/.stderr/.rc and a
 //     README saying which CLI version and command produced each) read with
 //     clitest.Recorded, for Parse and for the classifier table (plus the
-//     messages quoted in agents-cli-facts.md, via clitest.Result);
-//   - real-binary tests: clitest.Bin (ALFRED_AGENT_CLIS_BIN; fails, or
-//     skips under -short, when missing), version through agents.Detect on
-//     clitest.Host, and clitest.RoundTrip against agents/mockllm (fresh,
-//     resume with the earlier messages, silent fallback after the state
-//     folder is emptied). clitest.Host plays /home/agent in a temporary
-//     folder emptied before each run, like the container's tmpfs;
-//     HomeRunner.Setup writes configuration there (as a mount would);
-//   - clitest.CleanWorktree: after real runs in a git working copy, git
-//     status holds only the asked change, and every pattern of
-//     Capabilities.WorktreeFiles (what the CLI writes there on its own) was
-//     really written.
+//     messages quoted in agents-cli-facts.md, via clitest.Result), checked
+//     by clitest.CheckParse and clitest.CheckClassify;
+//   - a row of the table in agents/clis_test.go: the version its version
+//     command prints, a session id that does not exist, and the provider
+//     and model of a sealed run. The shared tests then check the
+//     descriptor, detect the real binary's version (agents.Detect on
+//     clitest.Host), classify a real missing session, and run the CLI
+//     sealed (clitest.Sealed, with its Descriptor.Sealed);
+//   - real-binary tests from clitest.Real (ALFRED_AGENT_CLIS_BIN; fails, or
+//     skips under -short, when missing), pointed at agents/mockllm:
+//     clitest.RoundTrip (fresh, resume with the earlier messages, silent
+//     fallback after the state folder is emptied) and clitest.CleanWorktree
+//     (after real runs in a git working copy, git status holds only the
+//     asked change, and every pattern of Capabilities.WorktreeFiles, what
+//     the CLI writes there on its own, was really written). clitest.Host
+//     plays /home/agent in a temporary folder emptied before each run, like
+//     the container's tmpfs; HomeRunner.Setup writes configuration there
+//     (as a mount would).
 type CLI interface {
 	// Descriptor is the CLI's declaration (see Descriptor). NewLocal reads
 	// it once and validates it.
@@ -254,8 +266,9 @@ func (l *Local) Run(ctx context.Context, req Request) (*Result, error) {
 // attempt runs one process with the given time budget (0: none).
 func (l *Local) attempt(ctx context.Context, req Request, inv Invocation, timeout time.Duration) (Attempt, Output, error) {
 	spec := req.Sandbox
-	spec.Argv = l.cli.Argv(inv)
 	spec.Env = l.desc.env(req.Sandbox.Env)
+	inv.Env = spec.Env
+	spec.Argv = l.cli.Argv(inv)
 	spec.Timeout = timeout
 	spec.Stdin = nil
 	if l.desc.PromptOnStdin {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strings"
 
 	"github.com/Masterminds/semver/v3"
 )
@@ -52,6 +53,46 @@ func JSONLines[T any](out []byte, fn func(T) bool) {
 			return
 		}
 	}
+}
+
+// AnyJSONLine reports whether a line of out decodes into a T for which
+// match is true (see JSONLines).
+func AnyJSONLine[T any](out []byte, match func(T) bool) bool {
+	found := false
+	JSONLines(out, func(v T) bool {
+		found = match(v)
+		return !found
+	})
+	return found
+}
+
+// LastJSONLine returns the last line of out that decodes into a T for which
+// match is true (see JSONLines).
+func LastJSONLine[T any](out []byte, match func(T) bool) (T, bool) {
+	var last T
+	found := false
+	JSONLines(out, func(v T) bool {
+		if match(v) {
+			last, found = v, true
+		}
+		return true
+	})
+	return last, found
+}
+
+// ErrorText is what a CLI printed on stderr, without terminal escapes and
+// surrounding space: the Output.Text of a run that printed nothing better.
+func ErrorText(stderr []byte) string { return strings.TrimSpace(string(StripANSI(stderr))) }
+
+// FirstLine is the first non-empty line of b, trimmed, without terminal
+// escapes.
+func FirstLine(b []byte) string {
+	for _, l := range strings.Split(string(StripANSI(b)), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			return l
+		}
+	}
+	return ""
 }
 
 func truncate(b []byte, n int) []byte {

@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -18,11 +19,17 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
 
+	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/agents/claudecode"
+	"github.com/alchemic-studio/alfred/agents/codex"
+	"github.com/alchemic-studio/alfred/agents/copilot"
 	"github.com/alchemic-studio/alfred/agents/fake"
+	"github.com/alchemic-studio/alfred/agents/grok"
 	"github.com/alchemic-studio/alfred/agents/mockllm"
+	"github.com/alchemic-studio/alfred/agents/opencode"
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/gateway"
+	"github.com/alchemic-studio/alfred/sandbox"
 	"github.com/alchemic-studio/alfred/state"
 )
 
@@ -267,10 +274,7 @@ func TestSealedRunInDocker(t *testing.T) {
 func TestSealedClaudeCodeInDocker(t *testing.T) {
 	t.Parallel()
 	runner, _ := dockerRunner(t)
-	image := os.Getenv("ALFRED_TEST_AGENT_IMAGE")
-	if image == "" {
-		t.Skip("ALFRED_TEST_AGENT_IMAGE is not set: build the images with scripts/images.sh")
-	}
+	image := agentImage(t)
 	mock := mockllm.Start(mockllm.Options{Reply: analysisReply})
 	t.Cleanup(mock.Close)
 	const providerKey = "sk-ant-provider-key-0123456789"
@@ -333,4 +337,260 @@ func TestSealedClaudeCodeInDocker(t *testing.T) {
 		t.Errorf("the run's gateway record %+v, the mock saw %d requests", rg, len(reqs))
 	}
 	t.Logf("claude through the gateway: %d requests, gateway %+v, refused %v", len(reqs), rg, rg.Refused)
+}
+
+// sealedCLI is a CLI of the agent image that runs there, with the model a
+// sealed run of it names and what else is offered to it.
+type sealedCLI struct {
+	new             func() (*agents.Local, error)
+	provider, model string
+	env             map[string]string
+}
+
+// sealedCLIs are the CLIs of the agent image that run there: the Gemini CLI
+// is in the image but needs a newer Node.js than Debian's
+// (deploy.TestAgentImage); agents.TestRealSealed runs it sealed on the host.
+var sealedCLIs = []sealedCLI{
+	{new: claudecode.New, provider: "anthropic", model: "claude-sonnet-4-5"},
+	{new: codex.New, provider: "openai", model: "gpt-5"},
+	{new: opencode.New, provider: "openai", model: "gpt-5", env: map[string]string{"OPENCODE_DISABLE_MODELS_FETCH": "1"}},
+	{new: copilot.New, provider: "openai", model: "gpt-5"},
+	{new: grok.New, provider: "xai", model: "grok-code-fast-1"},
+}
+
+// directAttempt tries to reach the outside without the forwarder.
+const directAttempt = `; timeout 5 bash -c 'exec 4<>/dev/tcp/1.1.1.1/80' 2>/dev/null && echo "direct: connected" || echo "direct: no network"`
+
+// TestSealedCLIsInDocker: each CLI of the agent image runs sealed by the
+// engine (Engine.seal and unseal) in a container with no network, its
+// development phase through the gateway: the answer comes back, the mock
+// model saw the provider's key on every request, the run records what the
+// gateway metered, and the container's environment held the run's token
+// and no key. Prompt-injected to send its environment to exfil.example, the
+// agent's request through the forwarder is refused and recorded on the run,
+// a direct connection finds no network, and no output shows a key.
+func TestSealedCLIsInDocker(t *testing.T) {
+	t.Parallel()
+	runner, _ := dockerRunner(t)
+	image := agentImage(t)
+	fwd := buildForwarder(t)
+	for _, c := range sealedCLIs {
+		a, err := c.new()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(a.ID(), func(t *testing.T) {
+			t.Parallel()
+			for _, inject := range []bool{false, true} {
+				t.Run(map[bool]string{false: "answer", true: "prompt injection"}[inject], func(t *testing.T) {
+					sealedInDocker(t, runner, image, fwd, a, c, inject)
+				})
+			}
+		})
+	}
+}
+
+// agentImage is the agent image scripts/images.sh built; it fails the test
+// without one (but under -short).
+func agentImage(t *testing.T) string {
+	t.Helper()
+	image := os.Getenv("ALFRED_TEST_AGENT_IMAGE")
+	if image == "" {
+		msg := "ALFRED_TEST_AGENT_IMAGE is not set: build the images with scripts/images.sh and source what it prints"
+		if testing.Short() {
+			t.Skip(msg)
+		}
+		t.Fatal(msg)
+	}
+	return image
+}
+
+// The keys of a sealed Docker run: the one the gateway holds, and the one
+// the bot's environment offers (which the seal withholds).
+const (
+	dockerProviderKey = "sk-provider-key-in-the-gateway-0123456789"
+	dockerOfferedKey  = "sk-offered-key-in-the-bot-0123456789"
+)
+
+// sealedInDocker runs one development phase of a, sealed, in the agent
+// image, and checks it.
+func sealedInDocker(t *testing.T, runner sandbox.Runner, image, fwd string, a *agents.Local, c sealedCLI, inject bool) {
+	opts := mockllm.Options{Reply: "hello from the sealed container"}
+	if inject {
+		opts.Shell = mockllm.ExfilCommand(gateway.DefaultForwardPort) + directAttempt
+	}
+	mock := mockllm.Start(opts)
+	t.Cleanup(mock.Close)
+	e, g := sealingEngine(t, runner, fwd, c.provider, mock.URL)
+	spec := sealedSpec(t, image, a.Descriptor(), c.env)
+	runID := "run-" + a.ID()
+	s, err := e.seal(runID, a, &spec)
+	if err != nil || s == nil {
+		t.Fatalf("seal: %v, %v", s, err)
+	}
+	rec := &specRecorder{Runner: runner}
+	res, err := a.Run(context.Background(), agents.Request{Prompt: "Say hello.", Phase: agents.PhaseDevelopment,
+		Provider: c.provider, Model: c.model, Timeout: 4 * time.Minute, Sandbox: spec, Runner: rec})
+	run := &state.Run{ID: runID}
+	e.unseal(s, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s sealed in docker: %s %q, %d model requests, gateway %+v", a.ID(), res.Outcome, res.Text, len(mock.Requests()), run.Gateway)
+	if res.Outcome != agents.OutcomeSucceeded || res.Text != opts.Reply {
+		t.Fatalf("outcome %s %q\nstdout %s\nstderr %s\nunhandled %v", res.Outcome, res.Text, res.Stdout, res.Stderr, mock.Unhandled())
+	}
+	checkSealedContainer(t, rec.spec(), s.Token())
+	checkSealedModel(t, mock, run.Gateway)
+	checkNoKey(t, res, mock)
+	if inject {
+		checkInjection(t, mock, run.Gateway)
+	} else if run.Gateway.RefusedTotal != 0 {
+		t.Errorf("refusals %v", run.Gateway.Refused)
+	}
+	if _, err := g.Open(runID); err != nil { // the run's session is closed: its id is free again
+		t.Errorf("reopen %s: %v", runID, err)
+	}
+}
+
+// sealingEngine is an engine that seals runs on runner behind a gateway
+// whose provider is the mock, with dockerProviderKey.
+func sealingEngine(t *testing.T, runner sandbox.Runner, fwd, provider, mockURL string) (*Engine, *gateway.Gateway) {
+	t.Helper()
+	p, ok := gateway.ProviderNamed(provider, mockURL, dockerProviderKey)
+	if !ok {
+		t.Fatalf("no gateway provider %q", provider)
+	}
+	dir, err := os.MkdirTemp("", "gwd") // short, and where the daemon sees it
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	g, err := gateway.New(gateway.Options{Providers: []gateway.Provider{p}, Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	h := newHarness(t)
+	h.engine.Close()
+	cfg := h.engine.cfg
+	cfg.Runner, cfg.Seal = runner, &Seal{Gateway: g, Forwarder: fwd}
+	e, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	return e, g
+}
+
+// sealedSpec is the spec a run of d starts from: the agent image, a
+// writable worktree, and an offer holding every credential d's seal takes
+// over (dockerOfferedKey).
+func sealedSpec(t *testing.T, image string, d agents.Descriptor, extra map[string]string) sandbox.Spec {
+	t.Helper()
+	wt := t.TempDir()
+	if err := os.Chmod(wt, 0o777); err != nil { // the agent's uid writes there
+		t.Fatal(err)
+	}
+	env := map[string]string{"HOME": "/home/agent", "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
+	maps.Copy(env, extra)
+	for _, k := range d.Sealed.Credentials {
+		env[k] = dockerOfferedKey
+	}
+	return sandbox.Spec{Image: image, UID: 1000, GID: 1000, Env: env, Workdir: sandbox.WorkspacePath,
+		Worktree: &sandbox.Mount{Host: wt, Container: sandbox.WorkspacePath}, Labels: map[string]string{"alfred.test": t.Name()}}
+}
+
+// specRecorder keeps the last spec it ran.
+type specRecorder struct {
+	sandbox.Runner
+	mu   sync.Mutex
+	last sandbox.Spec
+}
+
+func (r *specRecorder) Run(ctx context.Context, spec sandbox.Spec) (*sandbox.Result, error) {
+	r.mu.Lock()
+	r.last = spec
+	r.mu.Unlock()
+	return r.Runner.Run(ctx, spec)
+}
+
+func (r *specRecorder) spec() sandbox.Spec {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last
+}
+
+// checkSealedContainer: no network, the forwarder in front, the socket
+// mounted, the token in the environment and no key.
+func checkSealedContainer(t *testing.T, spec sandbox.Spec, token string) {
+	t.Helper()
+	if spec.Network != "none" || len(spec.Prefix) == 0 || spec.Prefix[0] != ForwarderPath {
+		t.Errorf("network %q, command prefix %q", spec.Network, spec.Prefix)
+	}
+	if !slices.ContainsFunc(spec.Binds, func(m sandbox.Mount) bool { return m.Container == gateway.ContainerSocket }) {
+		t.Errorf("no socket mounted: %+v", spec.Binds)
+	}
+	sawToken := false
+	for k, v := range spec.Env {
+		if strings.Contains(v, dockerProviderKey) || strings.Contains(v, dockerOfferedKey) {
+			t.Errorf("the container's environment holds a key in %s", k)
+		}
+		sawToken = sawToken || v == token
+	}
+	if !sawToken {
+		t.Errorf("the run's token is not in the container's environment: %v", slices.Sorted(maps.Keys(spec.Env)))
+	}
+}
+
+// checkSealedModel: every model request came with the provider's key, and
+// the run records what the gateway metered (the mock says 10 input and 1
+// output tokens a request).
+func checkSealedModel(t *testing.T, mock *mockllm.Server, rg *state.RunGateway) {
+	t.Helper()
+	reqs := mock.Requests()
+	for _, r := range reqs {
+		if r.Key != dockerProviderKey {
+			t.Errorf("the mock saw %s with key %q", r.Path, r.Key)
+		}
+	}
+	n := int64(len(reqs))
+	if rg == nil || n == 0 || rg.Requests != n || rg.InputTokens != 10*n || rg.OutputTokens != n {
+		t.Errorf("the run's gateway record %+v, the mock saw %d requests", rg, n)
+	}
+}
+
+// checkNoKey: no output of the CLI, nor anything the model was sent, shows
+// a key.
+func checkNoKey(t *testing.T, res *agents.Result, mock *mockllm.Server) {
+	t.Helper()
+	out := string(res.Stdout) + string(res.Stderr)
+	for _, r := range mock.Requests() {
+		out += r.ToolOutput + r.LastUserText
+	}
+	if strings.Contains(out, dockerProviderKey) || strings.Contains(out, dockerOfferedKey) {
+		t.Error("a key shows in the CLI's output or in what the model was sent")
+	}
+}
+
+// checkInjection: the injected command ran; its request through the
+// forwarder was refused and recorded on the run; it found no network.
+func checkInjection(t *testing.T, mock *mockllm.Server, rg *state.RunGateway) {
+	t.Helper()
+	out := ""
+	for _, r := range mock.Requests() {
+		out += r.ToolOutput
+	}
+	if !strings.Contains(out, "403") || !strings.Contains(out, "exfil.example is not an allowed destination") {
+		t.Errorf("the injected command's output %q: want the gateway's refusal", out)
+	}
+	if !strings.Contains(out, "direct: no network") {
+		t.Errorf("the injected command's output %q: want no network for a direct connection", out)
+	}
+	if rg == nil || rg.RefusedTotal == 0 || !strings.Contains(strings.Join(rg.Refused, "\n"), "the agent tried to reach exfil.example/steal (POST): refused") {
+		t.Errorf("the run's refusals %+v", rg)
+	}
 }

@@ -259,7 +259,7 @@ var Settings = []Setting{
 			return nil
 		}, get: func(c *Config) string { return strings.Join(c.SessionKeys, ",") }},
 	{Flag: "gateway", Env: "ALFRED_GATEWAY", Default: "off", Accepts: "on or off",
-		Help: "seal the agents that can be (Claude Code for now): no network in their container, model requests through Alfred's gateway, which keeps the provider key of ALFRED_AGENT_ENV (ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN, ANTHROPIC_BASE_URL) to itself; needs the image runner",
+		Help: "seal the agent CLIs whose provider the gateway serves: no network in their container, model requests through Alfred's gateway, which keeps the provider keys ALFRED_AGENT_ENV offers (Anthropic always; OpenAI, Gemini and xAI when their key is offered) to itself; needs the image runner",
 		set: func(c *Config, v string) error {
 			var s string
 			if err := setOneOf(&s, v, "on", "off"); err != nil {

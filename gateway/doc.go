@@ -17,10 +17,12 @@
 //     key is never logged, never put in an error, and is redacted from the
 //     headers and bodies of error answers.
 //   - Egress. A request reaches a configured provider (by the first path
-//     segment, or by its host in an absolute-form proxy request) or a host of
-//     Options.Allow; anything else, including CONNECT and absolute-form
-//     requests to other hosts, is answered 403 and recorded on the session
-//     (Session.Refused). CONNECT to an allowed host is tunnelled (not metered).
+//     segment, or by its host in an absolute-form proxy request), a host of
+//     Options.Allow, or a host its own run was opened with (Open's allow: a
+//     project's allowlist); anything else, including CONNECT and
+//     absolute-form requests to other hosts, is answered 403 and recorded on
+//     the session (Session.Refused). CONNECT to an allowed host is tunnelled
+//     (not metered).
 //   - Metering. Token counts are read from the providers' answers as they
 //     stream through (Anthropic messages and its SSE message_start /
 //     message_delta usage, OpenAI chat completions and responses usage

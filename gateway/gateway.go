@@ -93,6 +93,17 @@ func XAI(baseURL, key string) Provider {
 	return Provider{Name: "xai", BaseURL: or(baseURL, XAIURL), Key: key, Header: "Authorization", Scheme: "Bearer"}
 }
 
+// ProviderNamed is the provider of a usual name: "anthropic", "openai",
+// "gemini" or "xai" (Anthropic, OpenAI, Gemini, XAI), the names the agent
+// adapters declare (agents.Sealed.Provider); false for any other name.
+func ProviderNamed(name, baseURL, key string) (Provider, bool) {
+	mk, ok := map[string]func(string, string) Provider{"anthropic": Anthropic, "openai": OpenAI, "gemini": Gemini, "xai": XAI}[name]
+	if !ok {
+		return Provider{}, false
+	}
+	return mk(baseURL, key), true
+}
+
 func or(s, def string) string {
 	if s == "" {
 		return def
@@ -105,9 +116,10 @@ type Options struct {
 	// Providers are the model APIs the agents may reach; at least one.
 	Providers []Provider
 	// Allow lists extra hosts reachable through the gateway as an HTTP proxy
-	// (absolute-form requests and CONNECT): "host" (ports 80 and 443),
-	// "host:port", or "*.domain" (any subdomain, ports 80 and 443). Empty by
-	// default: only the providers are reachable.
+	// (absolute-form requests and CONNECT) by every run: "host" (ports 80
+	// and 443), "host:port", or "*.domain" (any subdomain, ports 80 and
+	// 443). Empty by default: only the providers are reachable. A run's own
+	// extra hosts go to Open.
 	Allow []string
 	// Dir is where each session's 0700 folder is made; empty means
 	// os.TempDir(). With the image runner it must be a path the Docker
@@ -166,35 +178,24 @@ func New(opts Options) (*Gateway, error) {
 		sessions:  map[string]*Session{},
 	}
 	for _, p := range opts.Providers {
-		if !nameRE.MatchString(p.Name) {
-			return nil, fmt.Errorf("gateway: provider name %q: want lower-case letters, digits and '-'", p.Name)
-		}
 		if g.byName[p.Name] != nil {
 			return nil, fmt.Errorf("gateway: provider %q configured twice", p.Name)
 		}
-		u, err := url.Parse(p.BaseURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" {
-			return nil, fmt.Errorf("gateway: provider %q: base URL %q: want http(s)://host[:port][/path]", p.Name, p.BaseURL)
+		pp, err := newProvider(p)
+		if err != nil {
+			return nil, err
 		}
-		if p.Key != "" && p.Header == "" && p.Query == "" {
-			return nil, fmt.Errorf("gateway: provider %q: a key but neither Header nor Query to carry it", p.Name)
-		}
-		u.Path = strings.TrimSuffix(u.Path, "/")
-		u.RawPath = ""
-		pp := &provider{Provider: p, base: u, host: hostRule{host: normHost(u.Hostname()), port: portOf(u)}}
 		g.providers = append(g.providers, pp)
 		g.byName[p.Name] = pp
 		if p.Key != "" {
 			g.secrets = append(g.secrets, p.Key)
 		}
 	}
-	for _, a := range opts.Allow {
-		r, err := parseRule(a)
-		if err != nil {
-			return nil, err
-		}
-		g.allow = append(g.allow, r)
+	allow, err := parseRules(opts.Allow)
+	if err != nil {
+		return nil, err
 	}
+	g.allow = allow
 	if g.transport == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConnsPerHost = 16
@@ -213,6 +214,23 @@ func New(opts Options) (*Gateway, error) {
 	return g, nil
 }
 
+// newProvider checks p: its name, its base URL, a way to carry its key.
+func newProvider(p Provider) (*provider, error) {
+	if !nameRE.MatchString(p.Name) {
+		return nil, fmt.Errorf("gateway: provider name %q: want lower-case letters, digits and '-'", p.Name)
+	}
+	u, err := url.Parse(p.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" {
+		return nil, fmt.Errorf("gateway: provider %q: base URL %q: want http(s)://host[:port][/path]", p.Name, p.BaseURL)
+	}
+	if p.Key != "" && p.Header == "" && p.Query == "" {
+		return nil, fmt.Errorf("gateway: provider %q: a key but neither Header nor Query to carry it", p.Name)
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	u.RawPath = ""
+	return &provider{Provider: p, base: u, host: hostRule{host: normHost(u.Hostname()), port: portOf(u)}}, nil
+}
+
 // Providers returns the names of the configured providers, in order.
 func (g *Gateway) Providers() []string {
 	names := make([]string, len(g.providers))
@@ -224,10 +242,17 @@ func (g *Gateway) Providers() []string {
 
 // Open starts the session of a run: a fresh 0700 folder under Options.Dir
 // holding the socket (mode SocketMode) the session serves, and a new token.
-// One session per run id at a time. Close it when the run ends.
-func (g *Gateway) Open(runID string) (*Session, error) {
+// allow adds hosts this run alone may reach through the gateway as an HTTP
+// proxy, on top of Options.Allow, in the same syntax (a project's allowlist
+// setting: a package registry, say); none by default. One session per run
+// id at a time. Close it when the run ends.
+func (g *Gateway) Open(runID string, allow ...string) (*Session, error) {
 	if runID == "" {
 		return nil, errors.New("gateway: empty run id")
+	}
+	rules, err := parseRules(allow)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", runID, err)
 	}
 	g.mu.Lock()
 	if g.sessions[runID] != nil {
@@ -236,7 +261,7 @@ func (g *Gateway) Open(runID string) (*Session, error) {
 	}
 	g.sessions[runID] = nil // reserved
 	g.mu.Unlock()
-	s, err := g.open(runID)
+	s, err := g.open(runID, rules)
 	g.mu.Lock()
 	if err != nil {
 		delete(g.sessions, runID)
@@ -247,7 +272,7 @@ func (g *Gateway) Open(runID string) (*Session, error) {
 	return s, err
 }
 
-func (g *Gateway) open(runID string) (*Session, error) {
+func (g *Gateway) open(runID string, allow []hostRule) (*Session, error) {
 	dir, err := os.MkdirTemp(g.dir, "alfred-gw-")
 	if err != nil {
 		return nil, fmt.Errorf("gateway: session folder: %w", err)
@@ -281,6 +306,7 @@ func (g *Gateway) open(runID string) (*Session, error) {
 		dir:   dir,
 		path:  path,
 		ln:    ln,
+		allow: allow,
 		log:   g.log.With("run", runID),
 	}
 	s.last.Store(g.now().UnixNano())
@@ -324,6 +350,18 @@ type hostRule struct {
 	host     string // normalized; for a wildcard, the suffix with its dot (".example.com")
 	wildcard bool
 	port     string // "" means 80 or 443
+}
+
+func parseRules(hosts []string) ([]hostRule, error) {
+	var rules []hostRule
+	for _, h := range hosts {
+		r, err := parseRule(h)
+		if err != nil {
+			return nil, err
+		}
+		rules = append(rules, r)
+	}
+	return rules, nil
 }
 
 func parseRule(s string) (hostRule, error) {
@@ -372,8 +410,8 @@ func portOf(u *url.URL) string {
 	return "80"
 }
 
-// allowed tells whether host:port may be reached, and which provider it is
-// (nil for an Allow host).
+// allowed tells whether host:port may be reached by every run, and which
+// provider it is (nil for an Allow host).
 func (g *Gateway) allowed(host, port string) (bool, *provider) {
 	host = normHost(host)
 	for _, p := range g.providers {
@@ -382,4 +420,13 @@ func (g *Gateway) allowed(host, port string) (bool, *provider) {
 		}
 	}
 	return slices.ContainsFunc(g.allow, func(r hostRule) bool { return r.match(host, port) }), nil
+}
+
+// allowed is Gateway.allowed, plus the run's own hosts (Open's allow).
+func (s *Session) allowed(host, port string) (bool, *provider) {
+	if ok, p := s.g.allowed(host, port); ok {
+		return ok, p
+	}
+	host = normHost(host)
+	return slices.ContainsFunc(s.allow, func(r hostRule) bool { return r.match(host, port) }), nil
 }

@@ -738,3 +738,73 @@ func TestKeylessHeadIsQuiet(t *testing.T) {
 		t.Errorf("a keyless POST did not warn:\n%s", logs)
 	}
 }
+
+// TestRunAllowlist: the hosts given to Open are reachable by that run alone
+// (as an HTTP proxy, with its token), on top of Options.Allow; a bad host
+// fails Open without taking the run id.
+func TestRunAllowlist(t *testing.T) {
+	provider, _ := recorder(t, 200, `{}`, nil)
+	registry, registryGot := recorder(t, 200, `registry`, nil)
+	host := mustURL(registry.URL).Host
+	g, _ := newGateway(t, Options{Providers: []Provider{Anthropic(provider.URL, realKey)}})
+	if _, err := g.Open("run-bad", "registry.example/path"); err == nil || !strings.Contains(err.Error(), "registry.example/path") {
+		t.Fatalf("Open with a bad host: %v", err)
+	}
+	withAllow, err := g.Open("run-bad", host, "*.npmjs.org")
+	if err != nil {
+		t.Fatalf("the run id was kept by a failed Open: %v", err)
+	}
+	t.Cleanup(func() { withAllow.Close() })
+	without := open(t, g, "run-plain")
+	tests := []struct {
+		name string
+		s    *Session
+		want int
+	}{
+		{"the run that allows it", withAllow, http.StatusOK},
+		{"another run", without, http.StatusForbidden},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := socketClient(tc.s.SocketPath())
+			c.Transport.(*http.Transport).Proxy = http.ProxyURL(&url.URL{Scheme: "http", User: url.UserPassword("agent", tc.s.Token()), Host: "gateway"})
+			code, _, body := do(t, c, http.MethodGet, registry.URL+"/pkg", "", nil)
+			if code != tc.want {
+				t.Fatalf("status %d %s, want %d", code, body, tc.want)
+			}
+			if refused := len(tc.s.Refused()); (tc.want == http.StatusForbidden) != (refused == 1) {
+				t.Errorf("%d refusals recorded", refused)
+			}
+			if tc.want == http.StatusForbidden && !strings.Contains(body, "not an allowed destination") {
+				t.Errorf("body %q", body)
+			}
+		})
+	}
+	if n := len(registryGot()); n != 1 {
+		t.Errorf("the allowed host got %d requests, want 1", n)
+	}
+	if resp := connect(t, without, "registry.npmjs.org:443", without.Token()); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("CONNECT to another run's allowed host: status %d", resp.StatusCode)
+	}
+}
+
+// TestProviderNamed: the names the agent adapters declare are the
+// constructors' providers.
+func TestProviderNamed(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		want Provider
+	}{
+		{"anthropic", Anthropic("http://m", "k")},
+		{"openai", OpenAI("http://m", "k")},
+		{"gemini", Gemini("http://m", "k")},
+		{"xai", XAI("http://m", "k")},
+	} {
+		if got, ok := ProviderNamed(tc.name, "http://m", "k"); !ok || fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("ProviderNamed(%q) = %+v, %v", tc.name, got, ok)
+		}
+	}
+	if _, ok := ProviderNamed("azure", "http://m", "k"); ok {
+		t.Error("an unknown name gave a provider")
+	}
+}

@@ -68,7 +68,7 @@ func (s *Session) origin(w http.ResponseWriter, r *http.Request) {
 // a provider request (token checked, key added, metered); to an Allow host it
 // is forwarded as is; anything else is refused.
 func (s *Session) absolute(w http.ResponseWriter, r *http.Request) {
-	ok, p := s.g.allowed(r.URL.Hostname(), portOf(r.URL))
+	ok, p := s.allowed(r.URL.Hostname(), portOf(r.URL))
 	if !ok {
 		s.refuse(w, r, r.URL.Host)
 		return
@@ -310,7 +310,7 @@ func (s *Session) connect(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		host, port = hostport, "443"
 	}
-	if ok, _ := s.g.allowed(host, port); !ok {
+	if ok, _ := s.allowed(host, port); !ok {
 		s.refuse(w, r, hostport)
 		return
 	}

@@ -59,6 +59,7 @@ type Session struct {
 	dir   string
 	path  string
 	ln    net.Listener
+	allow []hostRule // the run's own hosts, beside Options.Allow
 	srv   *http.Server
 	proxy *httputil.ReverseProxy
 	log   *slog.Logger
@@ -167,7 +168,7 @@ func (s *Session) selfAddressed(r *http.Request) bool {
 	if host != "localhost" && host != "127.0.0.1" && host != "::1" {
 		return false
 	}
-	if ok, p := s.g.allowed(host, portOf(r.URL)); ok && p != nil {
+	if ok, p := s.allowed(host, portOf(r.URL)); ok && p != nil {
 		return false
 	}
 	name, _, _ := strings.Cut(strings.TrimPrefix(r.URL.EscapedPath(), "/"), "/")
@@ -238,7 +239,7 @@ func (s *Session) refuse(w http.ResponseWriter, r *http.Request, host string) {
 }
 
 func (s *Session) allowSuffix() string {
-	if len(s.g.allow) == 0 {
+	if len(s.g.allow)+len(s.allow) == 0 {
 		return ""
 	}
 	return " and the project's allowed hosts"

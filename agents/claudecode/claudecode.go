@@ -35,13 +35,6 @@ const ID = "claude-code"
 // Executable is the CLI's command name.
 const Executable = "claude"
 
-// SessionStatePath holds the session transcripts and nothing else.
-const SessionStatePath = agents.AgentHome + "/.claude/projects"
-
-// VerifiedRange: --session-id/--resume <uuid> since 1.0.53, --name since
-// 2.1.76, -p --resume <title> since 2.1.101; verified up to 2.1.332.
-const VerifiedRange = ">=2.1.101, <=2.1.332"
-
 // CLI implements agents.CLI for Claude Code.
 type CLI struct{}
 
@@ -57,15 +50,23 @@ func New() (*agents.Local, error) { return agents.NewLocal(CLI{}) }
 // CLAUDE_CONFIG_DIR is left out of the allowlist on purpose: it would move
 // the session store away from SessionStatePath. The fixed environment turns
 // off self-update and telemetry, and tells the process it runs in a sandbox.
+//
+// Sealed, Claude Code calls Anthropic at ANTHROPIC_BASE_URL (the forwarder)
+// with the run's token as ANTHROPIC_API_KEY (sent in x-api-key). The
+// Anthropic credentials and endpoint of the offered environment stay with
+// the gateway; Bedrock, Vertex and OAuth logins are not sealed.
 func (CLI) Descriptor() agents.Descriptor {
 	return agents.Descriptor{
-		ID: ID, Executable: Executable, VerifiedRange: VerifiedRange,
-		SessionStatePath: SessionStatePath,
+		ID: ID, Executable: Executable,
+		// --session-id/--resume <uuid> since 1.0.53, --name since 2.1.76,
+		// -p --resume <title> since 2.1.101; verified up to 2.1.332.
+		VerifiedRange: ">=2.1.101, <=2.1.332",
+		// The session transcripts and nothing else.
+		SessionStatePath: agents.AgentHome + "/.claude/projects",
 		PromptOnStdin:    true, TakesSessionID: true,
 		EnvAllowlist: []string{
-			"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL",
-			"ANTHROPIC_SMALL_FAST_MODEL", "ANTHROPIC_DEFAULT_OPUS_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL",
-			"ANTHROPIC_DEFAULT_HAIKU_MODEL", "ANTHROPIC_CUSTOM_HEADERS", "CLAUDE_CODE_OAUTH_TOKEN",
+			"ANTHROPIC_MODEL", "ANTHROPIC_SMALL_FAST_MODEL", "ANTHROPIC_DEFAULT_OPUS_MODEL",
+			"ANTHROPIC_DEFAULT_SONNET_MODEL", "ANTHROPIC_DEFAULT_HAIKU_MODEL", "ANTHROPIC_CUSTOM_HEADERS",
 			"CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "AWS_REGION", "AWS_ACCESS_KEY_ID",
 			"AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK",
 			"ANTHROPIC_VERTEX_PROJECT_ID", "CLOUD_ML_REGION", "GOOGLE_APPLICATION_CREDENTIALS",
@@ -76,20 +77,11 @@ func (CLI) Descriptor() agents.Descriptor {
 			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
 			"IS_SANDBOX":                               "1",
 		},
-		Sealed: Sealed,
+		Sealed: &agents.Sealed{
+			Provider: "anthropic", BaseURLVar: "ANTHROPIC_BASE_URL", KeyVar: "ANTHROPIC_API_KEY",
+			Credentials: []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "CLAUDE_CODE_OAUTH_TOKEN"},
+		},
 	}
-}
-
-// Sealed runs Claude Code behind the model gateway: ANTHROPIC_BASE_URL at
-// the forwarder, the run's token as ANTHROPIC_API_KEY (sent in x-api-key).
-// The Anthropic credentials and endpoint of the offered environment stay
-// with the gateway; Bedrock, Vertex and OAuth logins are not sealed.
-var Sealed = &agents.Sealed{
-	Provider: "anthropic",
-	Env: func(baseURL, token string) map[string]string {
-		return map[string]string{"ANTHROPIC_BASE_URL": baseURL, "ANTHROPIC_API_KEY": token}
-	},
-	Credentials: []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "CLAUDE_CODE_OAUTH_TOKEN"},
 }
 
 // Argv implements agents.CLI. Phases that change the worktree run with
@@ -132,22 +124,14 @@ type result struct {
 
 // findResult returns the last object of type "result" on stdout.
 func findResult(stdout []byte) (result, bool) {
-	var last result
-	found := false
-	agents.JSONLines(stdout, func(r result) bool {
-		if r.Type == "result" {
-			last, found = r, true
-		}
-		return true
-	})
-	return last, found
+	return agents.LastJSONLine(stdout, func(r result) bool { return r.Type == "result" })
 }
 
 // Parse implements agents.CLI.
 func (CLI) Parse(res *sandbox.Result) agents.Output {
 	r, ok := findResult(res.Stdout)
 	if !ok {
-		return agents.Output{Text: strings.TrimSpace(string(res.Stderr))}
+		return agents.Output{Text: agents.ErrorText(res.Stderr)}
 	}
 	text := r.Result
 	if text == "" && len(r.Errors) > 0 {

@@ -13,7 +13,9 @@
 //
 // Every flag sits before `resume`: exec-only flags (-s, -C, …) are refused
 // after it, and the rest are accepted on both sides (verified: -m before
-// `resume` still selects the model).
+// `resume` still selects the model). With OPENAI_BASE_URL in the
+// environment (a sealed run's), two -c flags add a model provider at that
+// URL (see Argv).
 //
 // The native id is `thread_id` of the first event, {"type":"thread.started"};
 // a resume echoes the resumed id. Sessions are rollout files in
@@ -34,6 +36,7 @@
 package codex
 
 import (
+	"encoding/json"
 	"strings"
 
 	"github.com/alchemic-studio/alfred/agents"
@@ -45,13 +48,6 @@ const ID = "codex"
 
 // Executable is the CLI's command name.
 const Executable = "codex"
-
-// SessionStatePath holds the rollout files and nothing else.
-const SessionStatePath = agents.AgentHome + "/.codex/sessions"
-
-// VerifiedRange: a hard error for an unknown resume id only from 0.117.0;
-// verified up to 0.171.0.
-const VerifiedRange = ">=0.117.0, <=0.171.0"
 
 // CLI implements agents.CLI for Codex.
 type CLI struct{}
@@ -65,14 +61,23 @@ func New() (*agents.Local, error) { return agents.NewLocal(CLI{}) }
 // (TestRealWorktreeHoldsOnlyTheChange) leave nothing there but the change
 // asked for. CODEX_HOME is left out of the allowlist on purpose: it would
 // move the session store away from SessionStatePath.
+//
+// Sealed, codex calls OpenAI's Responses API at OPENAI_BASE_URL (the
+// forwarder) with the run's token as OPENAI_API_KEY (a Bearer token): see
+// Argv for how codex, which no longer reads OPENAI_BASE_URL, is given it.
 func (CLI) Descriptor() agents.Descriptor {
 	return agents.Descriptor{
-		ID: ID, Executable: Executable, VerifiedRange: VerifiedRange,
-		SessionStatePath: SessionStatePath,
+		ID: ID, Executable: Executable,
+		// A hard error for an unknown resume id only from 0.117.0; verified
+		// up to 0.171.0.
+		VerifiedRange: ">=0.117.0, <=0.171.0",
+		// The rollout files and nothing else.
+		SessionStatePath: agents.AgentHome + "/.codex/sessions",
 		PromptOnStdin:    true,
-		EnvAllowlist: []string{
-			"OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL", "OPENAI_ORGANIZATION", "OPENAI_PROJECT",
-			"AZURE_OPENAI_API_KEY", "RUST_LOG",
+		EnvAllowlist:     []string{"OPENAI_ORGANIZATION", "OPENAI_PROJECT", "RUST_LOG"},
+		Sealed: &agents.Sealed{
+			Provider: "openai", BaseURLVar: "OPENAI_BASE_URL", BaseURLPath: "/v1", KeyVar: "OPENAI_API_KEY",
+			Credentials: []string{"OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL", "AZURE_OPENAI_API_KEY"},
 		},
 	}
 }
@@ -81,6 +86,12 @@ func (CLI) Descriptor() agents.Descriptor {
 // codex's own sandbox and approvals (the container is the sandbox, and
 // codex's Landlock sandbox is not available inside it); text-only phases run
 // its read-only sandbox.
+//
+// Codex 0.171 reads no OPENAI_BASE_URL (verified: it calls api.openai.com
+// anyway). When the environment sets it, argv adds a model provider of its
+// own at that URL, keyed by OPENAI_API_KEY, speaking Responses over HTTP
+// (supports_websockets=false: the built-in provider first tries a
+// WebSocket, whose frames the model gateway cannot meter).
 func (CLI) Argv(inv agents.Invocation) []string {
 	argv := []string{Executable, "exec", "--json", "--skip-git-repo-check"}
 	if inv.Phase.TextOnly() {
@@ -91,10 +102,24 @@ func (CLI) Argv(inv agents.Invocation) []string {
 	if inv.Model != "" {
 		argv = append(argv, "--model", inv.Model)
 	}
+	if u := inv.Env["OPENAI_BASE_URL"]; u != "" {
+		argv = append(argv, "-c", "model_providers."+baseURLProvider+"={name=\"OPENAI_BASE_URL\",base_url="+tomlString(u)+
+			",env_key=\"OPENAI_API_KEY\",wire_api=\"responses\",supports_websockets=false}",
+			"-c", "model_provider=\""+baseURLProvider+"\"")
+	}
 	if inv.Mode == agents.ModeResume {
 		argv = append(argv, "resume", inv.SessionID)
 	}
 	return append(argv, "-")
+}
+
+// baseURLProvider is the id of the model provider Argv adds for OPENAI_BASE_URL.
+const baseURLProvider = "openai-base-url"
+
+// tomlString quotes s as a TOML basic string (JSON's escapes are TOML's).
+func tomlString(s string) string {
+	b, _ := json.Marshal(s) // a string always encodes
+	return string(b)
 }
 
 type event struct {
@@ -158,12 +183,7 @@ func (CLI) Parse(res *sandbox.Result) agents.Output {
 // new thread instead (before 0.117.0) are outside VerifiedRange, and the echo
 // check catches them anyway.
 func (CLI) Classify(res *sandbox.Result) agents.FallbackReason {
-	started := false
-	agents.JSONLines(res.Stdout, func(e event) bool {
-		started = started || e.Type == "thread.started"
-		return !started
-	})
-	if started {
+	if agents.AnyJSONLine(res.Stdout, func(e event) bool { return e.Type == "thread.started" }) {
 		return agents.FallbackNone
 	}
 	if strings.Contains(string(res.Stderr), "no rollout found for thread id") {

@@ -4,93 +4,43 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
+	"slices"
 	"testing"
 
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/agents/internal/clitest"
 	"github.com/alchemic-studio/alfred/agents/mockllm"
+	"github.com/alchemic-studio/alfred/sandbox"
 )
 
 func TestGoldenArgv(t *testing.T) {
-	const id = "01a22ae1-0511-7ef3-bd9e-4e143102ad95"
-	golden := map[string]any{"verified_range": VerifiedRange, "session_state_path": SessionStatePath}
-	for _, phase := range []agents.Phase{agents.PhaseDevelopment, agents.PhaseAnalysis} {
-		for _, mode := range []agents.Mode{agents.ModeNone, agents.ModeFresh, agents.ModeResume} {
-			inv := agents.Invocation{Mode: mode, Prompt: "Fix the bug.\n-- full context --", Phase: phase, Model: "gpt-5-codex"}
-			if mode == agents.ModeResume {
-				inv.SessionID = id
-			}
-			if mode != agents.ModeNone {
-				inv.SessionName = "agent/issue-7-add-a-name"
-			}
-			golden[string(phase)+"/"+string(mode)] = CLI{}.Argv(inv)
-		}
-	}
-	clitest.GoldenJSON(t, filepath.Join("testdata", "golden", "argv.json"), golden)
-}
-
-func TestNoCallerChosenID(t *testing.T) {
-	if id := (CLI{}).Descriptor().NewSessionID(); id != "" {
-		t.Fatalf("NewSessionID() = %q, want empty: codex exec cannot take an id", id)
-	}
+	clitest.ArgvByPhase(t, CLI{}, "gpt-5-codex", "01a22ae1-0511-7ef3-bd9e-4e143102ad95")
 }
 
 func TestParseRecorded(t *testing.T) {
 	const thread = "01a22ae1-0511-7ef3-bd9e-4e143102ad95"
-	tests := []struct {
-		name      string
-		succeeded bool
-		id        string
-		text      string
-		in, out   int64
-	}{
-		{"fresh", true, thread, "ok", 10, 1},
-		{"resume", true, thread, "ok", 30, 3},
-		{"resume-missing", false, "", "Error: thread/resume: thread/resume failed: no rollout found for thread id 01a22ae1-0511-7ef3-bd9e-000000000000 (code -32600)", 0, 0},
-		{"resume-no-key", false, thread, "Missing environment variable: `MOCK_KEY`.", 0, 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			out := CLI{}.Parse(clitest.Recorded(t, "testdata", tt.name))
-			if out.Succeeded != tt.succeeded || out.NativeSessionID != tt.id || out.Text != tt.text ||
-				out.InputTokens != tt.in || out.OutputTokens != tt.out {
-				t.Fatalf("Parse = %+v, want succeeded=%v id=%q text=%q tokens %d/%d", out, tt.succeeded, tt.id, tt.text, tt.in, tt.out)
-			}
-		})
-	}
+	rec := func(name string) *sandbox.Result { return clitest.Recorded(t, "testdata", name) }
+	clitest.CheckParse(t, CLI{}, []clitest.Parsed{
+		{Name: "fresh", Res: rec("fresh"), Want: agents.Output{Succeeded: true, Text: "ok", NativeSessionID: thread, InputTokens: 10, OutputTokens: 1}},
+		{Name: "resume", Res: rec("resume"), Want: agents.Output{Succeeded: true, Text: "ok", NativeSessionID: thread, InputTokens: 30, OutputTokens: 3}},
+		{Name: "resume-missing", Res: rec("resume-missing"), Want: agents.Output{Text: "Error: thread/resume: thread/resume failed: no rollout found for thread id 01a22ae1-0511-7ef3-bd9e-000000000000 (code -32600)"}},
+		{Name: "resume-no-key", Res: rec("resume-no-key"), Want: agents.Output{Text: "Missing environment variable: `MOCK_KEY`.", NativeSessionID: thread}},
+	})
 }
 
+// TestClassify: outputs recorded from 0.171.0 (testdata/) and messages
+// quoted in agents-cli-facts.md.
 func TestClassify(t *testing.T) {
-	recorded := map[string]agents.FallbackReason{
-		"resume-missing": agents.FallbackStateMissing,
-		"resume-no-key":  agents.FallbackNone,
-	}
-	for name, want := range recorded {
-		if got := (CLI{}).Classify(clitest.Recorded(t, "testdata", name)); got != want {
-			t.Errorf("Classify(%s) = %q, want %q", name, got, want)
-		}
-	}
-	// Messages quoted in agents-cli-facts.md.
-	facts := []struct {
-		rc             int
-		stdout, stderr string
-		want           agents.FallbackReason
-	}{
-		{1, "", "Error: thread/resume: thread/resume failed: no rollout found for thread id 0199a213-81c0-7800-8aa1-bbab2a035a53\n", agents.FallbackStateMissing},
-		{1, `{"type":"thread.started","thread_id":"x"}` + "\n" + `{"type":"turn.failed","error":{"message":"unexpected status 401 Unauthorized: invalid x-api-key, url: http://127.0.0.1:1/v1/responses"}}`, "", agents.FallbackNone},
-		{124, `{"type":"thread.started","thread_id":"x"}` + "\n" + `{"type":"error","message":"Reconnecting... 2/5 (stream disconnected before completion)"}`, "", agents.FallbackNone},
-		{1, "", "Reading prompt from stdin...\nNo prompt provided via stdin.\n", agents.FallbackNone},
-	}
-	for _, f := range facts {
-		if got := (CLI{}).Classify(clitest.Result(f.rc, f.stdout, f.stderr)); got != f.want {
-			t.Errorf("Classify(rc=%d stdout=%q stderr=%q) = %q, want %q", f.rc, f.stdout, f.stderr, got, f.want)
-		}
-	}
-}
-
-func TestRealVersion(t *testing.T) {
-	clitest.RealVersion(t, CLI{}, Executable, "0.171.0")
+	rec := func(name string) *sandbox.Result { return clitest.Recorded(t, "testdata", name) }
+	started := `{"type":"thread.started","thread_id":"x"}` + "\n"
+	clitest.CheckClassify(t, CLI{}, []clitest.Classified{
+		{Name: "resume-missing", Res: rec("resume-missing"), Want: agents.FallbackStateMissing},
+		{Name: "resume-no-key", Res: rec("resume-no-key"), Want: agents.FallbackNone},
+		{Name: "no rollout, 0.117", Res: clitest.Result(1, "", "Error: thread/resume: thread/resume failed: no rollout found for thread id 0199a213-81c0-7800-8aa1-bbab2a035a53\n"), Want: agents.FallbackStateMissing},
+		{Name: "API 401", Res: clitest.Result(1, started+`{"type":"turn.failed","error":{"message":"unexpected status 401 Unauthorized: invalid x-api-key, url: http://127.0.0.1:1/v1/responses"}}`, ""), Want: agents.FallbackNone},
+		{Name: "reconnecting", Res: clitest.Result(124, started+`{"type":"error","message":"Reconnecting... 2/5 (stream disconnected before completion)"}`, ""), Want: agents.FallbackNone},
+		{Name: "no prompt", Res: clitest.Result(1, "", "Reading prompt from stdin...\nNo prompt provided via stdin.\n"), Want: agents.FallbackNone},
+	})
 }
 
 // writeConfig points codex at the mock, as a mounted config.toml would.
@@ -111,41 +61,50 @@ wire_api = "responses"
 	return os.WriteFile(filepath.Join(dir, "config.toml"), []byte(cfg), 0o600)
 }
 
-var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
-
-func TestRealRoundTrip(t *testing.T) {
-	bin := clitest.Bin(t, Executable)
-	mock := mockllm.Start(mockllm.Options{Reply: "ok"})
-	defer mock.Close()
-	a, err := New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The home starts empty on every run, as the container's tmpfs does: the
-	// SQLite indexes codex keeps in CODEX_HOME are gone at each run, and only
-	// the rollout files in the mounted state folder carry the session.
-	runner := clitest.Host(t)
-	runner.Setup = func(home string) error { return writeConfig(home, mock.URL) }
-	clitest.RoundTrip{
-		Adapter: a,
-		Runner:  runner,
-		Mock:    mock,
-		Phase:   agents.PhaseDevelopment,
-		Env:     clitest.Env(bin, map[string]string{"OPENAI_API_KEY": "sk-test"}),
-		ValidID: func(s string) error {
-			if !uuidRE.MatchString(s) {
-				return fmt.Errorf("not a UUID")
-			}
-			return nil
-		},
-	}.Check(t)
+// onMock points codex at the mock model, as a mounted config.toml would.
+// The home starts empty on every run, as the container's tmpfs does: the
+// SQLite indexes codex keeps in CODEX_HOME are gone at each run, and only
+// the rollout files in the mounted state folder carry the session.
+func onMock(m *clitest.Mocked) {
+	m.Runner.Setup = func(home string) error { return writeConfig(home, m.Mock.URL) }
+	m.Env["OPENAI_API_KEY"] = "sk-test"
 }
 
-func TestRealResumeMissingIsStateMissing(t *testing.T) {
-	bin := clitest.Bin(t, Executable)
-	// A UUID v7 like codex's own thread ids; no credentials: the lookup comes first.
-	got, res := clitest.ResumeMissing(t, CLI{}, bin, "01a22ae1-0511-7ef3-bd9e-000000000001", nil)
-	if got != agents.FallbackStateMissing || (CLI{}).Parse(res).Succeeded {
-		t.Fatalf("Classify = %q, want state_missing\nrc %d stdout %s\nstderr %s", got, res.ExitCode, res.Stdout, res.Stderr)
+func TestRealRoundTrip(t *testing.T) {
+	m := clitest.Real(t, CLI{}, mockllm.Options{}, onMock)
+	clitest.RoundTrip{Mocked: m, Phase: agents.PhaseDevelopment, ValidID: clitest.UUID}.Check(t)
+}
+
+// TestRealWorktreeHoldsOnlyTheChange: after real runs (no session, fresh,
+// resumed) in a git working copy, asked for no change, git status is empty.
+func TestRealWorktreeHoldsOnlyTheChange(t *testing.T) {
+	clitest.CleanWorktree{Mocked: clitest.Real(t, CLI{}, mockllm.Options{}, onMock)}.Check(t)
+}
+
+// TestArgvBaseURL: codex reads no OPENAI_BASE_URL, so argv gives it as a
+// provider of its own, before `resume`, keyed by OPENAI_API_KEY, over HTTP.
+func TestArgvBaseURL(t *testing.T) {
+	const url = "http://127.0.0.1:47080/openai/v1"
+	flags := []string{
+		"-c", `model_providers.openai-base-url={name="OPENAI_BASE_URL",base_url="` + url + `",env_key="OPENAI_API_KEY",wire_api="responses",supports_websockets=false}`,
+		"-c", `model_provider="openai-base-url"`,
+	}
+	tests := []struct {
+		name string
+		inv  agents.Invocation
+		want []string
+	}{
+		{"none", agents.Invocation{Phase: agents.PhaseDevelopment},
+			slices.Concat([]string{"codex", "exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"}, flags, []string{"-"})},
+		{"resume", agents.Invocation{Mode: agents.ModeResume, SessionID: "t1", Phase: agents.PhaseAnalysis},
+			slices.Concat([]string{"codex", "exec", "--json", "--skip-git-repo-check", "--sandbox", "read-only"}, flags, []string{"resume", "t1", "-"})},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.inv.Env = map[string]string{"OPENAI_BASE_URL": url}
+			if got := (CLI{}).Argv(tc.inv); !slices.Equal(got, tc.want) {
+				t.Errorf("argv\n%q\nwant\n%q", got, tc.want)
+			}
+		})
 	}
 }

@@ -41,14 +41,6 @@ const ID = "copilot"
 // Executable is argv[0].
 const Executable = "copilot"
 
-// SessionStatePath is the folder holding Copilot's sessions.
-const SessionStatePath = agents.AgentHome + "/.copilot/session-state"
-
-// VerifiedRange is the range whose session behaviour was verified:
-// --session-id from 1.0.51 (a strict --resume from 1.0.49); 1.0.102 is the
-// pinned version the tests run.
-const VerifiedRange = ">=1.0.51, <=1.0.102"
-
 // CLI implements agents.CLI for the Copilot CLI.
 type CLI struct{}
 
@@ -62,20 +54,32 @@ func New() (*agents.Local, error) { return agents.NewLocal(CLI{}) }
 // (TestRealWorktreeHoldsOnlyTheChange) leave nothing there but the change
 // asked for. The allowlist is GitHub authentication and BYOK provider
 // settings; the fixed environment never downloads and runs another version.
+//
+// Sealed, Copilot runs offline with a BYOK provider of type openai (chat
+// completions) at the forwarder, the run's token as its API key: a sealed
+// run names its model (--model). The GitHub tokens are withheld too: offline
+// BYOK needs none, and a sealed container holds no secret.
 func (CLI) Descriptor() agents.Descriptor {
 	return agents.Descriptor{
-		ID: ID, Executable: Executable, VerifiedRange: VerifiedRange,
-		SessionStatePath: SessionStatePath,
+		ID: ID, Executable: Executable,
+		// --session-id from 1.0.51 (a strict --resume from 1.0.49); 1.0.102
+		// is the pinned version the tests run.
+		VerifiedRange: ">=1.0.51, <=1.0.102",
+		// Copilot's sessions, and no credentials.
+		SessionStatePath: agents.AgentHome + "/.copilot/session-state",
 		PromptOnStdin:    true, TakesSessionID: true,
 		EnvAllowlist: []string{
-			"COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN", "GH_HOST", "COPILOT_GH_HOST",
-			"COPILOT_MODEL", "COPILOT_OFFLINE",
-			"COPILOT_PROVIDER_BASE_URL", "COPILOT_PROVIDER_TYPE", "COPILOT_PROVIDER_API_KEY",
-			"COPILOT_PROVIDER_BEARER_TOKEN", "COPILOT_PROVIDER_WIRE_API", "COPILOT_PROVIDER_AZURE_API_VERSION",
-			"COPILOT_PROVIDER_MODEL_ID", "COPILOT_PROVIDER_WIRE_MODEL", "COPILOT_PROVIDER_HEADERS",
-			"COPILOT_PROVIDER_MAX_PROMPT_TOKENS", "COPILOT_PROVIDER_MAX_OUTPUT_TOKENS",
+			"GH_HOST", "COPILOT_GH_HOST", "COPILOT_MODEL", "COPILOT_OFFLINE", "COPILOT_PROVIDER_TYPE",
+			"COPILOT_PROVIDER_WIRE_API", "COPILOT_PROVIDER_AZURE_API_VERSION", "COPILOT_PROVIDER_MODEL_ID",
+			"COPILOT_PROVIDER_WIRE_MODEL", "COPILOT_PROVIDER_MAX_PROMPT_TOKENS", "COPILOT_PROVIDER_MAX_OUTPUT_TOKENS",
 		},
 		FixedEnv: map[string]string{"COPILOT_AUTO_UPDATE": "false", "NO_COLOR": "1"},
+		Sealed: &agents.Sealed{
+			Provider: "openai", BaseURLVar: "COPILOT_PROVIDER_BASE_URL", BaseURLPath: "/v1", KeyVar: "COPILOT_PROVIDER_API_KEY",
+			Set: map[string]string{"COPILOT_OFFLINE": "true", "COPILOT_PROVIDER_TYPE": "openai"},
+			Credentials: []string{"COPILOT_PROVIDER_BASE_URL", "COPILOT_PROVIDER_API_KEY", "COPILOT_PROVIDER_BEARER_TOKEN",
+				"COPILOT_PROVIDER_HEADERS", "COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"},
+		},
 	}
 }
 
@@ -134,7 +138,7 @@ func (CLI) Parse(res *sandbox.Result) agents.Output {
 	case errText != "":
 		out.Text = errText
 	default:
-		if s := firstLine(res.Stderr); s != "" {
+		if s := firstError(res.Stderr); s != "" {
 			out.Text = s
 		}
 	}
@@ -147,10 +151,10 @@ func (CLI) Parse(res *sandbox.Result) agents.Output {
 // print (a non-UUID --session-id, --session-id unknown before 1.0.51) are
 // never classified: Classify only sees resume attempts.
 func (CLI) Classify(res *sandbox.Result) agents.FallbackReason {
-	if hasResult(res.Stdout) {
+	if agents.AnyJSONLine(res.Stdout, func(e event) bool { return e.Type == "result" }) {
 		return agents.FallbackNone
 	}
-	switch line := firstLine(res.Stderr); {
+	switch line := firstError(res.Stderr); {
 	case strings.HasPrefix(line, "Error: No session, task, or name matched"):
 		return agents.FallbackStateMissing
 	case strings.HasPrefix(line, "Error: Multiple sessions match the name"):
@@ -159,22 +163,17 @@ func (CLI) Classify(res *sandbox.Result) agents.FallbackReason {
 	return agents.FallbackNone
 }
 
-func hasResult(stdout []byte) bool {
-	found := false
-	agents.JSONLines(stdout, func(e struct {
-		Type string `json:"type"`
-	}) bool {
-		found = e.Type == "result"
-		return !found
-	})
-	return found
-}
+// extractionNotice starts the line a first run in a fresh home prints on
+// stderr before anything else ("Package extraction took 5034ms"): the
+// container's home is always fresh.
+const extractionNotice = "Package extraction took "
 
-// firstLine is the first non-empty line of b, without ANSI codes.
-func firstLine(b []byte) string {
-	for _, l := range strings.Split(string(agents.StripANSI(b)), "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			return l
+// firstError is the first stderr line that is not the extraction notice.
+func firstError(stderr []byte) string {
+	lines := strings.Split(string(agents.StripANSI(stderr)), "\n")
+	for i, l := range lines {
+		if !strings.HasPrefix(strings.TrimSpace(l), extractionNotice) {
+			return agents.FirstLine([]byte(strings.Join(lines[i:], "\n")))
 		}
 	}
 	return ""

@@ -2,13 +2,12 @@ package copilot
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/agents/internal/clitest"
@@ -19,64 +18,44 @@ import (
 // Tests against the real CLI, installed by scripts/agent-clis.sh and found
 // through ALFRED_AGENT_CLIS_BIN.
 
-func TestRealVersion(t *testing.T) {
-	clitest.RealVersion(t, CLI{}, Executable, "1.0.102")
-}
-
-// TestRealMissingSession resumes a random UUID: the real binary's output
-// must classify as state_missing (no credentials needed: the lookup comes
-// before authentication).
-func TestRealMissingSession(t *testing.T) {
-	bin := clitest.Bin(t, Executable)
-	got, res := clitest.ResumeMissing(t, CLI{}, bin, uuid.NewString(), CLI{}.Descriptor().FixedEnv)
-	if got != agents.FallbackStateMissing {
-		t.Fatalf("Classify = %q, want state_missing; exit %d stdout %q stderr %q", got, res.ExitCode, res.Stdout, res.Stderr)
-	}
-}
-
-// byok is the environment that points Copilot at the mock model (offline
-// mode, OpenAI chat completions).
-func byok(bin string, mock *mockllm.Server) map[string]string {
-	return clitest.Env(bin, map[string]string{
-		"COPILOT_OFFLINE": "true", "COPILOT_PROVIDER_BASE_URL": mock.URL + "/v1",
-		"COPILOT_PROVIDER_API_KEY": "mock-provider-key", "COPILOT_MODEL": "mock-model",
-	})
-}
-
-// sharedCache makes every fresh home share one ~/.cache, so that Copilot
-// unpacks its package (~10 s) once per test instead of once per run.
-func sharedCache(t *testing.T) func(home string) error {
+// onMock points Copilot at the mock model: offline, a BYOK provider
+// speaking OpenAI chat completions. Every fresh home shares one ~/.cache, so
+// that Copilot unpacks its package (~10 s) once per test, not once per run.
+func onMock(t *testing.T) func(m *clitest.Mocked) {
 	cache := t.TempDir()
-	return func(home string) error { return os.Symlink(cache, filepath.Join(home, ".cache")) }
+	return func(m *clitest.Mocked) {
+		maps.Copy(m.Env, map[string]string{"COPILOT_OFFLINE": "true", "COPILOT_PROVIDER_BASE_URL": m.Mock.URL + "/v1",
+			"COPILOT_PROVIDER_API_KEY": "mock-provider-key", "COPILOT_MODEL": "mock-model"})
+		m.Runner.Setup = func(home string) error { return os.Symlink(cache, filepath.Join(home, ".cache")) }
+		m.Timeout = 3 * time.Minute
+	}
 }
 
 // TestRealRoundTrip: fresh, resumed (the mock sees the earlier messages),
 // and silently fresh again after the state folder was emptied.
 func TestRealRoundTrip(t *testing.T) {
-	bin, mock, a := clitest.Real(t, Executable, CLI{})
-	runner := clitest.Host(t)
-	runner.Setup = sharedCache(t)
-	clitest.RoundTrip{
-		Adapter: a, Runner: runner, Mock: mock, Env: byok(bin, mock), Timeout: 3 * time.Minute,
-		ValidID: func(id string) error { _, err := uuid.Parse(id); return err },
-	}.Check(t)
+	clitest.RoundTrip{Mocked: clitest.Real(t, CLI{}, mockllm.Options{}, onMock(t)), ValidID: clitest.UUID}.Check(t)
+}
+
+// TestRealWorktreeHoldsOnlyTheChange: after real runs (no session, fresh,
+// resumed) in a git working copy, asked for no change, git status is empty.
+func TestRealWorktreeHoldsOnlyTheChange(t *testing.T) {
+	clitest.CleanWorktree{Mocked: clitest.Real(t, CLI{}, mockllm.Options{}, onMock(t))}.Check(t)
 }
 
 // TestRealFreshIDAndLabel checks that a fresh session takes the id the
 // adapter chose and the session name as its label, with a prompt that
 // starts with dashes and spans lines.
 func TestRealFreshIDAndLabel(t *testing.T) {
-	bin, mock, a := clitest.Real(t, Executable, CLI{})
-	runner := clitest.Host(t)
-	runner.Setup = sharedCache(t)
-	rec := &recorder{inner: runner.Inner}
-	runner.Inner = rec
+	m := clitest.Real(t, CLI{}, mockllm.Options{}, onMock(t))
+	rec := &recorder{inner: m.Runner.Inner}
+	m.Runner.Inner = rec
 	state := t.TempDir()
 	const name, prompt = "agent/issue-7-fix-login", "--- Say \"ok\".\n-rf"
-	res, err := a.Run(context.Background(), agents.Request{
-		Prompt: prompt, Phase: agents.PhaseDevelopment, Timeout: 3 * time.Minute, Runner: runner,
+	res, err := m.Adapter.Run(context.Background(), agents.Request{
+		Prompt: prompt, Phase: agents.PhaseDevelopment, Timeout: m.Timeout, Runner: m.Runner,
 		Session: &agents.SessionRef{Name: name, HostStateDir: state, FreshReason: agents.FallbackNoPriorSession},
-		Sandbox: sandbox.Spec{Workdir: t.TempDir(), Env: byok(bin, mock)},
+		Sandbox: sandbox.Spec{Workdir: t.TempDir(), Env: m.Env},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +79,7 @@ func TestRealFreshIDAndLabel(t *testing.T) {
 	if !strings.Contains(string(yaml), "name: "+name) {
 		t.Fatalf("the session is not labelled %q:\n%s", name, yaml)
 	}
-	reqs := mock.Requests()
+	reqs := m.Mock.Requests()
 	if len(reqs) == 0 || !strings.Contains(reqs[len(reqs)-1].LastUserText, "\n\n"+prompt) {
 		t.Fatalf("the mock did not get the prompt verbatim: %+v", reqs)
 	}

@@ -66,8 +66,7 @@ func (c CLI) Descriptor() agents.Descriptor {
 		d.SessionStatePath = SessionStatePath
 	}
 	if c.sealed {
-		d.EnvAllowlist = append(d.EnvAllowlist, "FAKE_BASE_URL")
-		d.Sealed = Sealed
+		d.Sealed = Sealed // the variables it sets are among its Credentials
 	}
 	return d
 }
@@ -137,10 +136,7 @@ func (CLI) Classify(res *sandbox.Result) agents.FallbackReason {
 // as if it called Anthropic, at FAKE_BASE_URL with the run's token as
 // FAKE_API_KEY, which the gateway takes over.
 var Sealed = &agents.Sealed{
-	Provider: "anthropic",
-	Env: func(baseURL, token string) map[string]string {
-		return map[string]string{"FAKE_BASE_URL": baseURL, "FAKE_API_KEY": token}
-	},
+	Provider: "anthropic", BaseURLVar: "FAKE_BASE_URL", KeyVar: "FAKE_API_KEY",
 	Credentials: []string{"FAKE_API_KEY", "FAKE_BASE_URL"},
 }
 

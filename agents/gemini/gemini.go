@@ -46,13 +46,10 @@ const ID = "gemini"
 // Executable is argv[0].
 const Executable = "gemini"
 
-// SessionStatePath is the folder holding Gemini's per-project sessions.
-const SessionStatePath = agents.AgentHome + "/.gemini/tmp"
-
-// VerifiedRange is the range whose session behaviour was verified: a
-// missing session fails (exit 42) from 0.43.0; 0.61.0 is the pinned version
-// the tests run.
-const VerifiedRange = ">=0.43.0, <=0.61.0"
+// APIKeySettings is the ~/.gemini/settings.json that selects Gemini API key
+// auth, which a run with GOOGLE_GEMINI_BASE_URL needs (a sealed run
+// included): a credential mount brings it.
+const APIKeySettings = `{"security":{"auth":{"selectedType":"gemini-api-key"}}}`
 
 // CLI implements agents.CLI for the Gemini CLI.
 type CLI struct{}
@@ -68,17 +65,32 @@ func New() (*agents.Local, error) { return agents.NewLocal(CLI{}) }
 // asked for. The allowlist is Gemini API, Vertex AI and gateway settings;
 // the fixed environment trusts the worktree (headless runs refuse an
 // untrusted folder) and turns colour off.
+//
+// Sealed, Gemini calls the Gemini API at GOOGLE_GEMINI_BASE_URL (the
+// forwarder) with the run's token as GEMINI_API_KEY (sent in
+// x-goog-api-key). GOOGLE_GEMINI_BASE_URL alone selects the auth type
+// "gateway", which headless runs refuse (exit 41, "Invalid auth method
+// selected."), and no variable selects another: ~/.gemini/settings.json must
+// be APIKeySettings (a credential mount brings it, as for any run with
+// GOOGLE_GEMINI_BASE_URL).
 func (CLI) Descriptor() agents.Descriptor {
 	return agents.Descriptor{
-		ID: ID, Executable: Executable, VerifiedRange: VerifiedRange,
-		SessionStatePath: SessionStatePath,
+		ID: ID, Executable: Executable,
+		// A missing session fails (exit 42) from 0.43.0; 0.61.0 is the
+		// pinned version the tests run.
+		VerifiedRange: ">=0.43.0, <=0.61.0",
+		// Gemini's per-project sessions, and no credentials.
+		SessionStatePath: agents.AgentHome + "/.gemini/tmp",
 		PromptOnStdin:    true, TakesSessionID: true,
 		EnvAllowlist: []string{
-			"GEMINI_API_KEY", "GOOGLE_API_KEY", "GEMINI_MODEL", "GOOGLE_GEMINI_BASE_URL",
-			"GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_GCA", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION",
-			"GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_VERTEX_BASE_URL",
+			"GEMINI_MODEL", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_GCA", "GOOGLE_CLOUD_PROJECT",
+			"GOOGLE_CLOUD_LOCATION", "GOOGLE_APPLICATION_CREDENTIALS",
 		},
 		FixedEnv: map[string]string{"GEMINI_CLI_TRUST_WORKSPACE": "true", "NO_COLOR": "1"},
+		Sealed: &agents.Sealed{
+			Provider: "gemini", BaseURLVar: "GOOGLE_GEMINI_BASE_URL", KeyVar: "GEMINI_API_KEY",
+			Credentials: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_VERTEX_BASE_URL"},
+		},
 	}
 }
 
@@ -124,7 +136,7 @@ func (CLI) Parse(res *sandbox.Result) agents.Output {
 		o, ok = lastObject(res.Stderr)
 	}
 	if !ok {
-		out.Text = strings.TrimSpace(string(agents.StripANSI(res.Stderr)))
+		out.Text = agents.ErrorText(res.Stderr)
 		return out
 	}
 	out.NativeSessionID = o.SessionID

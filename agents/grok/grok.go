@@ -41,11 +41,6 @@ const ID = "grok"
 // Executable is argv[0].
 const Executable = "grok"
 
-// VerifiedRange is the version `grok --version` prints for the verified
-// package, @vibe-kit/grok-cli 0.0.34. Sessions are not resumable whatever
-// the version.
-const VerifiedRange = "1.0.1"
-
 // CLI implements agents.CLI for the community Grok CLI.
 type CLI struct{}
 
@@ -54,13 +49,25 @@ func New() (*agents.Local, error) { return agents.NewLocal(CLI{}) }
 
 // Descriptor implements agents.CLI: local, never resumable, the prompt in
 // argv, and the project settings file every run creates kept out of the
-// commit (see the package doc). The version is what `grok --version` prints
-// ("1.0.1").
+// commit (see the package doc).
+//
+// Sealed, grok calls xAI's chat completions at GROK_BASE_URL (the
+// forwarder) with the run's token as GROK_API_KEY (a Bearer token).
+// MORPH_API_KEY is withheld too: Morph's service is no gateway provider, and
+// a sealed container holds no key.
 func (CLI) Descriptor() agents.Descriptor {
 	return agents.Descriptor{
-		ID: ID, Executable: Executable, VerifiedRange: VerifiedRange,
+		ID: ID, Executable: Executable,
+		// The version `grok --version` prints for the verified package,
+		// @vibe-kit/grok-cli 0.0.34. Sessions are not resumable whatever the
+		// version.
+		VerifiedRange: "1.0.1",
 		WorktreeFiles: []string{"/.grok/settings.json"},
-		EnvAllowlist:  []string{"GROK_API_KEY", "GROK_BASE_URL", "GROK_MODEL", "MORPH_API_KEY"},
+		EnvAllowlist:  []string{"GROK_MODEL"},
+		Sealed: &agents.Sealed{
+			Provider: "xai", BaseURLVar: "GROK_BASE_URL", BaseURLPath: "/v1", KeyVar: "GROK_API_KEY",
+			Credentials: []string{"GROK_API_KEY", "GROK_BASE_URL", "MORPH_API_KEY"},
+		},
 	}
 }
 
@@ -95,7 +102,7 @@ func (CLI) Parse(res *sandbox.Result) agents.Output {
 	})
 	switch {
 	case !answered:
-		out.Text = strings.TrimSpace(string(agents.StripANSI(res.Stderr)))
+		out.Text = agents.ErrorText(res.Stderr)
 	case res.ExitCode == 0 && !strings.HasPrefix(out.Text, apiErrorPrefix):
 		out.Succeeded = true
 	}

@@ -2,6 +2,7 @@ package grok
 
 import (
 	"context"
+	"maps"
 	"testing"
 	"time"
 
@@ -13,10 +14,6 @@ import (
 
 // Tests against the real CLI, installed by scripts/agent-clis.sh and found
 // through ALFRED_AGENT_CLIS_BIN.
-
-func TestRealVersion(t *testing.T) {
-	clitest.RealVersion(t, CLI{}, Executable, "1.0.1")
-}
 
 // TestRealRun runs the real grok headless through the adapter against the
 // mock model server (OpenAI chat completions at GROK_BASE_URL): an answer
@@ -60,4 +57,13 @@ func TestRealRun(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRealWorktreeHoldsOnlyTheChange: after a real run in a git working
+// copy, asked for no change, git status is empty.
+func TestRealWorktreeHoldsOnlyTheChange(t *testing.T) {
+	clitest.CleanWorktree{Mocked: clitest.Real(t, CLI{}, mockllm.Options{}, func(m *clitest.Mocked) {
+		maps.Copy(m.Env, map[string]string{"GROK_API_KEY": "mock-provider-key", "GROK_BASE_URL": m.Mock.URL + "/v1", "GROK_MODEL": "grok-code-fast-1"})
+		m.Timeout = 3 * time.Minute
+	})}.Check(t)
 }

@@ -11,8 +11,10 @@
 // It logs every request with how many messages (conversation items) it
 // carries, which is how tests prove that a resumed session sent the earlier
 // turns. With Options.WriteDir it also acts as a coding agent's model on the
-// Anthropic API: it asks the CLI to Write a file, once per prompt. It listens
-// on 127.0.0.1 only.
+// Anthropic API: it asks the CLI to Write a file, once per prompt. With
+// Options.Shell it plays a model whose prompt was injected, in every API: it
+// asks the CLI to run a command with its shell tool. It listens on
+// 127.0.0.1 only.
 package mockllm
 
 import (
@@ -20,6 +22,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"path"
@@ -63,6 +66,17 @@ type Request struct {
 	ToolResults []string
 	// Header keeps a few request headers (authorization redacted to its scheme).
 	Header http.Header
+	// Key is the credential the request carried, wherever it was
+	// (x-api-key, x-goog-api-key, api-key, Authorization without its
+	// scheme, or the key= query parameter): what tests of the model gateway
+	// check.
+	Key string
+	// ToolOutput is the result of the mock's shell call (Options.Shell) the
+	// conversation carries, as the CLI reported it; empty before the call.
+	ToolOutput string
+
+	tools     []tool
+	shellDone bool
 }
 
 // Options configure the server.
@@ -86,6 +100,12 @@ type Options struct {
 	// to the first file listed after it ("- path" lines), with the conflict
 	// gone, as an agent resolving a merge conflict rewrites the file.
 	ResolvePhrase string
+	// Shell, when set, is a command the model has the CLI run, in any API:
+	// a request that offers a shell tool (see shellTools) and carries no
+	// result of the mock's shell call is answered with a call of that tool
+	// running Shell; once the conversation carries its result (logged as
+	// Request.ToolOutput), requests get Reply.
+	Shell string
 }
 
 // wantsWrite tells whether req is answered with a Write tool use: once per
@@ -163,44 +183,20 @@ func (s *Server) Unhandled() []string {
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
-	var api API
 	p := r.URL.Path
+	api := apiOf(r.Method, p)
 	switch {
-	case r.Method == http.MethodPost && strings.HasSuffix(p, "/messages") && !strings.Contains(p, "count_tokens"):
-		api = APIAnthropic
-	case r.Method == http.MethodPost && strings.HasSuffix(p, "/responses"):
-		api = APIResponses
-	case r.Method == http.MethodPost && strings.HasSuffix(p, "/chat/completions"):
-		api = APIChat
-	case r.Method == http.MethodPost && (strings.HasSuffix(p, ":generateContent") || strings.HasSuffix(p, ":streamGenerateContent")):
-		api = APIGemini
 	case r.Method == http.MethodPost && strings.HasSuffix(p, "/messages/count_tokens"):
 		writeJSON(w, http.StatusOK, map[string]any{"input_tokens": 10})
 		return
-	default:
+	case api == "":
 		s.mu.Lock()
 		s.miss = append(s.miss, r.Method+" "+p)
 		s.mu.Unlock()
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": map[string]any{"type": "not_found_error", "message": "mockllm: no route " + p}})
 		return
 	}
-	req := parse(api, body)
-	req.API, req.Method, req.Path = api, r.Method, p
-	if api == APIGemini {
-		req.Stream = strings.HasSuffix(p, ":streamGenerateContent")
-		if i := strings.Index(p, "/models/"); i >= 0 {
-			req.Model = strings.SplitN(p[i+len("/models/"):], ":", 2)[0]
-		}
-	}
-	req.Header = http.Header{}
-	for _, h := range []string{"User-Agent", "Anthropic-Version", "X-Api-Key", "Authorization", "X-Goog-Api-Key"} {
-		if v := r.Header.Get(h); v != "" {
-			if h == "Authorization" || h == "X-Api-Key" || h == "X-Goog-Api-Key" {
-				v = strings.SplitN(v, " ", 2)[0] + " [redacted]"
-			}
-			req.Header.Set(h, v)
-		}
-	}
+	req := request(api, r, body)
 	s.mu.Lock()
 	s.log = append(s.log, req)
 	s.mu.Unlock()
@@ -216,6 +212,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, api, s.opts.Status)
 		return
 	}
+	if t, ok := s.wantsShell(req); ok {
+		s.shell(w, req, t)
+		return
+	}
 	switch api {
 	case APIAnthropic:
 		s.anthropic(w, req)
@@ -226,6 +226,49 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case APIGemini:
 		s.gemini(w, req)
 	}
+}
+
+// apiOf is the API a model request speaks by its method and path; "" for
+// anything else.
+func apiOf(method, p string) API {
+	switch {
+	case method != http.MethodPost:
+		return ""
+	case strings.HasSuffix(p, "/messages"):
+		return APIAnthropic
+	case strings.HasSuffix(p, "/responses"):
+		return APIResponses
+	case strings.HasSuffix(p, "/chat/completions"):
+		return APIChat
+	case strings.HasSuffix(p, ":generateContent") || strings.HasSuffix(p, ":streamGenerateContent"):
+		return APIGemini
+	}
+	return ""
+}
+
+// request is the log entry of a model request.
+func request(api API, r *http.Request, body []byte) Request {
+	p := r.URL.Path
+	req := parse(api, body)
+	req.API, req.Method, req.Path, req.Key = api, r.Method, p, credential(r)
+	req.tools = toolsOf(api, body)
+	req.ToolOutput, req.shellDone = shellOutput(api, body)
+	if api == APIGemini {
+		req.Stream = strings.HasSuffix(p, ":streamGenerateContent")
+		if i := strings.Index(p, "/models/"); i >= 0 {
+			req.Model = strings.SplitN(p[i+len("/models/"):], ":", 2)[0]
+		}
+	}
+	req.Header = http.Header{}
+	for _, h := range []string{"User-Agent", "Anthropic-Version", "X-Api-Key", "Authorization", "X-Goog-Api-Key"} {
+		if v := r.Header.Get(h); v != "" {
+			if h == "Authorization" || h == "X-Api-Key" || h == "X-Goog-Api-Key" {
+				v = strings.SplitN(v, " ", 2)[0] + " [redacted]"
+			}
+			req.Header.Set(h, v)
+		}
+	}
+	return req
 }
 
 // parse reads the fields the log keeps.
@@ -400,12 +443,17 @@ func (s *Server) anthropicWrite(w http.ResponseWriter, req Request) {
 		input["file_path"] = path.Join(s.opts.WriteDir, f)
 		input["content"] = fmt.Sprintf("Hello, users! Resolved by the agent at %s.\n", now.UTC().Format(time.RFC3339Nano))
 	}
-	usage := map[string]any{"input_tokens": 10, "output_tokens": 20}
-	id := fmt.Sprintf("%s%d", writeID(req), now.UnixNano())
+	s.anthropicTool(w, req, fmt.Sprintf("%s%d", writeID(req), now.UnixNano()), "Write", input, 20)
+}
+
+// anthropicTool answers with one tool use (id, name, input) and usage of 10
+// input and out output tokens.
+func (s *Server) anthropicTool(w http.ResponseWriter, req Request, id, name string, input map[string]any, out int) {
+	usage := map[string]any{"input_tokens": 10, "output_tokens": out}
 	if !req.Stream {
 		writeJSON(w, http.StatusOK, map[string]any{
 			"id": "msg_mock", "type": "message", "role": "assistant", "model": model(req.Model),
-			"content":     []any{map[string]any{"type": "tool_use", "id": id, "name": "Write", "input": input}},
+			"content":     []any{map[string]any{"type": "tool_use", "id": id, "name": name, "input": input}},
 			"stop_reason": "tool_use", "stop_sequence": nil, "usage": usage,
 		})
 		return
@@ -417,11 +465,11 @@ func (s *Server) anthropicWrite(w http.ResponseWriter, req Request) {
 		"content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": usage,
 	}})
 	sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": 0,
-		"content_block": map[string]any{"type": "tool_use", "id": id, "name": "Write", "input": map[string]any{}}})
+		"content_block": map[string]any{"type": "tool_use", "id": id, "name": name, "input": map[string]any{}}})
 	sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
 		"delta": map[string]any{"type": "input_json_delta", "partial_json": string(args)}})
 	sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
-	sse.event("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": "tool_use", "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 20}})
+	sse.event("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": "tool_use", "stop_sequence": nil}, "usage": map[string]any{"output_tokens": out}})
 	sse.event("message_stop", map[string]any{"type": "message_stop"})
 }
 
@@ -430,6 +478,24 @@ func (s *Server) responses(w http.ResponseWriter, req Request) {
 		"id": "msg_mock", "type": "message", "status": "completed", "role": "assistant",
 		"content": []any{map[string]any{"type": "output_text", "text": s.opts.Reply, "annotations": []any{}}},
 	}
+	added := map[string]any{"id": "msg_mock", "type": "message", "status": "in_progress", "role": "assistant", "content": []any{}}
+	part := func(typ string, more map[string]any) map[string]any {
+		e := map[string]any{"type": typ, "item_id": "msg_mock", "output_index": 0, "content_index": 0}
+		maps.Copy(e, more)
+		return e
+	}
+	s.responsesReply(w, req, item, added,
+		part("response.content_part.added", map[string]any{"part": map[string]any{"type": "output_text", "text": "", "annotations": []any{}}}),
+		part("response.output_text.delta", map[string]any{"delta": s.opts.Reply}),
+		part("response.output_text.done", map[string]any{"text": s.opts.Reply}),
+		part("response.content_part.done", map[string]any{"part": map[string]any{"type": "output_text", "text": s.opts.Reply, "annotations": []any{}}}))
+}
+
+// responsesReply answers a Responses request whose one output is item, with
+// usage of 10 input and 1 output tokens. Streamed: the response is created,
+// item is added (as added), the middle events follow, then item is done
+// and the response completed; the events are numbered in turn.
+func (s *Server) responsesReply(w http.ResponseWriter, req Request, item, added map[string]any, middle ...map[string]any) {
 	resp := map[string]any{
 		"id": "resp_mock", "object": "response", "created_at": time.Now().Unix(), "status": "completed",
 		"model": model(req.Model), "output": []any{item},
@@ -442,29 +508,35 @@ func (s *Server) responses(w http.ResponseWriter, req Request) {
 		writeJSON(w, http.StatusOK, resp)
 		return
 	}
-	sse := newSSE(w)
 	inProgress := map[string]any{"id": "resp_mock", "object": "response", "status": "in_progress", "model": model(req.Model), "output": []any{}}
-	sse.event("response.created", map[string]any{"type": "response.created", "sequence_number": 0, "response": inProgress})
-	sse.event("response.in_progress", map[string]any{"type": "response.in_progress", "sequence_number": 1, "response": inProgress})
-	sse.event("response.output_item.added", map[string]any{"type": "response.output_item.added", "sequence_number": 2, "output_index": 0,
-		"item": map[string]any{"id": "msg_mock", "type": "message", "status": "in_progress", "role": "assistant", "content": []any{}}})
-	sse.event("response.content_part.added", map[string]any{"type": "response.content_part.added", "sequence_number": 3, "item_id": "msg_mock", "output_index": 0, "content_index": 0,
-		"part": map[string]any{"type": "output_text", "text": "", "annotations": []any{}}})
-	sse.event("response.output_text.delta", map[string]any{"type": "response.output_text.delta", "sequence_number": 4, "item_id": "msg_mock", "output_index": 0, "content_index": 0, "delta": s.opts.Reply})
-	sse.event("response.output_text.done", map[string]any{"type": "response.output_text.done", "sequence_number": 5, "item_id": "msg_mock", "output_index": 0, "content_index": 0, "text": s.opts.Reply})
-	sse.event("response.content_part.done", map[string]any{"type": "response.content_part.done", "sequence_number": 6, "item_id": "msg_mock", "output_index": 0, "content_index": 0,
-		"part": map[string]any{"type": "output_text", "text": s.opts.Reply, "annotations": []any{}}})
-	sse.event("response.output_item.done", map[string]any{"type": "response.output_item.done", "sequence_number": 7, "output_index": 0, "item": item})
-	sse.event("response.completed", map[string]any{"type": "response.completed", "sequence_number": 8, "response": resp})
+	events := []map[string]any{
+		{"type": "response.created", "response": inProgress},
+		{"type": "response.in_progress", "response": inProgress},
+		{"type": "response.output_item.added", "output_index": 0, "item": added},
+	}
+	events = append(append(events, middle...),
+		map[string]any{"type": "response.output_item.done", "output_index": 0, "item": item},
+		map[string]any{"type": "response.completed", "response": resp})
+	sse := newSSE(w)
+	for i, e := range events {
+		e["sequence_number"] = i
+		sse.event(e["type"].(string), e)
+	}
 }
 
 func (s *Server) chat(w http.ResponseWriter, req Request) {
+	s.chatReply(w, req, map[string]any{"role": "assistant", "content": s.opts.Reply}, "stop")
+}
+
+// chatReply answers a chat completions request with msg (streamed: as one
+// delta), finish_reason finish and usage of 10 input and 1 output tokens.
+func (s *Server) chatReply(w http.ResponseWriter, req Request, msg map[string]any, finish string) {
 	usage := map[string]any{"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}
 	now := time.Now().Unix()
 	if !req.Stream {
 		writeJSON(w, http.StatusOK, map[string]any{
 			"id": "chatcmpl-mock", "object": "chat.completion", "created": now, "model": model(req.Model),
-			"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": s.opts.Reply}, "finish_reason": "stop"}},
+			"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
 			"usage":   usage,
 		})
 		return
@@ -478,15 +550,21 @@ func (s *Server) chat(w http.ResponseWriter, req Request) {
 		}
 		return c
 	}
-	sse.data(chunk(map[string]any{"role": "assistant", "content": s.opts.Reply}, nil, nil))
-	sse.data(chunk(map[string]any{}, "stop", usage))
+	sse.data(chunk(msg, nil, nil))
+	sse.data(chunk(map[string]any{}, finish, usage))
 	sse.raw("[DONE]")
 }
 
 func (s *Server) gemini(w http.ResponseWriter, req Request) {
+	s.geminiReply(w, req, map[string]any{"text": s.opts.Reply})
+}
+
+// geminiReply answers a Gemini request with one part and usage of 10 input
+// and 1 output tokens (streamed: as one chunk).
+func (s *Server) geminiReply(w http.ResponseWriter, req Request, part map[string]any) {
 	resp := map[string]any{
 		"candidates": []any{map[string]any{
-			"content":      map[string]any{"role": "model", "parts": []any{map[string]any{"text": s.opts.Reply}}},
+			"content":      map[string]any{"role": "model", "parts": []any{part}},
 			"finishReason": "STOP", "index": 0,
 		}},
 		"usageMetadata": map[string]any{"promptTokenCount": 10, "candidatesTokenCount": 1, "totalTokenCount": 11},
@@ -553,4 +631,21 @@ func (s *sse) flush() {
 	if s.f != nil {
 		s.f.Flush()
 	}
+}
+
+// credential is the key r carries: an API key header, the Authorization
+// value without its scheme, or the key= query parameter.
+func credential(r *http.Request) string {
+	for _, h := range []string{"X-Api-Key", "X-Goog-Api-Key", "Api-Key"} {
+		if v := r.Header.Get(h); v != "" {
+			return v
+		}
+	}
+	if v := r.Header.Get("Authorization"); v != "" {
+		if _, rest, ok := strings.Cut(v, " "); ok {
+			return rest
+		}
+		return v
+	}
+	return r.URL.Query().Get("key")
 }

@@ -173,3 +173,84 @@ func TestResolve(t *testing.T) {
 		}
 	}
 }
+
+// TestShell: with Options.Shell, a request that offers a shell tool is
+// answered with a call of it running the command (as a string, or as argv
+// where the schema wants an array, other required properties filled), in
+// each API; the request carrying its result gets the reply, and the result
+// is logged.
+func TestShell(t *testing.T) {
+	s := Start(Options{Reply: "done", Shell: "echo hi"})
+	defer s.Close()
+	str := `{"type":"object","properties":{"command":{"type":"string"},"description":{"type":"string"}},"required":["command","description"]}`
+	arr := `{"type":"object","properties":{"cmd":{"type":"array"}},"required":["cmd"]}`
+	tests := []struct {
+		name, path, call, result string
+		want                     []string // in the call's answer
+	}{
+		{"anthropic", "/v1/messages",
+			`{"tools":[{"name":"Read","input_schema":{}},{"name":"Bash","input_schema":` + str + `}],"messages":[{"role":"user","content":"q"}]}`,
+			`{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"call_mock_shell","content":"hi\n"}]}]}`,
+			[]string{`"name":"Bash"`, `"command":"echo hi"`, `"description":`}},
+		{"responses stream", "/v1/responses",
+			`{"stream":true,"tools":[{"type":"function","name":"shell","parameters":` + arr + `}],"input":"q"}`,
+			`{"input":[{"type":"function_call_output","call_id":"call_mock_shell","output":"hi\n"}]}`,
+			[]string{"response.function_call_arguments.done", `\"cmd\":[\"bash\",\"-lc\",\"echo hi\"]`}},
+		{"chat", "/v1/chat/completions",
+			`{"tools":[{"type":"function","function":{"name":"bash","parameters":` + str + `}}],"messages":[{"role":"user","content":"q"}]}`,
+			`{"messages":[{"role":"tool","tool_call_id":"call_mock_shell","content":"hi\n"}]}`,
+			[]string{`"finish_reason":"tool_calls"`, `\"command\":\"echo hi\"`}},
+		{"gemini", "/v1beta/models/g:generateContent",
+			`{"tools":[{"functionDeclarations":[{"name":"run_shell_command","parametersJsonSchema":` + str + `}]}],"contents":[{"role":"user","parts":[{"text":"q"}]}]}`,
+			`{"contents":[{"role":"user","parts":[{"functionResponse":{"name":"run_shell_command","response":{"output":"hi\n"}}}]}]}`,
+			[]string{`"functionCall"`, `"command":"echo hi"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, call := post(t, s.URL+tt.path, tt.call)
+			for _, w := range tt.want {
+				if !strings.Contains(call, w) {
+					t.Errorf("the call lacks %s:\n%s", w, call)
+				}
+			}
+			if _, reply := post(t, s.URL+tt.path, tt.result); !strings.Contains(reply, "done") || strings.Contains(reply, "echo hi") {
+				t.Errorf("after the result: %s", reply)
+			}
+			reqs := s.Requests()
+			if last := reqs[len(reqs)-1]; !strings.Contains(last.ToolOutput, "hi") {
+				t.Errorf("logged tool output %q", last.ToolOutput)
+			}
+		})
+	}
+	if _, plain := post(t, s.URL+"/v1/chat/completions", `{"messages":[{"role":"user","content":"q"}]}`); !strings.Contains(plain, "done") {
+		t.Errorf("a request without a shell tool got %s", plain)
+	}
+}
+
+// TestKey: the credential of each request is logged wherever it was.
+func TestKey(t *testing.T) {
+	s := Start(Options{})
+	defer s.Close()
+	for _, tc := range []struct {
+		header, value, query string
+	}{
+		{"x-api-key", "k1", ""},
+		{"Authorization", "Bearer k1", ""},
+		{"x-goog-api-key", "k1", ""},
+		{"", "", "?key=k1"},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, s.URL+"/v1/chat/completions"+tc.query, strings.NewReader(`{"messages":[]}`))
+		if tc.header != "" {
+			req.Header.Set(tc.header, tc.value)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		reqs := s.Requests()
+		if k := reqs[len(reqs)-1].Key; k != "k1" {
+			t.Errorf("%s%s: logged key %q", tc.header, tc.query, k)
+		}
+	}
+}

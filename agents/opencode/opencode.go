@@ -45,18 +45,10 @@ const ID = "opencode"
 // Executable is argv[0].
 const Executable = "opencode"
 
-// SessionStatePath is the folder holding the relocated session database.
-const SessionStatePath = agents.AgentHome + "/.local/state/opencode"
-
 // DBEnv is the OPENCODE_DB value the adapter always sets: relative to
 // OpenCode's data folder (~/.local/share/opencode), it names
 // SessionStatePath/opencode.db.
 const DBEnv = "../../state/opencode/opencode.db"
-
-// VerifiedRange is the range whose session behaviour was verified: from
-// 1.15.0 a missing session exits 1 with "Session not found"; 1.18.33 is the
-// pinned version the tests run.
-const VerifiedRange = ">=1.15.0, <=1.18.33"
 
 // CLI implements agents.CLI for OpenCode.
 type CLI struct{}
@@ -75,21 +67,33 @@ func New() (*agents.Local, error) { return agents.NewLocal(CLI{}) }
 // providers it reads from the environment. The fixed environment sets the
 // relocated database (every mode, so a run is the same with or without the
 // session feature) and turns self-update off.
+//
+// Sealed, OpenCode's openai provider (the Responses API, through the AI
+// SDK, which reads OPENAI_BASE_URL and OPENAI_API_KEY) calls the forwarder
+// with the run's token: a sealed run names an openai/<model>.
 func (CLI) Descriptor() agents.Descriptor {
 	return agents.Descriptor{
-		ID: ID, Executable: Executable, VerifiedRange: VerifiedRange,
-		SessionStatePath: SessionStatePath,
+		ID: ID, Executable: Executable,
+		// From 1.15.0 a missing session exits 1 with "Session not found";
+		// 1.18.33 is the pinned version the tests run.
+		VerifiedRange: ">=1.15.0, <=1.18.33",
+		// The folder holding the relocated session database.
+		SessionStatePath: agents.AgentHome + "/.local/state/opencode",
 		PromptOnStdin:    true,
 		EnvAllowlist: []string{
 			"OPENCODE_CONFIG", "OPENCODE_CONFIG_CONTENT", "OPENCODE_CONFIG_DIR", "OPENCODE_DISABLE_MODELS_FETCH",
 			"OPENCODE_MODELS_PATH", "OPENCODE_MODELS_URL",
-			"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL",
+			"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
 			"OPENROUTER_API_KEY", "GOOGLE_GENERATIVE_AI_API_KEY", "GEMINI_API_KEY", "XAI_API_KEY",
 			"GROQ_API_KEY", "MISTRAL_API_KEY", "DEEPSEEK_API_KEY",
 			"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION", "AWS_PROFILE",
 			"AZURE_API_KEY", "AZURE_RESOURCE_NAME",
 		},
 		FixedEnv: map[string]string{"OPENCODE_DB": DBEnv, "OPENCODE_DISABLE_AUTOUPDATE": "1"},
+		Sealed: &agents.Sealed{
+			Provider: "openai", BaseURLVar: "OPENAI_BASE_URL", BaseURLPath: "/v1", KeyVar: "OPENAI_API_KEY",
+			Credentials: []string{"OPENAI_API_KEY", "OPENAI_BASE_URL"},
+		},
 	}
 }
 
@@ -171,7 +175,7 @@ func (CLI) Parse(res *sandbox.Result) agents.Output {
 	case res.ExitCode == 0 && events > 0:
 		out.Succeeded = true
 	default:
-		if s := strings.TrimSpace(string(agents.StripANSI(res.Stderr))); s != "" {
+		if s := agents.ErrorText(res.Stderr); s != "" {
 			out.Text = s
 		}
 	}
@@ -182,21 +186,12 @@ func (CLI) Parse(res *sandbox.Result) agents.Output {
 // NotFoundError of older builds on stderr, with no event on stdout, is a
 // missing session; anything else (API errors arrive as events) is ambiguous.
 func (CLI) Classify(res *sandbox.Result) agents.FallbackReason {
-	if hasEvent(res.Stdout) {
+	if agents.AnyJSONLine(res.Stdout, func(json.RawMessage) bool { return true }) {
 		return agents.FallbackNone
 	}
-	errText := string(agents.StripANSI(res.Stderr))
+	errText := agents.ErrorText(res.Stderr)
 	if strings.Contains(errText, "Session not found") || strings.Contains(errText, "NotFoundError") {
 		return agents.FallbackStateMissing
 	}
 	return agents.FallbackNone
-}
-
-func hasEvent(stdout []byte) bool {
-	found := false
-	agents.JSONLines(stdout, func(e json.RawMessage) bool {
-		found = true
-		return false
-	})
-	return found
 }

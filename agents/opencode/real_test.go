@@ -2,6 +2,7 @@ package opencode
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,81 +11,53 @@ import (
 
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/agents/internal/clitest"
+	"github.com/alchemic-studio/alfred/agents/mockllm"
 	"github.com/alchemic-studio/alfred/sandbox"
 )
 
 // Tests against the real CLI, installed by scripts/agent-clis.sh and found
 // through ALFRED_AGENT_CLIS_BIN.
 
-func TestRealVersion(t *testing.T) {
-	clitest.RealVersion(t, CLI{}, Executable, "1.18.33")
-}
-
-// TestRealMissingSession resumes an id that does not exist: the real binary's
-// output must classify as state_missing (no provider needed: the lookup comes
-// first).
-func TestRealMissingSession(t *testing.T) {
-	bin := clitest.Bin(t, Executable)
-	got, res := clitest.ResumeMissing(t, CLI{}, bin, "ses_dd51e5029ffe6f5YB4sQK1Krzz", offered(nil))
-	if got != agents.FallbackStateMissing {
-		t.Fatalf("Classify = %q, want state_missing; exit %d stdout %q stderr %q", got, res.ExitCode, res.Stdout, res.Stderr)
-	}
-	if out := (CLI{}).Parse(res); out.Succeeded {
-		t.Fatalf("resume of a missing session parsed as a success: %+v", out)
-	}
-}
-
-// offered is the environment the engine would offer, with the adapter's
-// fixed variables (ResumeMissing runs the argv without the flow).
-func offered(extra map[string]string) map[string]string {
-	env := map[string]string{"OPENCODE_DISABLE_MODELS_FETCH": "1"}
-	for k, v := range (CLI{}).Descriptor().FixedEnv {
-		env[k] = v
-	}
-	for k, v := range extra {
-		env[k] = v
-	}
-	return env
-}
-
-// mockConfig is an OpenCode configuration with one OpenAI-compatible
-// provider, "mock", served by the mock model server.
-func mockConfig(url string) string {
-	return `{"provider":{"mock":{"npm":"@ai-sdk/openai-compatible","name":"Mock","options":{"baseURL":"` + url +
-		`/v1","apiKey":"mock-key"},"models":{"m":{"name":"m"}}}},"model":"mock/m"}`
+// onMock points OpenCode at the mock model: one OpenAI-compatible provider,
+// "mock" (OPENCODE_CONFIG_CONTENT), and no models.dev.
+func onMock(m *clitest.Mocked) {
+	maps.Copy(m.Env, map[string]string{"OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_CONFIG_CONTENT": `{"provider":{"mock":{` +
+		`"npm":"@ai-sdk/openai-compatible","name":"Mock","options":{"baseURL":"` + m.Mock.URL + `/v1","apiKey":"mock-key"},` +
+		`"models":{"m":{"name":"m"}}}},"model":"mock/m"}`})
+	m.Timeout = 3 * time.Minute
 }
 
 // TestRealRoundTrip: fresh, resumed (the mock sees the earlier messages),
 // and silently fresh again after the state folder was emptied.
 func TestRealRoundTrip(t *testing.T) {
-	bin, mock, a := clitest.Real(t, Executable, CLI{})
-	clitest.RoundTrip{
-		Adapter: a, Runner: clitest.Host(t), Mock: mock, Timeout: 3 * time.Minute,
-		Env: clitest.Env(bin, offered(map[string]string{"OPENCODE_CONFIG_CONTENT": mockConfig(mock.URL)})),
-		ValidID: func(id string) error {
-			if !strings.HasPrefix(id, "ses_") {
-				return os.ErrInvalid
-			}
-			return nil
-		},
-	}.Check(t)
+	clitest.RoundTrip{Mocked: clitest.Real(t, CLI{}, mockllm.Options{}, onMock), ValidID: func(id string) error {
+		if !strings.HasPrefix(id, "ses_") {
+			return os.ErrInvalid
+		}
+		return nil
+	}}.Check(t)
+}
+
+// TestRealWorktreeHoldsOnlyTheChange: after real runs (no session, fresh,
+// resumed) in a git working copy, asked for no change, git status is empty.
+func TestRealWorktreeHoldsOnlyTheChange(t *testing.T) {
+	clitest.CleanWorktree{Mocked: clitest.Real(t, CLI{}, mockllm.Options{}, onMock)}.Check(t)
 }
 
 // TestRealNoSessionAndVerbatimPrompt runs without a session reference (no
 // mount: the relocated database folder must still be usable) with a prompt
 // that argv would not carry verbatim, and checks where the database went.
 func TestRealNoSessionAndVerbatimPrompt(t *testing.T) {
-	bin, mock, a := clitest.Real(t, Executable, CLI{})
-	runner := clitest.Host(t)
+	m := clitest.Real(t, CLI{}, mockllm.Options{}, onMock)
 	var db bool
-	runner.Inner = inspect{inner: runner.Inner, after: func() {
-		_, err := os.Stat(filepath.Join(runner.Home, ".local", "state", "opencode", "opencode.db"))
+	m.Runner.Inner = inspect{inner: m.Runner.Inner, after: func() {
+		_, err := os.Stat(filepath.Join(m.Runner.Home, ".local", "state", "opencode", "opencode.db"))
 		db = err == nil
 	}}
 	const prompt = "--- Say \"ok\".\n-rf"
-	res, err := a.Run(context.Background(), agents.Request{
-		Prompt: prompt, Phase: agents.PhaseAnswer, Timeout: 3 * time.Minute, Runner: runner,
-		Sandbox: sandbox.Spec{Workdir: t.TempDir(), Env: clitest.Env(bin, offered(map[string]string{"OPENCODE_CONFIG_CONTENT": mockConfig(mock.URL)}))},
+	res, err := m.Adapter.Run(context.Background(), agents.Request{
+		Prompt: prompt, Phase: agents.PhaseAnswer, Timeout: m.Timeout, Runner: m.Runner,
+		Sandbox: sandbox.Spec{Workdir: t.TempDir(), Env: m.Env},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +65,7 @@ func TestRealNoSessionAndVerbatimPrompt(t *testing.T) {
 	if res.Outcome != agents.OutcomeSucceeded || res.Text != "ok" || res.NativeSessionID != "" || res.Resumed || res.ResumeFallback != "" {
 		t.Fatalf("result %+v\nstdout %s\nstderr %s", res, res.Stdout, res.Stderr)
 	}
-	reqs := mock.Requests()
+	reqs := m.Mock.Requests()
 	if len(reqs) == 0 || reqs[len(reqs)-1].LastUserText != prompt {
 		t.Fatalf("the mock did not get the prompt verbatim: %+v", reqs)
 	}

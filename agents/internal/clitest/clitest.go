@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/agents/mockllm"
@@ -117,17 +118,46 @@ func Host(t testing.TB) *HomeRunner {
 	return &HomeRunner{Home: t.TempDir(), Inner: sandbox.NewHostRunner(sandbox.HostOptions{})}
 }
 
-// Real is what a real-CLI test starts from: the folder of the CLI's
-// executable (as Bin), a mock model server closed when the test ends, and
-// the adapter of cli.
-func Real(t testing.TB, exe string, cli agents.CLI) (bin string, mock *mockllm.Server, a *agents.Local) {
+// Mocked is a real CLI's adapter pointed at the mock model: what RoundTrip
+// and CleanWorktree run.
+type Mocked struct {
+	Adapter agents.Adapter
+	Runner  *HomeRunner
+	Mock    *mockllm.Server
+	// Env is the whole environment offered to the adapter (see Env).
+	Env map[string]string
+	// Timeout of each run; two minutes when zero.
+	Timeout time.Duration
+}
+
+// Real is what a real-CLI test starts from: the adapter of cli, a mock
+// model server answering as opts says (closed when the test ends), a host
+// runner with a fresh home (Host), and the environment of the CLI's folder
+// (Bin, Env). point then points the CLI at Mock (its Env, Runner.Setup,
+// Timeout); it may be nil.
+func Real(t testing.TB, cli agents.CLI, opts mockllm.Options, point func(m *Mocked)) Mocked {
 	t.Helper()
-	bin = Bin(t, exe)
-	mock = mockllm.Start(mockllm.Options{})
-	t.Cleanup(mock.Close)
+	bin := Bin(t, cli.Descriptor().Executable)
 	a, err := agents.NewLocal(cli)
 	if err != nil {
-		t.Fatalf("adapter of %s: %v", exe, err)
+		t.Fatalf("adapter of %s: %v", cli.Descriptor().ID, err)
 	}
-	return bin, mock, a
+	m := Mocked{Adapter: a, Runner: Host(t), Mock: mockllm.Start(opts), Env: Env(bin, nil)}
+	t.Cleanup(m.Mock.Close)
+	if point != nil {
+		point(&m)
+	}
+	return m
+}
+
+// HomeFile is a HomeRunner.Setup that writes content at rel under the home,
+// as a credential or configuration mount would bring it.
+func HomeFile(rel, content string) func(home string) error {
+	return func(home string) error {
+		p := filepath.Join(home, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return err
+		}
+		return os.WriteFile(p, []byte(content), 0o600)
+	}
 }

@@ -73,13 +73,23 @@ func GoldenJSON(t testing.TB, path string, v any) {
 	Golden(t, path, buf.Bytes())
 }
 
+// GoldenInvocation is the development-phase invocation without session of
+// the golden argv tests: a prompt with dashes and lines, for provider and
+// model.
+func GoldenInvocation(provider, model string) agents.Invocation {
+	return agents.Invocation{Mode: agents.ModeNone, Prompt: "Fix issue #7.\n--- context ---\n-rf", Phase: agents.PhaseDevelopment,
+		Provider: provider, Model: model, Workdir: sandbox.WorkspacePath}
+}
+
 // ArgvGolden checks a resumable CLI's argv for the three modes against
-// testdata/golden/{none,fresh,resume}.json (rewritten with -update). base is
-// a ModeNone invocation; freshID and resumeID are the session ids of the
-// other two. The prompt must be on stdin, never in argv, and fresh and resume
-// may only add session flags to the no-session argv.
-func ArgvGolden(t *testing.T, cli agents.CLI, base agents.Invocation, name, freshID, resumeID string) {
+// testdata/golden/{none,fresh,resume}.json (rewritten with -update): the
+// GoldenInvocation of provider and model, then fresh (freshID) and resume
+// (resumeID) under one session name. The prompt must be on stdin, never in
+// argv, and fresh and resume may only add session flags to the no-session
+// argv.
+func ArgvGolden(t *testing.T, cli agents.CLI, provider, model, freshID, resumeID string) {
 	t.Helper()
+	base, name := GoldenInvocation(provider, model), "agent/issue-7-fix-login"
 	if !cli.Descriptor().PromptOnStdin {
 		t.Fatal("the CLI does not read the prompt on stdin")
 	}
@@ -102,4 +112,42 @@ func ArgvGolden(t *testing.T, cli agents.CLI, base agents.Invocation, name, fres
 	if len(f) < len(n) || len(r) < len(n) || !slices.Equal(f[:len(n)], n) || !slices.Equal(r[:len(n)], n) {
 		t.Fatalf("modes differ beyond session flags:\n%q\n%q\n%q", n, f, r)
 	}
+}
+
+// Testdata reads testdata/name, or fails t.
+func Testdata(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// ArgvByPhase checks a CLI whose argv depends on the phase against
+// testdata/golden/argv.json (rewritten with -update): its verified range
+// and session state path, and its argv for a writing and a text-only phase
+// in each mode, with model and a prompt that spans lines. A fresh
+// invocation carries id only when the CLI takes a caller-chosen id, a
+// resume always.
+func ArgvByPhase(t *testing.T, cli agents.CLI, model, id string) {
+	t.Helper()
+	d := cli.Descriptor()
+	base := agents.Invocation{Prompt: "Fix the bug.\n-- full context --", Model: model}
+	name := "agent/issue-7-add-a-name"
+	golden := map[string]any{"verified_range": d.VerifiedRange, "session_state_path": d.SessionStatePath}
+	for _, phase := range []agents.Phase{agents.PhaseDevelopment, agents.PhaseAnalysis} {
+		for _, mode := range []agents.Mode{agents.ModeNone, agents.ModeFresh, agents.ModeResume} {
+			inv := base
+			inv.Mode, inv.Phase = mode, phase
+			if mode != agents.ModeNone {
+				inv.SessionName = name
+			}
+			if mode == agents.ModeResume || (mode == agents.ModeFresh && d.TakesSessionID) {
+				inv.SessionID = id
+			}
+			golden[string(phase)+"/"+string(mode)] = cli.Argv(inv)
+		}
+	}
+	GoldenJSON(t, filepath.Join("testdata", "golden", "argv.json"), golden)
 }

@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/alchemic-studio/alfred/agents"
-	"github.com/alchemic-studio/alfred/agents/mockllm"
 )
 
 // RoundTrip drives a real CLI through the shared flow against a mock model:
@@ -17,17 +18,17 @@ import (
 // mock sees the earlier messages, and a run after the state folder was
 // emptied falls back to a fresh session silently.
 type RoundTrip struct {
-	Adapter agents.Adapter
-	Runner  *HomeRunner
-	Mock    *mockllm.Server
-	// Env is the whole environment offered to the adapter (see Env).
-	Env map[string]string
+	Mocked
 	// Phase of every run; PhaseAnswer when empty.
 	Phase agents.Phase
-	// Timeout of each run; two minutes when zero.
-	Timeout time.Duration
 	// ValidID checks the native id format (e.g. a UUID), when set.
 	ValidID func(string) error
+}
+
+// UUID is a RoundTrip.ValidID: the id must be a UUID.
+func UUID(id string) error {
+	_, err := uuid.Parse(id)
+	return err
 }
 
 // Check runs the three steps and fails t on any deviation.

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/alchemic-studio/alfred/agents"
-	"github.com/alchemic-studio/alfred/agents/mockllm"
 	"github.com/alchemic-studio/alfred/sandbox"
 )
 
@@ -85,19 +84,13 @@ func Status(t testing.TB, dir string, ignored bool) []string {
 // every declared pattern matched a file the CLI wrote: a pattern nothing
 // needs is a guess, not a fact.
 type CleanWorktree struct {
-	Adapter agents.Adapter
-	Runner  *HomeRunner
-	Mock    *mockllm.Server
-	// Env is the whole environment offered to the adapter (see Env).
-	Env map[string]string
+	Mocked
 	// Dir is the working copy (see GitWorktree); a new one when empty.
 	Dir string
 	// Asked are path.Match patterns of the files the agent was asked to
 	// create (relative to Dir, slash-separated); each must match an
 	// untracked file after the runs, and nothing else may be in the status.
 	Asked []string
-	// Timeout of each run; two minutes when zero.
-	Timeout time.Duration
 }
 
 // Check runs the steps and fails t on any deviation.
