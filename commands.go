@@ -114,23 +114,28 @@ func openReadOnly(ctx context.Context, c *config.Config) (*state.Store, error) {
 	return state.Open(ctx, c.StateDir, state.Options{ReadOnly: true})
 }
 
-// stateLog is `alfred state log [-n N]`.
+// stateLog is `alfred state log [-n N] [MAILBOX]`: the branch's history,
+// or the audit history of one mailbox (its id, as on its page), with what
+// each commit changed in it.
 func stateLog(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var n int
 	c, rest, err := load("state log", args, stderr, func(fs *flag.FlagSet) {
-		fs.IntVar(&n, "n", 20, "how many commits, newest first")
+		fs.IntVar(&n, "n", 20, "how many commits, newest first (0: all)")
 	})
 	if err != nil {
 		return err
 	}
-	if len(rest) > 0 {
-		return errUsage("state log takes no argument")
+	if len(rest) > 1 {
+		return errUsage("state log takes at most one MAILBOX id (forge/owner/project/issue|mr/number)")
 	}
 	st, err := openReadOnly(ctx, c)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	if len(rest) == 1 {
+		return st.MailboxLog(ctx, stdout, rest[0], n)
+	}
 	return st.Log(ctx, stdout, n)
 }
 

@@ -26,8 +26,12 @@ Usage:
   alfred agents detect [--refresh]            detect the agent CLIs on the configured runner
                                               (--refresh: the server detects again and records it)
   alfred doctor [-project OWNER/NAME]...      check the whole setup, one OK/FAIL line each
-  alfred state log [-n N]                     the state branch's history, newest first
+  alfred state log [-n N] [MAILBOX]           the state branch's history, newest first, or the
+                                              audit history of one mailbox (forge/owner/project/issue/N)
   alfred state show PATH                      one record of the state branch
+  alfred state verify                         git fsck, then every record and index entry
+  alfred state export [-o FILE]               every record as JSON lines
+  alfred state compact [-keep N] [-archive]   bound the history and repack (server stopped)
   alfred settings get KEY -project OWNER/NAME the effective value of a per-project setting
   alfred settings set KEY VALUE (-org OWNER | -project OWNER/NAME)
   alfred settings unset KEY (-org OWNER | -project OWNER/NAME)
@@ -65,8 +69,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		})
 	case "state":
 		err = sub(rest, map[string]func([]string) error{
-			"log":  func(a []string) error { return stateLog(ctx, a, stdout, stderr) },
-			"show": func(a []string) error { return stateShow(ctx, a, stdout, stderr) },
+			"log":     func(a []string) error { return stateLog(ctx, a, stdout, stderr) },
+			"show":    func(a []string) error { return stateShow(ctx, a, stdout, stderr) },
+			"verify":  func(a []string) error { return stateVerify(ctx, a, stdout, stderr) },
+			"export":  func(a []string) error { return stateExport(ctx, a, stdout, stderr) },
+			"compact": func(a []string) error { return stateCompact(ctx, a, stdout, stderr) },
 		})
 	case "settings":
 		err = sub(rest, map[string]func([]string) error{

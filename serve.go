@@ -42,10 +42,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	defer stopHup()
 
 	m := metrics.New(version)
-	st, err := state.Open(ctx, c.StateDir, state.Options{Logger: log, Observe: m.StateWritten})
+	st, keeper, err := openState(ctx, c, m, log) // state_mirror.go: restore, mirror, write health
 	if err != nil {
 		return err
 	}
+	defer keeper.close() // after the store's Close: one last push
 	defer func() {
 		if err := st.Close(); err != nil {
 			log.Error("close state store", "err", err)
@@ -64,7 +65,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	r, det, follow, err := routes(ctx, c, st, fs, adapters, hup, m, log)
+	r, det, follow, err := routes(ctx, c, st, keeper, fs, adapters, hup, m, log)
 	if err != nil {
 		return err
 	}
@@ -164,13 +165,14 @@ func shutdown(c *config.Config, srv, msrv *http.Server, engine *bot.Engine, log 
 // own) on a new router, with the detector of the agent CLIs behind the
 // agents screen's button and SIGHUP (none without a forge: no runs) and the
 // follower of live runs, which the engine joins once started.
-func routes(ctx context.Context, c *config.Config, st *state.Store, fs []connected, adapters map[string]agents.Adapter,
+func routes(ctx context.Context, c *config.Config, st *state.Store, keeper *stateKeeper, fs []connected, adapters map[string]agents.Adapter,
 	hup <-chan os.Signal, m *metrics.Metrics, log *slog.Logger) (*mux.Router, *detector, *liveRuns, error) {
 	r := mux.NewRouter()
 	pages, err := pageDeps(c, st, fs, adapters, log)
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	pages.Ready, pages.Notes = keeper.ready(pages.Ready), keeper.notes
 	var det *detector
 	if len(fs) > 0 {
 		det = newDetector(st, c.AgentDetectInterval, m, log)

@@ -205,7 +205,9 @@ func (e *Engine) flushLoop() {
 			e.flushEvents()
 			return
 		}
-		e.safely("flush", func() error { e.flushEvents(); return nil })
+		if e.events.journal.records.due(time.Now()) { // paced while writes fail (journal.go)
+			e.safely("flush", func() error { e.flushEvents(); return nil })
+		}
 	}
 }
 
@@ -232,13 +234,14 @@ func (e *Engine) flushEvents() {
 		return nil
 	})
 	if err != nil {
-		// The journal keeps them; try again at the next tick.
-		e.log.Error("record handled events", "events", len(batch), "err", err)
+		// The journal keeps them; try again once the pace allows.
+		e.events.journal.records.failed(e.log, time.Now(), len(batch), err)
 		e.events.finMu.Lock()
 		e.events.finished = append(batch, e.events.finished...)
 		e.events.finMu.Unlock()
 		return
 	}
+	e.events.journal.records.succeeded(e.log, time.Now(), len(batch))
 	for _, f := range batch {
 		if f.m.journaled {
 			e.events.journal.done()

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"sync"
 	"time"
@@ -21,15 +22,33 @@ import (
 // unhandled, the file is emptied. At start, the lines whose events the branch
 // does not record as done are handled again; a torn last line was never
 // acknowledged and is dropped.
+//
+// A failed write or sync (a full disk) fails the appends in flight, whose
+// webhooks are answered 500 so that the forge delivers them again; the next
+// append first cuts the file back to what was synced before, so the journal
+// takes events again as soon as the disk does. records paces the writes of
+// the handled events' records while those fail.
 type journal struct {
 	mu      sync.Mutex
 	synced  *sync.Cond
-	f       *os.File
-	written int64 // bytes appended
-	durable int64 // bytes known synced
+	f       journalFile
+	written int64   // bytes appended
+	durable int64   // bytes known synced
+	pending []int64 // end offsets of the lines appended and not yet synced
 	syncing bool
-	err     error // a failed sync fails every append after it
+	err     error // the failure the next append repairs first
 	open    int   // events appended and not yet done
+
+	records recordPace
+}
+
+// journalFile is what the journal needs of its file (tests inject failures).
+type journalFile interface {
+	Write([]byte) (int, error)
+	Sync() error
+	Truncate(int64) error
+	Seek(int64, int) (int64, error)
+	Close() error
 }
 
 // journalEntry is one line.
@@ -85,15 +104,16 @@ func (j *journal) append(e journalEntry) error {
 	line = append(line, '\n')
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.err != nil {
-		return j.err
+	if err := j.repair(); err != nil {
+		return err
 	}
 	if _, err := j.f.Write(line); err != nil {
-		j.err = fmt.Errorf("append to the event journal: %w", err)
+		j.fail(fmt.Errorf("append to the event journal: %w", err))
 		return j.err
 	}
 	j.written += int64(len(line))
 	j.open++
+	j.pending = append(j.pending, j.written)
 	mine := j.written
 	for j.durable < mine && j.err == nil {
 		if j.syncing {
@@ -108,13 +128,48 @@ func (j *journal) append(e journalEntry) error {
 		j.mu.Lock()
 		j.syncing = false
 		if err != nil {
-			j.err = fmt.Errorf("sync the event journal: %w", err)
+			j.fail(fmt.Errorf("sync the event journal: %w", err))
 		} else if upto > j.durable {
 			j.durable = upto
+			for len(j.pending) > 0 && j.pending[0] <= upto {
+				j.pending = j.pending[1:]
+			}
 		}
 		j.synced.Broadcast()
 	}
 	return j.err
+}
+
+// fail records err: every line not synced yet belongs to an append that
+// returns err, so none of them is open any more.
+func (j *journal) fail(err error) {
+	j.err = err
+	j.open -= len(j.pending)
+	j.pending = nil
+}
+
+// repair makes a failed journal take appends again: it cuts the file back
+// to what was synced before the failure (the lines after it were refused)
+// and syncs that. It keeps the failure while a sync is in flight, or when
+// the cut fails too.
+func (j *journal) repair() error {
+	if j.err == nil {
+		return nil
+	}
+	if j.syncing {
+		return j.err
+	}
+	if err := j.f.Truncate(j.durable); err != nil {
+		return fmt.Errorf("%w (and cutting the journal back failed: %w)", j.err, err)
+	}
+	if _, err := j.f.Seek(j.durable, 0); err != nil {
+		return fmt.Errorf("%w (and cutting the journal back failed: %w)", j.err, err)
+	}
+	if err := j.f.Sync(); err != nil {
+		return fmt.Errorf("%w (and syncing the journal after the cut failed: %w)", j.err, err)
+	}
+	j.written, j.err = j.durable, nil
+	return nil
 }
 
 // done notes that one journaled event is handled and recorded in the state
@@ -141,4 +196,55 @@ func (j *journal) close() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.f.Close()
+}
+
+// maxRecordWait caps the wait between two tries at writing the records of
+// handled events while they fail (the first wait is flushEvery).
+const maxRecordWait = 5 * time.Second
+
+// recordPace paces the writes of the handled events' records while they
+// fail (a full disk): the wait doubles from flushEvery up to maxRecordWait,
+// and the log says it once when the writes start failing and once when
+// they succeed again, not at every try. The events stay in the journal
+// meanwhile.
+type recordPace struct {
+	mu       sync.Mutex
+	wait     time.Duration // 0 while the writes succeed
+	next     time.Time     // no try before
+	failures int
+	since    time.Time
+}
+
+// due tells whether a write may be tried at now.
+func (p *recordPace) due(now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.wait == 0 || !now.Before(p.next)
+}
+
+// failed notes a failed write of events records at now.
+func (p *recordPace) failed(log *slog.Logger, now time.Time, events int, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.failures++
+	if p.wait == 0 {
+		p.wait, p.since = flushEvery, now
+		log.Error("recording handled events fails: they stay in the journal and are tried again with backoff (logged again once it succeeds)",
+			"events", events, "err", err, "retry_in", p.wait)
+	} else {
+		p.wait = min(2*p.wait, maxRecordWait)
+		log.Debug("recording handled events failed again", "events", events, "failures", p.failures, "err", err, "retry_in", p.wait)
+	}
+	p.next = now.Add(p.wait)
+}
+
+// succeeded notes a successful write at now.
+func (p *recordPace) succeeded(log *slog.Logger, now time.Time, events int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.wait == 0 {
+		return
+	}
+	log.Info("handled events recorded again", "events", events, "failures", p.failures, "for", now.Sub(p.since).Round(time.Millisecond))
+	p.wait, p.failures = 0, 0
 }

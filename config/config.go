@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"net"
+	"net/url"
 	"os"
 	"slices"
 	"sort"
@@ -24,6 +25,7 @@ type Config struct {
 	Listen          string
 	PublicURL       string
 	StateDir        string
+	StateRemote     string // the state branch's mirror and restore source (package state/mirror)
 	DataDir         string
 	LogFormat       string
 	LogLevel        string
@@ -131,6 +133,9 @@ var Settings = []Setting{
 	{Flag: "state", Env: "ALFRED_STATE_DIR", Default: "./var/state.git", Accepts: "a folder path",
 		Help: "bare git repository that holds every record (branch alfred/state)",
 		set:  func(c *Config, v string) error { return setNonEmpty(&c.StateDir, v) }, get: func(c *Config) string { return c.StateDir }},
+	{Flag: "state-remote", Env: "ALFRED_STATE_REMOTE", Default: "", Accepts: "a git URL (https://, ssh://, host:path or a path), or empty", Secret: true,
+		Help: "private repository the state branch is pushed to after every commit (in the background; a push failure never blocks intake) and restored from into an empty state folder; an https URL without user:token authenticates with the bot's token of the forge on its host",
+		set:  setRemote, get: func(c *Config) string { return c.StateRemote }},
 	{Flag: "data", Env: "ALFRED_DATA_DIR", Default: "./var", Accepts: "a folder path",
 		Help: "base of the cached clones, run worktrees and .agent-sessions",
 		set:  func(c *Config, v string) error { return setNonEmpty(&c.DataDir, v) }, get: func(c *Config) string { return c.DataDir }},
@@ -720,6 +725,25 @@ func setURL(dst *string, v string, emptyOK bool) error {
 		return fmt.Errorf("%q is not an http(s) URL", v)
 	}
 	*dst = strings.TrimRight(v, "/")
+	return nil
+}
+
+// setRemote accepts a git URL: http(s) and ssh URLs, file URLs and paths,
+// and the scp-like [user@]host:path.
+func setRemote(c *Config, v string) error {
+	switch {
+	case v == "":
+	case strings.HasPrefix(v, "http://"), strings.HasPrefix(v, "https://"):
+		u, err := url.Parse(v)
+		if err != nil || u.Host == "" {
+			return errors.New("not a URL")
+		}
+	case strings.HasPrefix(v, "ssh://"), strings.HasPrefix(v, "file://"), strings.HasPrefix(v, "/"):
+	case strings.Contains(v, ":") && !strings.Contains(v, "://") && !strings.HasPrefix(v, ":"):
+	default:
+		return errors.New("not a git URL")
+	}
+	c.StateRemote = v
 	return nil
 }
 

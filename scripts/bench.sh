@@ -23,6 +23,19 @@ bench() { # package, pattern, extra flags...
 }
 
 bench state . -timeout 60m
+# The state store against SQLite in the same run (issue 18): benchstat's
+# columns by store, then each median as a ratio, git's time over SQLite's
+# (below 1 under concurrency: git's throughput is higher). Open's target is
+# absolute (< 1 s); BenchmarkRSS reports the memory idle and with 100k records.
+vs_sqlite() {
+	local in=$1 filter='.name:(Write OR ConcurrentWrite OR Open)'
+	benchstat -col /store -filter "$filter" "$in"
+	echo
+	benchstat -format csv -col /store -filter "$filter" "$in" 2>/dev/null |
+		awk -F, '/^,git,/ {next} /^,/ {unit = $2; next}
+			NF >= 4 && $1 != "geomean" && $4 > 0 {printf "%-36s %-10s git/sqlite %.2fx\n", $1, unit, $2 / $4}'
+}
+vs_sqlite "$out/state-_.txt" | tee "$out/state-vs-sqlite.stat"
 bench sandbox 'RoundTrip|ContainerPhases'
 bench bot 'WebhookIntake' -benchtime 2000x
 bench bot 'WebhookToAgentStart' -benchtime 10x

@@ -6,8 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -217,76 +221,190 @@ func BenchmarkWrite(b *testing.B) {
 	}
 }
 
-// BenchmarkConcurrentWrite: 8 writers each rewriting their own mailboxes;
-// the store may batch them into one commit. ns/op is per transaction.
+// BenchmarkConcurrentWrite: 8 and 32 writers, each transaction rewriting
+// one mailbox (a different one each time); the store batches concurrent
+// transactions into one commit (group commit), SQLite serializes them on
+// its one writer connection. Each writer returns only once its record is
+// durable. ns/op is per transaction: throughput is its inverse.
 func BenchmarkConcurrentWrite(b *testing.B) {
 	const n = 10_000
-	b.Run("writers=8/store=git", func(b *testing.B) {
-		s, err := Open(context.Background(), fixtureDir(b, "git", n), Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer s.Close()
-		var next atomic.Int64
-		b.SetParallelism(max(1, 8/runtimeProcs()))
-		runtime.GC()
-		b.ResetTimer()
-		cpu := cpuTime()
-		defer func() { reportCPU(b, cpu) }()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				i := int(next.Add(1))
+	for _, writers := range []int{8, 32} {
+		b.Run(fmt.Sprintf("writers=%d/store=git", writers), func(b *testing.B) {
+			s, err := Open(context.Background(), fixtureDir(b, "git", n), Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			runWriters(b, writers, func(i int) error {
 				m := benchMailbox(i % (n / 5))
 				m.LLMRetries = i
-				if err := s.Update(context.Background(), func(tx *Tx) error { return tx.PutMailbox(m) }); err != nil {
-					b.Error(err)
-					return
-				}
-			}
+				return s.Update(context.Background(), func(tx *Tx) error { return tx.PutMailbox(m) })
+			})
 		})
-	})
-	b.Run("writers=8/store=sqlite", func(b *testing.B) {
-		db := openSQLite(b, fixtureDir(b, "sqlite", n))
-		defer db.Close()
-		var next atomic.Int64
-		b.SetParallelism(max(1, 8/runtimeProcs()))
-		runtime.GC()
-		b.ResetTimer()
-		cpu := cpuTime()
-		defer func() { reportCPU(b, cpu) }()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				i := int(next.Add(1))
+		b.Run(fmt.Sprintf("writers=%d/store=sqlite", writers), func(b *testing.B) {
+			db := openSQLite(b, fixtureDir(b, "sqlite", n))
+			defer db.Close()
+			runWriters(b, writers, func(i int) error {
 				m := benchMailbox(i % (n / 5))
 				m.LLMRetries = i
 				m.FormatVersion, m.ID, m.UpdatedAt = FormatVersion, m.Key().ID(), now()
-				if err := sqliteUpsert(db, m.Key().dir()+"/mailbox.json", &m); err != nil {
+				return sqliteUpsert(db, m.Key().dir()+"/mailbox.json", &m)
+			})
+		})
+	}
+}
+
+// runWriters runs b.N calls of write, numbered from 1, on writers goroutines.
+func runWriters(b *testing.B, writers int, write func(i int) error) {
+	var next atomic.Int64
+	runtime.GC()
+	b.ResetTimer()
+	cpu := cpuTime()
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)); i <= b.N; i = int(next.Add(1)) {
+				if err := write(i); err != nil {
 					b.Error(err)
 					return
 				}
 			}
-		})
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	reportCPU(b, cpu)
+}
+
+// BenchmarkOpen: a cold open of 100k records. The store reads the tip's
+// trees and blobs from its packs, decodes every record and builds its
+// indexes; SQLite, for reference, opens its database and reads and decodes
+// every record into the same typed values, without indexes.
+func BenchmarkOpen(b *testing.B) {
+	const n = 100_000
+	b.Run("records=100k/store=git", func(b *testing.B) {
+		dir := fixtureDir(b, "git", n)
+		runtime.GC()
+		b.ReportAllocs()
+		b.ResetTimer()
+		cpu := cpuTime()
+		for b.Loop() {
+			s, err := Open(context.Background(), dir, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if s.Len() < n {
+				b.Fatalf("%d records", s.Len())
+			}
+			s.Close()
+		}
+		reportCPU(b, cpu)
+	})
+	b.Run("records=100k/store=sqlite", func(b *testing.B) {
+		dir := fixtureDir(b, "sqlite", n)
+		runtime.GC()
+		b.ReportAllocs()
+		b.ResetTimer()
+		cpu := cpuTime()
+		for b.Loop() {
+			if got := sqliteLoadAll(b, dir); got < n {
+				b.Fatalf("%d records", got)
+			}
+		}
+		reportCPU(b, cpu)
 	})
 }
 
-// BenchmarkOpen: Open (read the tip with go-git, decode and index every
-// record) and Close of a store holding 100k records.
-func BenchmarkOpen(b *testing.B) {
-	dir := fixtureDir(b, "git", 100_000)
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu := cpuTime()
-	defer func() { reportCPU(b, cpu) }()
-	for b.Loop() {
-		s, err := Open(context.Background(), dir, Options{})
+// sqliteLoadAll opens the SQLite fixture and decodes every record.
+func sqliteLoadAll(b *testing.B, dir string) int {
+	db := openSQLite(b, dir)
+	defer db.Close()
+	rows, err := db.Query(`SELECT path, data FROM records`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rows.Close()
+	all := map[string]any{}
+	for rows.Next() {
+		var path string
+		var raw []byte
+		if err := rows.Scan(&path, &raw); err != nil {
+			b.Fatal(err)
+		}
+		v, err := decodeRecord(path, raw)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if s.Len() < 100_000 {
-			b.Fatalf("%d records", s.Len())
-		}
-		s.Close()
+		all[path] = v
 	}
+	if err := rows.Err(); err != nil {
+		b.Fatal(err)
+	}
+	return len(all)
+}
+
+// BenchmarkRSS: a fresh process (this test binary, in the role rssChild)
+// opening the 100k-record store, as the bot does when it starts: its
+// resident memory idle and then holding the store (both after a garbage
+// collection returned what it could to the system), the live heap the
+// store holds, and the cold open's time and CPU.
+func BenchmarkRSS(b *testing.B) {
+	dir := fixtureDir(b, "git", 100_000)
+	var idle, open, heap, ms, cpuMS float64
+	for b.Loop() {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), rssChildEnv+"="+dir)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			b.Fatalf("rss child: %v\n%s", err, out)
+		}
+		if _, err := fmt.Sscanf(string(out), "idle %g open %g heap %g ms %g cpu %g", &idle, &open, &heap, &ms, &cpuMS); err != nil {
+			b.Fatalf("rss child said %q: %v", out, err)
+		}
+	}
+	b.ReportMetric(idle, "rss-idle-MiB")
+	b.ReportMetric(open, "rss-100k-MiB")
+	b.ReportMetric(heap, "heap-100k-MiB")
+	b.ReportMetric(ms, "open-ms")
+	b.ReportMetric(cpuMS, "open-cpu-ms")
+}
+
+const rssChildEnv = "ALFRED_STATE_RSS_CHILD"
+
+// rssChild prints its resident memory idle and with the store at dir open,
+// and how long the open took.
+func rssChild(dir string) {
+	idle := settledRSS()
+	start, cpu := time.Now(), cpuTime()
+	s, err := Open(context.Background(), dir, Options{ReadOnly: true})
+	if err != nil {
+		fmt.Println("open:", err)
+		os.Exit(2)
+	}
+	took, cpuTook := time.Since(start), cpuTime()-cpu
+	open := settledRSS()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	fmt.Printf("idle %.1f open %.1f heap %.1f ms %.1f cpu %.1f\n", idle, open, float64(m.HeapAlloc)/(1<<20),
+		float64(took)/float64(time.Millisecond), float64(cpuTook)/float64(time.Millisecond))
+	runtime.KeepAlive(s)
+}
+
+// settledRSS collects garbage, returns free memory to the system and reads
+// VmRSS in MiB.
+func settledRSS() float64 {
+	runtime.GC()
+	debug.FreeOSMemory()
+	raw, _ := os.ReadFile("/proc/self/status")
+	for line := range strings.Lines(string(raw)) {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
 }
 
 // BenchmarkPriorSession: the resolver's lookup of the latest llm session of

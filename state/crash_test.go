@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -18,8 +20,9 @@ import (
 
 const crashChildEnv = "ALFRED_STATE_CRASH_CHILD"
 
-// TestMain lets the test binary act as the writer child of TestCrash and the
-// lock holder of TestLockAgainstSecondProcess.
+// TestMain lets the test binary act as the writer child of TestCrash, the
+// lock holder of TestLockAgainstSecondProcess and the measured process of
+// BenchmarkRSS.
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(crashChildEnv); dir != "" {
 		crashChild(dir)
@@ -27,6 +30,10 @@ func TestMain(m *testing.M) {
 	}
 	if dir := os.Getenv(lockChildEnv); dir != "" {
 		lockChild(dir)
+		return
+	}
+	if dir := os.Getenv(rssChildEnv); dir != "" {
+		rssChild(dir)
 		return
 	}
 	code := m.Run()
@@ -75,94 +82,142 @@ func crashChild(dir string) {
 	wg.Wait()
 }
 
-// TestCrash kills a writer process with SIGKILL at random points, many
-// times, and checks after each kill that the store reopens, git fsck is
-// clean and every acknowledged write is present.
+// TestCrash kills a writer process (SIGKILL) at random points 50 times:
+// after a random number of acknowledged writes (none: during Open and its
+// repairs) and a random delay, so that the kill lands anywhere in a commit
+// (pack, index, ref lock, rename, syncs) or between commits. After each
+// kill it reopens the store and checks that every acknowledged write is
+// there, that no record is unreadable and that the branch points at a
+// complete commit: the store reads the tip, and git fsck --full of the
+// repository as the kill left it is clean (run on a hard-linked copy, in
+// the background: the store never changes a file in place).
 func TestCrash(t *testing.T) {
-	iterations := 20
+	iterations := 50
 	if testing.Short() {
-		iterations = 5
+		iterations = 10
 	}
 	dir := filepath.Join(t.TempDir(), "state.git")
-	var acked []string
 	rng := rand.New(rand.NewPCG(1, uint64(time.Now().UnixNano())))
-	deadline := time.Now().Add(20 * time.Second)
-	for it := 0; it < iterations && time.Now().Before(deadline); it++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), crashChildEnv+"="+dir)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
+	var acked []string
+	var checks sync.WaitGroup
+	sem := make(chan struct{}, 2)
+	for it := 0; it < iterations; it++ {
+		acked = append(acked, killChild(t, dir, rng.IntN(12), time.Duration(rng.IntN(2000))*time.Microsecond)...)
+		snapshot := filepath.Join(t.TempDir(), "kill")
+		if _, err := os.Stat(dir); err != nil {
+			continue // killed before it created the repository
 		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lines := make(chan string, 1024)
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				lines <- sc.Text()
-			}
-			close(lines)
-		}()
-		// Kill after a random number of acknowledgements (0 kills during
-		// Open and the first commit) plus a random delay.
-		wantAcks := rng.IntN(16)
-		got := 0
-		timeout := time.After(10 * time.Second)
-	collect:
-		for got < wantAcks {
-			select {
-			case l, ok := <-lines:
-				if !ok {
-					break collect
+		linkTree(t, dir, snapshot)
+		if tip := checkAfterKill(t, it, dir, acked); tip != "" {
+			checks.Add(1)
+			go func() {
+				defer checks.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				if out, err := exec.Command("git", "--git-dir", snapshot, "fsck", "--full", "--strict", "--no-dangling", "--no-progress").CombinedOutput(); err != nil {
+					t.Errorf("kill %d: git fsck: %v\n%s", it, err, out)
 				}
-				acked = append(acked, strings.TrimPrefix(l, "ack "))
-				got++
-			case <-timeout:
-				break collect
-			}
+			}()
 		}
-		time.Sleep(time.Duration(rng.IntN(3000)) * time.Microsecond)
-		cmd.Process.Signal(syscall.SIGKILL)
-		for l := range lines {
-			acked = append(acked, strings.TrimPrefix(l, "ack "))
-		}
-		err = cmd.Wait()
-		var exit *exec.ExitError
-		if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-			t.Fatalf("iteration %d: child ended with %v, want SIGKILL; stderr:\n%s", it, err, stderr.String())
-		}
-
-		s, err := Open(context.Background(), dir, Options{})
-		if err != nil {
-			t.Fatalf("iteration %d: reopen after kill: %v", it, err)
-		}
-		for _, p := range acked {
-			if _, err := s.Get(p); err != nil {
-				t.Fatalf("iteration %d: acknowledged write %s lost: %v", it, p, err)
-			}
-		}
-		if probs := s.Problems(); len(probs) > 0 {
-			t.Fatalf("iteration %d: problems after kill: %v", it, probs)
-		}
-		tip := s.Tip()
-		s.Close()
-		switch {
-		case tip != "":
-			fsck(t, dir)
-		case len(acked) > 0:
-			t.Fatalf("iteration %d: the branch is gone after %d acknowledged writes", it, len(acked))
-		default:
-			// Killed before the first commit: an empty branch is right.
-		}
-		t.Logf("iteration %d: killed after %d acks, %d acknowledged in total", it, got, len(acked))
 	}
+	checks.Wait()
+	fsck(t, dir) // and a linear history
+	t.Logf("%d kills, %d writes acknowledged in all", iterations, len(acked))
 	if len(acked) == 0 {
 		t.Fatal("the children acknowledged nothing")
 	}
+}
+
+// checkAfterKill reopens the store and checks the acknowledged writes; it
+// returns the tip.
+func checkAfterKill(t *testing.T, it int, dir string, acked []string) string {
+	t.Helper()
+	s, err := Open(context.Background(), dir, Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatalf("kill %d: reopen: %v", it, err)
+	}
+	defer s.Close()
+	for _, p := range acked {
+		if _, err := s.Get(p); err != nil {
+			t.Fatalf("kill %d: acknowledged write %s lost: %v", it, p, err)
+		}
+	}
+	if probs := s.Problems(); len(probs) > 0 {
+		t.Fatalf("kill %d: problems after the kill: %v", it, probs)
+	}
+	if s.Tip() == "" && len(acked) > 0 {
+		t.Fatalf("kill %d: the branch is gone after %d acknowledged writes", it, len(acked))
+	}
+	if onDisk, err := readRef(dir); err != nil || onDisk.String() != s.Tip() && s.Tip() != "" {
+		t.Fatalf("kill %d: the store read tip %s, the branch is %s (%v)", it, s.Tip(), onDisk, err)
+	}
+	return s.Tip()
+}
+
+// linkTree copies the tree at src to dst with hard links.
+func linkTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		return os.Link(p, filepath.Join(dst, rel))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// killChild starts a writer child on dir, kills it with SIGKILL after acks
+// acknowledged writes and delay, and returns what it acknowledged.
+func killChild(t *testing.T, dir string, acks int, delay time.Duration) []string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), crashChildEnv+"="+dir)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 1024)
+	go func() {
+		defer close(lines)
+		for sc := bufio.NewScanner(stdout); sc.Scan(); {
+			lines <- strings.TrimPrefix(sc.Text(), "ack ")
+		}
+	}()
+	var acked []string
+	timeout := time.After(10 * time.Second)
+	for len(acked) < acks {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("the child ended early: %s", stderr.String())
+			}
+			acked = append(acked, l)
+		case <-timeout:
+			t.Fatalf("the child acknowledged %d writes in 10s: %s", len(acked), stderr.String())
+		}
+	}
+	time.Sleep(delay)
+	cmd.Process.Signal(syscall.SIGKILL)
+	for l := range lines {
+		acked = append(acked, l)
+	}
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("the child ended with %v, want SIGKILL; stderr:\n%s", err, stderr.String())
+	}
+	return acked
 }
 
 const lockChildEnv = "ALFRED_STATE_LOCK_CHILD"

@@ -32,24 +32,44 @@
 // whose function fails is dropped with its error) and writes one commit for
 // the batch; it hands leadership to the oldest waiting caller once its own
 // transaction is answered. An uncontended Update commits on its own
-// goroutine, with no hand-off. All new objects of a
-// commit (blobs, trees, the commit) go into one pack with its index; the
-// pack, the index and objects/pack are fsynced, then the ref is moved by
-// compare-and-swap against the tip the batch was built on and flushed (an
-// in-place rewrite of the 41-byte ref file and one fdatasync). Only then do
-// the in-memory indexes change and Update return. If the ref moved under the
-// store, the tip is re-read and the functions run again.
+// goroutine, with no hand-off.
+//
+// A commit costs two syncs. All its new objects (blobs, trees, the commit)
+// go into one pack, built in memory and written under its final name, and
+// the pack's index, written to a temporary file and renamed (git never
+// sees it partial); the pack is fsynced: the first sync. Then the ref moves
+// as git moves refs: {ref}.lock is created exclusively, the branch is
+// compared with the tip the batch was built on (compare-and-swap), the lock
+// file, holding the new commit, is renamed over the ref, and the ref's
+// folder is fsynced: the second and last sync. Only then do the in-memory
+// indexes change, Update return and Options.Committed hear of the commit.
+// What is not synced on its own is covered otherwise: the pack's name and
+// index reach the disk with the ref's folder sync where the file system
+// journals its metadata in order (ext4, XFS); an index found missing or
+// damaged is rebuilt from its pack by the next writable Open; and a ref
+// file found empty or malformed (its rename reached the disk, its data did
+// not: ext4 writes a file renamed over another first, other file systems
+// may not) is recovered by pointing the branch at the newest commit of the
+// packs, whose pack was synced before the ref moved. A writable Open also
+// removes a stale {ref}.lock, temporary files and torn packs (a pack is only
+// ever referenced once synced whole).
 //
 // Each commit adds one pack. From Options.MergeAt packs on, a background
 // merge rolls the small packs into one, keeping a geometric progression
 // (like `git repack --geometric=2`), so the pack count stays logarithmic in
-// the number of objects and no loose objects are written.
+// the number of objects and no loose objects are written. A merge syncs its
+// pack, its index and the folder before it removes the packs it replaces.
 //
 // # Reads
 //
-// Open reads the tip once (packed objects straight from the mapped packs,
-// anything else through go-git) and keeps every record in memory; queries
-// never touch the disk. A record that is not valid JSON, or whose
+// Open reads the tip once and keeps every record in memory; queries never
+// touch the disk. Packed objects are read straight from the packs through
+// their indexes (a stored block is a copy; anything else, such as the
+// deltas of a `git gc` or loose objects, goes through go-git). Records are
+// decoded by a fast path for the JSON the store writes (fastjson.go), which
+// leaves anything else to encoding/json, in chunks spread over the CPUs,
+// while Open indexes the chunks done, in path order; the overview's lists
+// are sorted once at the end. A record that is not valid JSON, or whose
 // format_version is newer than FormatVersion, does not stop Open: it is
 // logged, listed by Problems, and returned as an *UnreadableError (path and
 // commit) by the queries that meet it, next to the readable results.
@@ -60,6 +80,8 @@
 // one, in this process or another, gets an error wrapping ErrLocked that
 // names the holder's pid. Options.ReadOnly opens without the lock, for
 // `alfred state log` and `alfred state show` next to a running server: the
-// writer only adds files and moves the ref in place, so a reader sees a
+// writer only adds files and renames them into place, so a reader sees a
 // consistent tip (a pack merged away while a reader opens may need a retry).
+// A read-only store repairs nothing: after a crash, the next writable Open
+// does.
 package state

@@ -76,27 +76,50 @@ type mailboxIndex struct {
 	bad      map[string]*UnreadableError // unreadable llm sessions by path
 }
 
-func newSnapshot() *snapshot {
+// snapSizes are how many records of each kind a snapshot is made for.
+type snapSizes struct{ files, mailboxes, runs, sessions int }
+
+func (z *snapSizes) count(path string) {
+	z.files++
+	switch kindOf(path) {
+	case "mailbox":
+		z.mailboxes++
+	case "run":
+		z.runs++
+	case "llm_session":
+		z.sessions++
+	}
+}
+
+// newSnapshot returns an empty snapshot whose maps are sized for z.
+func newSnapshot(z snapSizes) *snapshot {
 	return &snapshot{
-		files:         map[string]*record{},
+		files:         make(map[string]*record, z.files),
 		trees:         map[string]*treeNode{"": {hash: hashObject(plumbing.TreeObject, nil)}},
-		mailboxes:     map[string]*mailboxIndex{},
-		mailboxFiles:  map[string]struct{}{},
-		runs:          map[string]string{},
-		sessionsByRun: map[string]map[string]struct{}{},
-		routes:        map[Route]string{},
-		ov:            newOverview(),
+		mailboxes:     make(map[string]*mailboxIndex, z.mailboxes),
+		mailboxFiles:  make(map[string]struct{}, z.mailboxes),
+		runs:          make(map[string]string, z.runs),
+		sessionsByRun: make(map[string]map[string]struct{}, z.runs),
+		routes:        make(map[Route]string, z.mailboxes),
+		ov:            newOverview(z),
 	}
 }
 
 // mailboxIDOf returns the mailbox id of a path under mailboxes/, built from
 // its escaped segments: mailboxes/{forge}/{owner}/{project}/{kind}/{bucket}/{iid}/...
 func mailboxIDOf(path string) (id, rest string, ok bool) {
-	segs := strings.SplitN(path, "/", 8)
-	if len(segs) < 8 || segs[0] != "mailboxes" {
+	var cut [7]int // where the first seven slashes are
+	n := 0
+	for i := 0; i < len(path) && n < len(cut); i++ {
+		if path[i] == '/' {
+			cut[n] = i
+			n++
+		}
+	}
+	if n < len(cut) || path[:cut[0]] != "mailboxes" {
 		return "", "", false
 	}
-	return segs[1] + "/" + segs[2] + "/" + segs[3] + "/" + segs[4] + "/" + segs[6], segs[7], true
+	return path[cut[0]+1:cut[4]] + path[cut[5]:cut[6]], path[cut[6]+1:], true
 }
 
 // lastSegment returns the file name of path without ".json".
@@ -123,8 +146,13 @@ func (s *snapshot) mailbox(id string) *mailboxIndex {
 
 // index adds the record at path to the indexes.
 func (s *snapshot) index(path string, r *record) {
-	defer s.ovIndex(path, r)
-	switch kindOf(path) {
+	kind := kindOf(path)
+	var mbID string
+	if kind == "mailbox" || kind == "run" || kind == "llm_session" {
+		mbID, _, _ = mailboxIDOf(path)
+	}
+	defer s.ovIndex(path, mbID, r)
+	switch kind {
 	case "mailbox":
 		s.mailboxFiles[path] = struct{}{}
 		if m, ok := r.val.(*Mailbox); ok && r.err == nil {
@@ -135,8 +163,7 @@ func (s *snapshot) index(path string, r *record) {
 	case "run":
 		s.runs[recordName(path)] = path
 	case "llm_session":
-		mbID, _, ok := mailboxIDOf(path)
-		if !ok {
+		if mbID == "" {
 			return
 		}
 		m := s.mailbox(mbID)

@@ -21,6 +21,7 @@ package state
 //   - Records that cannot be read (Store.Problems) are left out.
 
 import (
+	"cmp"
 	"container/heap"
 	"encoding/base64"
 	"errors"
@@ -388,8 +389,43 @@ const blockSize = 256
 
 // sortedList holds entries in ascending key order, in blocks.
 type sortedList[T keyed] struct {
-	blocks [][]T
-	n      int
+	blocks  [][]T
+	n       int
+	pending []T // added in bulk (at Open), not yet in order: see build
+}
+
+func compareKeys[T keyed](a, b T) int {
+	ka, kb := a.key(), b.key()
+	if c := cmp.Compare(ka.t, kb.t); c != 0 {
+		return c
+	}
+	return strings.Compare(ka.id, kb.id)
+}
+
+// add appends x in bulk, out of order: build must run before the list is
+// read or changed otherwise.
+func (l *sortedList[T]) add(x T) {
+	l.pending = append(l.pending, x)
+	l.n++
+}
+
+// build sorts what add appended into the list's blocks.
+func (l *sortedList[T]) build() {
+	if len(l.pending) == 0 {
+		return
+	}
+	all := l.pending
+	l.pending = nil
+	for _, b := range l.blocks {
+		all = append(all, b...)
+	}
+	slices.SortFunc(all, compareKeys[T])
+	l.blocks = l.blocks[:0]
+	for len(all) > 0 {
+		n := min(len(all), blockSize)
+		l.blocks = append(l.blocks, slices.Clone(all[:n]))
+		all = all[n:]
+	}
 }
 
 // blockFor returns the first block whose last key is >= k (len(blocks) when none).
@@ -685,6 +721,9 @@ func (o *overview) bucket(e *runEntry, runs int, t totals, sign int64) {
 }
 
 type overview struct {
+	// bulk is set while Open indexes the tip: the lists take their entries
+	// unordered and endBulk sorts them once.
+	bulk      bool
 	mailboxes sortedList[*mbEntry]
 	runs      sortedList[*runEntry]
 	mbByPath  map[string]*mbEntry
@@ -694,9 +733,33 @@ type overview struct {
 	days      dayBuckets            // of every project
 }
 
-func newOverview() overview {
-	return overview{mbByPath: map[string]*mbEntry{}, runByPath: map[string]*runEntry{},
-		stats: map[string]*mbStats{}, projects: map[string]*projIndex{}, days: dayBuckets{}}
+// endBulk orders what was indexed in bulk.
+func (o *overview) endBulk() {
+	o.bulk = false
+	o.mailboxes.build()
+	o.runs.build()
+	for _, p := range o.projects {
+		p.mailboxes.build()
+		p.runs.build()
+	}
+	for _, st := range o.stats {
+		st.runs.build()
+	}
+}
+
+// insert puts e into l, or appends it in bulk.
+func insert[T keyed](o *overview, l *sortedList[T], e T) {
+	if o.bulk {
+		l.add(e)
+	} else {
+		l.insert(e)
+	}
+}
+
+// newOverview returns empty indexes sized for z.
+func newOverview(z snapSizes) overview {
+	return overview{mbByPath: make(map[string]*mbEntry, z.mailboxes), runByPath: make(map[string]*runEntry, z.runs),
+		stats: make(map[string]*mbStats, z.mailboxes), projects: map[string]*projIndex{}, days: dayBuckets{}}
 }
 
 // dayOf numbers t's UTC day from the Unix epoch.
@@ -771,17 +834,30 @@ func sessionRunPath(path string, ls *LLMSession) (dir, run string) {
 	return path[:i], path[:i] + "/runs/" + escapeSegment(ls.RunID) + ".json"
 }
 
+// sessionRun is sessionRunPath's run path, found through the runs index
+// when it holds it (no string to build).
+func (s *snapshot) sessionRun(path string, ls *LLMSession) string {
+	i := strings.LastIndex(path, "/llm_sessions/")
+	if i < 0 {
+		return ""
+	}
+	esc := escapeSegment(ls.RunID)
+	rp := s.runs[esc]
+	if j := strings.LastIndex(rp, "/runs/"); j >= 0 && rp[:j] == path[:i] && rp[j+6:] == esc+".json" {
+		return rp
+	}
+	_, rp = sessionRunPath(path, ls)
+	return rp
+}
+
 // ovIndex adds a readable typed record to the overview's indexes; the
 // routing and session indexes already hold it.
-func (s *snapshot) ovIndex(path string, r *record) {
-	if r.err != nil || r.val == nil {
+// mbID is the mailbox id of path ("" for a path outside mailboxes/).
+func (s *snapshot) ovIndex(path, mbID string, r *record) {
+	if r.err != nil || r.val == nil || mbID == "" {
 		return
 	}
 	o := &s.ov
-	mbID, _, ok := mailboxIDOf(path)
-	if !ok {
-		return
-	}
 	switch v := r.val.(type) {
 	case *Mailbox:
 		p := o.project(mbID)
@@ -790,39 +866,16 @@ func (s *snapshot) ovIndex(path string, r *record) {
 		}
 		e := &mbEntry{m: v, proj: p, k: ovKey{timeKey(v.UpdatedAt), mbID}}
 		o.mbByPath[path] = e
-		o.mailboxes.insert(e)
-		p.mailboxes.insert(e)
+		insert(o, &o.mailboxes, e)
+		insert(o, &p.mailboxes, e)
 	case *Run:
-		p := o.project(mbID)
-		i := strings.LastIndex(path, "/runs/")
-		if p == nil || i < 0 {
-			return
-		}
-		e := &runEntry{r: v, dir: path[:i], mbID: mbID, proj: p, k: ovKey{timeKey(v.CreatedAt), v.ID}, day: dayOf(v.CreatedAt)}
-		prefix := e.dir + "/llm_sessions/"
-		for sp := range s.sessionsByRun[v.ID] {
-			if !strings.HasPrefix(sp, prefix) {
-				continue
-			}
-			if ls, ok := s.files[sp].val.(*LLMSession); ok {
-				e.tot.add(sessionTotals(ls), 1)
-				if e.last == nil || sessionLess(e.last, ls) {
-					e.last = ls
-				}
-			}
-		}
-		o.runByPath[path] = e
-		o.runs.insert(e)
-		p.runs.insert(e)
-		o.stat(mbID).runs.insert(e)
-		o.bucket(e, 1, e.tot, 1)
+		s.ovIndexRun(path, mbID, v)
 	case *LLMSession:
 		t := sessionTotals(v)
 		st := o.stat(mbID)
 		st.sessions++
 		st.tot.add(t, 1)
-		_, rp := sessionRunPath(path, v)
-		if e := o.runByPath[rp]; e != nil && e.r.ID == v.RunID {
+		if e := o.runByPath[s.sessionRun(path, v)]; e != nil && e.r.ID == v.RunID {
 			e.tot.add(t, 1)
 			o.bucket(e, 0, t, 1)
 			if e.last == nil || sessionLess(e.last, v) {
@@ -830,6 +883,34 @@ func (s *snapshot) ovIndex(path string, r *record) {
 			}
 		}
 	}
+}
+
+// ovIndexRun adds a run to the overview's indexes, with the totals of its
+// llm sessions already indexed.
+func (s *snapshot) ovIndexRun(path, mbID string, v *Run) {
+	o := &s.ov
+	p := o.project(mbID)
+	i := strings.LastIndex(path, "/runs/")
+	if p == nil || i < 0 {
+		return
+	}
+	e := &runEntry{r: v, dir: path[:i], mbID: mbID, proj: p, k: ovKey{timeKey(v.CreatedAt), v.ID}, day: dayOf(v.CreatedAt)}
+	for sp := range s.sessionsByRun[v.ID] {
+		if !strings.HasPrefix(sp, e.dir) || !strings.HasPrefix(sp[len(e.dir):], "/llm_sessions/") {
+			continue
+		}
+		if ls, ok := s.files[sp].val.(*LLMSession); ok {
+			e.tot.add(sessionTotals(ls), 1)
+			if e.last == nil || sessionLess(e.last, ls) {
+				e.last = ls
+			}
+		}
+	}
+	o.runByPath[path] = e
+	insert(o, &o.runs, e)
+	insert(o, &p.runs, e)
+	insert(o, &o.stat(mbID).runs, e)
+	o.bucket(e, 1, e.tot, 1)
 }
 
 // ovUnindex takes a record out of the overview's indexes, after the

@@ -208,6 +208,7 @@ func BenchmarkOverviewIndexWrite(b *testing.B) {
 				path = path[:strings.LastIndex(path, "/runs/")] + "/mailbox.json"
 			}
 			old := snap.files[path]
+			mbID, _, _ := mailboxIDOf(path)
 			recs := [2]*record{old, nil}
 			switch v := old.val.(type) {
 			case *Mailbox:
@@ -223,12 +224,12 @@ func BenchmarkOverviewIndexWrite(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; b.Loop(); i++ {
 				snap.ovUnindex(path, recs[i%2])
-				snap.ovIndex(path, recs[(i+1)%2])
+				snap.ovIndex(path, mbID, recs[(i+1)%2])
 			}
 			b.StopTimer()
 			if b.N%2 == 1 {
 				snap.ovUnindex(path, recs[1])
-				snap.ovIndex(path, recs[0])
+				snap.ovIndex(path, mbID, recs[0])
 			}
 		})
 	}

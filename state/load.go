@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -34,113 +36,193 @@ func readTip(stor *filesystem.Storage) (plumbing.Hash, error) {
 
 // load reads the branch tip: every tree into memory, every record decoded
 // and indexed. A record that cannot be decoded is kept as unreadable and
-// reported; it does not stop the load.
-func load(repo string) (*snapshot, []*UnreadableError, error) {
+// reported; it does not stop the load. Records come from packList (listed
+// here when nil).
+func load(repo string, packList []packInfo) (*snapshot, []*UnreadableError, error) {
 	stor := openStorage(repo)
 	defer stor.Close()
-	snap := newSnapshot()
 	tip, err := readTip(stor)
 	if err != nil || tip.IsZero() {
-		return snap, nil, err
+		return newSnapshot(snapSizes{}), nil, err
 	}
-	packs, err := openPacks(repo)
+	if packList == nil {
+		if packList, err = listPacks(repo, false); err != nil {
+			return nil, nil, err
+		}
+	}
+	// Most objects sit in the largest pack: look there first.
+	packList = slices.Clone(packList)
+	slices.SortStableFunc(packList, func(a, b packInfo) int { return b.objects - a.objects })
+	packs, err := openPacks(repo, packList)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer closePacks(packs)
-	rd := &objectReader{packs: packs, stor: stor}
-	raw, err := rd.read(tip, plumbing.CommitObject)
-	if err != nil {
-		return nil, nil, fmt.Errorf("read state commit %s: %w", tip, err)
-	}
-	root, err := commitTree(raw)
-	if err != nil {
-		return nil, nil, fmt.Errorf("read state commit %s: %w", tip, err)
-	}
-	snap.tip = tip
-	type blob struct {
-		path string
-		rec  *record
-	}
-	var blobs []blob
-	var walk func(dir string, h plumbing.Hash) error
-	walk = func(dir string, h plumbing.Hash) error {
-		data, err := rd.read(h, plumbing.TreeObject)
-		if err != nil {
-			return fmt.Errorf("read tree %q (%s) at commit %s: %w", dir, h, tip, err)
-		}
-		entries, err := parseTree(data)
-		if err != nil {
-			return fmt.Errorf("read tree %q (%s) at commit %s: %w", dir, h, tip, err)
-		}
-		snap.trees[dir] = &treeNode{hash: h, entries: entries}
-		for _, e := range entries {
-			p := e.name
-			if dir != "" {
-				p = dir + "/" + e.name
-			}
-			if e.dir {
-				if err := walk(p, e.hash); err != nil {
-					return err
-				}
-				continue
-			}
-			blobs = append(blobs, blob{path: p, rec: &record{hash: e.hash}})
-		}
-		return nil
-	}
-	if err := walk("", root); err != nil {
+	l := &loader{tip: tip, rd: &objectReader{packs: packs, stor: stor}, names: newInterner()}
+	if err := l.walk(); err != nil {
 		return nil, nil, err
 	}
-	// Inflating and decoding dominate a cold open: spread them over the
-	// CPUs. Objects outside packs go through go-git, which is not safe for
-	// concurrent use, so those are read first by this goroutine.
-	for _, b := range blobs {
-		if !rd.packed(b.rec.hash) {
-			var err error
-			if b.rec.raw, err = rd.read(b.rec.hash, plumbing.BlobObject); err != nil {
-				return nil, nil, fmt.Errorf("read record %s (%s) at commit %s: %w", b.path, b.rec.hash, tip, err)
-			}
-		}
-	}
-	workers := runtime.GOMAXPROCS(0)
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			wr := &objectReader{packs: packs}
-			for i := w; i < len(blobs); i += workers {
-				b := blobs[i]
-				if b.rec.raw == nil {
-					raw, err := wr.readPacked(b.rec.hash, plumbing.BlobObject)
-					if err != nil {
-						errs[w] = fmt.Errorf("read record %s (%s) at commit %s: %w", b.path, b.rec.hash, tip, err)
-						return
-					}
-					b.rec.raw = raw
-				}
-				v, err := decodeRecord(b.path, b.rec.raw)
-				if err != nil {
-					b.rec.err = &UnreadableError{Path: b.path, Commit: tip.String(), Err: err}
-					continue
-				}
-				b.rec.val = v
-			}
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, nil, err
-	}
+	snap := newSnapshot(l.sizes)
+	snap.tip, snap.trees = tip, l.trees
 	var problems []*UnreadableError
-	for _, b := range blobs {
+	snap.ov.bulk = true
+	defer snap.ov.endBulk()
+	err = l.readBlobs(func(b blob) {
 		snap.files[b.path] = b.rec
 		snap.index(b.path, b.rec)
 		if b.rec.err != nil {
 			problems = append(problems, b.rec.err)
 		}
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	return snap, problems, nil
+}
+
+// loader holds what a load has read so far.
+type loader struct {
+	tip   plumbing.Hash
+	rd    *objectReader
+	names *interner // folder names
+	trees map[string]*treeNode
+	blobs []blob
+	sizes snapSizes
+	slab  []record // records are allocated from it, a few thousand at a time
+}
+
+type blob struct {
+	path string
+	rec  *record
+}
+
+// walk reads the tip's trees and lists its files.
+func (l *loader) walk() error {
+	raw, err := l.rd.read(l.tip, plumbing.CommitObject)
+	if err != nil {
+		return fmt.Errorf("read state commit %s: %w", l.tip, err)
+	}
+	root, err := commitTree(raw)
+	if err != nil {
+		return fmt.Errorf("read state commit %s: %w", l.tip, err)
+	}
+	objects := 0
+	for _, p := range l.rd.packs {
+		objects += p.idx.count()
+	}
+	l.trees = make(map[string]*treeNode, objects/3) // about one folder for two files
+	return l.walkTree("", root)
+}
+
+func (l *loader) walkTree(dir string, h plumbing.Hash) error {
+	data, err := l.rd.view(h, plumbing.TreeObject)
+	if err != nil && errors.Is(err, errNotInPack) {
+		data, err = l.rd.read(h, plumbing.TreeObject)
+	}
+	if err != nil {
+		return fmt.Errorf("read tree %q (%s) at commit %s: %w", dir, h, l.tip, err)
+	}
+	entries, err := parseTree(data, l.names)
+	if err != nil {
+		return fmt.Errorf("read tree %q (%s) at commit %s: %w", dir, h, l.tip, err)
+	}
+	l.trees[dir] = &treeNode{hash: h, entries: entries}
+	prefix := ""
+	if dir != "" {
+		prefix = dir + "/"
+	}
+	for _, e := range entries {
+		p := prefix + e.name
+		if e.dir {
+			if err := l.walkTree(p, e.hash); err != nil {
+				return err
+			}
+			continue
+		}
+		if len(l.slab) == 0 {
+			l.slab = make([]record, 4096)
+		}
+		rec := &l.slab[0]
+		l.slab = l.slab[1:]
+		rec.hash = e.hash
+		l.blobs = append(l.blobs, blob{path: p, rec: rec})
+		l.sizes.count(p)
+	}
+	return nil
+}
+
+// blobChunk is how many records a worker reads and decodes at a time.
+const blobChunk = 512
+
+// readBlobs reads and decodes every record and hands each to index, in
+// path order. Inflating and decoding dominate a cold open: workers do them
+// over the CPUs, chunk by chunk, while this goroutine indexes the chunks
+// done. Objects outside packs go through go-git, which is not safe for
+// concurrent use: the workers leave them to this goroutine.
+func (l *loader) readBlobs(index func(blob)) error {
+	chunks := (len(l.blobs) + blobChunk - 1) / blobChunk
+	done := make([]chan error, chunks)
+	for c := range done {
+		done[c] = make(chan error, 1)
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	defer wg.Wait() // the packs are unmapped when load returns
+	defer stop.Store(true)
+	workers := runtime.GOMAXPROCS(0)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rd, in := &objectReader{packs: l.rd.packs}, newInterner()
+			for c := w; c < chunks; c += workers {
+				var err error
+				for i := c * blobChunk; i < min(len(l.blobs), (c+1)*blobChunk) && err == nil && !stop.Load(); i++ {
+					err = l.readBlob(rd, in, l.blobs[i], true)
+				}
+				done[c] <- err
+			}
+		}()
+	}
+	for c := range chunks {
+		if err := <-done[c]; err != nil {
+			return err
+		}
+		for _, b := range l.blobs[c*blobChunk : min(len(l.blobs), (c+1)*blobChunk)] {
+			if b.rec.raw == nil {
+				if err := l.readBlob(l.rd, nil, b, false); err != nil {
+					return err
+				}
+			}
+			index(b)
+		}
+	}
+	return nil
+}
+
+// readBlob reads one record and decodes it; with packedOnly, a record that
+// is not an undeltified object in a pack is left unread.
+func (l *loader) readBlob(rd *objectReader, in *interner, b blob, packedOnly bool) error {
+	var err error
+	if packedOnly {
+		b.rec.raw, err = rd.readPacked(b.rec.hash, plumbing.BlobObject)
+		if errors.Is(err, errNotInPack) {
+			return nil
+		}
+	} else {
+		b.rec.raw, err = rd.read(b.rec.hash, plumbing.BlobObject)
+	}
+	if err != nil {
+		return fmt.Errorf("read record %s (%s) at commit %s: %w", b.path, b.rec.hash, l.tip, err)
+	}
+	if b.rec.raw == nil {
+		b.rec.raw = []byte{}
+	}
+	v, err := decodeRecordIn(b.path, b.rec.raw, in)
+	if err != nil {
+		b.rec.err = &UnreadableError{Path: b.path, Commit: l.tip.String(), Err: err}
+		return nil
+	}
+	b.rec.val = v
+	return nil
 }

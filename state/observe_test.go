@@ -3,8 +3,11 @@ package state
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -83,4 +86,46 @@ func breakPacks(t *testing.T, _ *Store, dir string) {
 		os.Remove(packs)
 		os.Rename(packs+".away", packs)
 	})
+}
+
+// TestCommittedHook: Options.Committed hears of every commit once it is
+// published (the store's queries already see it), in commit order, from a
+// goroutine that holds no lock of the store, and of nothing else.
+func TestCommittedHook(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state.git")
+	var s *Store
+	var mu sync.Mutex
+	var heard []string
+	s, err := Open(context.Background(), dir, Options{Committed: func(commit string) {
+		if tip := s.Tip(); tip != commit { // reading the store from the hook must not deadlock
+			t.Errorf("Committed(%s) while the store's tip is %s", commit, tip)
+		}
+		mu.Lock()
+		heard = append(heard, commit)
+		mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	put := func(i int) func(*Tx) error {
+		return func(tx *Tx) error { return tx.Put(fmt.Sprintf("events/e%d.json", i), map[string]int{"i": i}) }
+	}
+	update(t, s, put(0))
+	update(t, s, put(0)) // changes nothing: no commit
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			update(t, s, put(i+1))
+		}()
+	}
+	wg.Wait()
+	log := strings.Fields(gitCLI(t, dir, "rev-list", "--reverse", string(RefName)))
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(heard, log) {
+		t.Fatalf("Committed heard %v, the branch holds %v", heard, log)
+	}
 }

@@ -1,7 +1,6 @@
 package state
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha1"
 	"encoding/binary"
@@ -10,15 +9,14 @@ import (
 	"hash"
 	"hash/adler32"
 	"hash/crc32"
-	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
+	"golang.org/x/sys/unix"
 )
 
 // packInfo describes one pack in objects/pack.
@@ -29,56 +27,43 @@ type packInfo struct {
 }
 
 // packWriter streams non-delta objects into a git pack (version 2) and
-// collects what the .idx needs.
+// keeps what the .idx needs. A commit's pack stays in memory until finish
+// and reaches the file in one write; a merge's is flushed as it grows.
 type packWriter struct {
-	w      *bufio.Writer
-	sum    hash.Hash
-	offset int64
-	zbuf   []byte
-	idx    idxfile.Writer
-	seen   map[plumbing.Hash]bool
+	f       *os.File
+	sum     hash.Hash
+	buf     []byte
+	offset  int64 // of the next entry
+	entries []idxEntry
 }
 
-func newPackWriter(w io.Writer, count int) (*packWriter, error) {
-	pw := &packWriter{sum: sha1.New(), seen: make(map[plumbing.Hash]bool, count)}
-	pw.w = bufio.NewWriterSize(io.MultiWriter(w, pw.sum), 64<<10)
-	var hdr [12]byte
-	copy(hdr[:], "PACK")
-	binary.BigEndian.PutUint32(hdr[4:], 2)
-	binary.BigEndian.PutUint32(hdr[8:], uint32(count))
-	if err := pw.idx.OnHeader(uint32(count)); err != nil {
-		return nil, err
-	}
-	_, err := pw.w.Write(hdr[:])
+const packFlushAt = 1 << 20
+
+func newPackWriter(f *os.File, count int) *packWriter {
+	pw := &packWriter{f: f, sum: sha1.New(), entries: make([]idxEntry, 0, count), buf: make([]byte, 0, 8<<10)}
+	pw.buf = append(pw.buf, "PACK"...)
+	pw.buf = binary.BigEndian.AppendUint32(pw.buf, 2)
+	pw.buf = binary.BigEndian.AppendUint32(pw.buf, uint32(count))
 	pw.offset = 12
-	return pw, err
+	return pw
 }
 
 func (pw *packWriter) add(typ plumbing.ObjectType, h plumbing.Hash, data []byte) error {
-	pw.seen[h] = true
-	var hdr [16]byte
+	start := len(pw.buf)
 	size := len(data)
-	n := 0
 	b := byte(typ)<<4 | byte(size&0x0f)
-	size >>= 4
-	for size > 0 {
-		hdr[n] = b | 0x80
-		n++
+	for size >>= 4; size > 0; size >>= 7 {
+		pw.buf = append(pw.buf, b|0x80)
 		b = byte(size & 0x7f)
-		size >>= 7
 	}
-	hdr[n] = b
-	n++
-	pw.zbuf = appendStoredZlib(pw.zbuf[:0], data)
-	crc := crc32.Update(crc32.ChecksumIEEE(hdr[:n]), crc32.IEEETable, pw.zbuf)
-	pw.idx.Add(h, uint64(pw.offset), crc)
-	if _, err := pw.w.Write(hdr[:n]); err != nil {
-		return err
+	pw.buf = append(pw.buf, b)
+	pw.buf = appendStoredZlib(pw.buf, data)
+	entry := pw.buf[start:]
+	pw.entries = append(pw.entries, idxEntry{hash: h, off: uint64(pw.offset), crc: crc32.ChecksumIEEE(entry)})
+	pw.offset += int64(len(entry))
+	if len(pw.buf) >= packFlushAt && pw.f != nil {
+		return pw.flush()
 	}
-	if _, err := pw.w.Write(pw.zbuf); err != nil {
-		return err
-	}
-	pw.offset += int64(n + len(pw.zbuf))
 	return nil
 }
 
@@ -104,116 +89,128 @@ func appendStoredZlib(dst, data []byte) []byte {
 
 // addRaw copies an entry (header and compressed data) from another pack.
 func (pw *packWriter) addRaw(h plumbing.Hash, entry []byte, crc uint32) error {
-	pw.seen[h] = true
-	pw.idx.Add(h, uint64(pw.offset), crc)
-	if _, err := pw.w.Write(entry); err != nil {
+	pw.entries = append(pw.entries, idxEntry{hash: h, off: uint64(pw.offset), crc: crc})
+	pw.offset += int64(len(entry))
+	if len(pw.buf)+len(entry) <= packFlushAt || pw.f == nil {
+		pw.buf = append(pw.buf, entry...)
+		return nil
+	}
+	if err := pw.flush(); err != nil {
 		return err
 	}
-	pw.offset += int64(len(entry))
-	return nil
+	pw.sum.Write(entry)
+	_, err := pw.f.Write(entry)
+	return err
+}
+
+func (pw *packWriter) flush() error {
+	pw.sum.Write(pw.buf)
+	_, err := pw.f.Write(pw.buf)
+	pw.buf = pw.buf[:0]
+	return err
 }
 
 // finish writes the trailer and returns the pack checksum and its index.
-func (pw *packWriter) finish() (plumbing.Hash, *idxfile.MemoryIndex, error) {
+// Without a file the whole pack is left in pw.buf.
+func (pw *packWriter) finish() (plumbing.Hash, []byte, error) {
 	var sum plumbing.Hash
-	if err := pw.w.Flush(); err != nil {
-		return sum, nil, err
-	}
+	pw.sum.Write(pw.buf)
 	pw.sum.Sum(sum[:0])
-	if _, err := pw.w.Write(sum[:]); err != nil {
-		return sum, nil, err
+	pw.buf = append(pw.buf, sum[:]...)
+	if pw.f != nil {
+		if _, err := pw.f.Write(pw.buf); err != nil {
+			return sum, nil, err
+		}
 	}
-	if err := pw.w.Flush(); err != nil {
-		return sum, nil, err
-	}
-	if err := pw.idx.OnFooter(sum); err != nil {
-		return sum, nil, err
-	}
-	idx, err := pw.idx.Index()
+	idx, err := encodeIdx(pw.entries, sum)
 	return sum, idx, err
 }
 
 // packDir is objects/pack of the repository.
 func packDir(repo string) string { return filepath.Join(repo, "objects", "pack") }
 
-// writePack writes objs as one pack and its index into objects/pack and
-// syncs both files and the folder before returning. produce is called with
-// a packWriter expecting count objects.
+// writeCommitPack writes the objects of a commit as one pack, built in
+// memory, and its index into objects/pack, then fsyncs the pack: the
+// commit's first sync. The pack is written under its final name (git and
+// the store ignore a pack without an index, and listPacks removes a torn
+// one), the index through a temporary file renamed, so that a reader never
+// sees it partial. The pack's name and the index
+// are not synced: the ref's folder sync, the commit's second, commits them
+// with it where the file system keeps its metadata in order (ext4's and
+// XFS's journal), and an index found missing or damaged is rebuilt from
+// its pack (see listPacks).
+func writeCommitPack(repo string, objs []gitObject) (packInfo, error) {
+	pw := newPackWriter(nil, len(objs))
+	size := 12 + 20
+	for _, o := range objs {
+		size += len(o.data) + 32 + len(o.data)/0xffff*5
+	}
+	pw.buf = slices.Grow(pw.buf, size)
+	for _, o := range objs {
+		pw.add(o.typ, o.hash, o.data) // cannot fail without a file
+	}
+	sum, idx, err := pw.finish()
+	if err != nil {
+		return packInfo{}, fmt.Errorf("write pack: %w", err)
+	}
+	name := "pack-" + sum.String()
+	base := filepath.Join(packDir(repo), name)
+	fd, err := installNew(base+".pack", pw.buf, 0o444)
+	if err != nil {
+		return packInfo{}, fmt.Errorf("write pack: %w", err)
+	}
+	defer unix.Close(fd)
+	xfd, err := replaceFile(base+".idx", idx, 0o444) // appears whole: git reads it
+	if err != nil {
+		return packInfo{}, fmt.Errorf("write pack index: %w", err)
+	}
+	unix.Close(xfd)
+	if err := fsyncFD(fd, base+".pack"); err != nil {
+		return packInfo{}, err
+	}
+	return packInfo{name: name, objects: len(objs)}, nil
+}
+
+// writePack streams a pack (a merge of others) and its index into
+// objects/pack and syncs the pack, the index and the folder. produce is
+// called with a packWriter expecting count objects.
 func writePack(repo string, count int, produce func(*packWriter) error) (packInfo, error) {
 	dir := packDir(repo)
 	pf, err := os.CreateTemp(dir, "tmp_pack_")
 	if err != nil {
 		return packInfo{}, fmt.Errorf("create pack: %w", err)
 	}
-	removeTmp := []string{pf.Name()}
+	tmp := pf.Name()
 	defer func() {
-		for _, n := range removeTmp {
-			os.Remove(n)
+		if tmp != "" {
+			os.Remove(tmp)
 		}
 	}()
 	defer pf.Close()
-	pw, err := newPackWriter(pf, count)
-	if err != nil {
-		return packInfo{}, fmt.Errorf("write pack: %w", err)
-	}
+	pw := newPackWriter(pf, count)
+	pw.buf = slices.Grow(pw.buf, packFlushAt)
 	if err := produce(pw); err != nil {
 		return packInfo{}, fmt.Errorf("write pack: %w", err)
 	}
-	if len(pw.seen) != count {
-		return packInfo{}, fmt.Errorf("write pack: %d objects written, %d announced", len(pw.seen), count)
+	if len(pw.entries) != count {
+		return packInfo{}, fmt.Errorf("write pack: %d objects written, %d announced", len(pw.entries), count)
 	}
 	sum, idx, err := pw.finish()
 	if err != nil {
 		return packInfo{}, fmt.Errorf("write pack: %w", err)
 	}
-	xf, err := os.CreateTemp(dir, "tmp_idx_")
-	if err != nil {
-		return packInfo{}, fmt.Errorf("create pack index: %w", err)
-	}
-	removeTmp = append(removeTmp, xf.Name())
-	defer xf.Close()
-	bw := bufio.NewWriter(xf)
-	if _, err := idxfile.NewEncoder(bw).Encode(idx); err != nil {
-		return packInfo{}, fmt.Errorf("write pack index: %w", err)
-	}
-	if err := bw.Flush(); err != nil {
-		return packInfo{}, fmt.Errorf("write pack index: %w", err)
-	}
 	name := "pack-" + sum.String()
-	// Rename first, then sync both files and the folder together: the
-	// renames and the data reach the disk in one journal commit where the
-	// file system allows it. The ref moves only after all three syncs, so
-	// an object the ref needs is never missing.
-	if err := os.Rename(pf.Name(), filepath.Join(dir, name+".pack")); err != nil {
+	if err := pf.Sync(); err != nil {
+		return packInfo{}, fmt.Errorf("sync pack %s: %w", name, err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, name+".pack")); err != nil {
 		return packInfo{}, fmt.Errorf("install pack: %w", err)
 	}
-	if err := os.Rename(xf.Name(), filepath.Join(dir, name+".idx")); err != nil {
+	tmp = ""
+	if err := installFile(dir, name+".idx", idx); err != nil {
 		return packInfo{}, fmt.Errorf("install pack index: %w", err)
 	}
-	removeTmp = nil
-	if err := syncAll(dir, pf, xf); err != nil {
-		return packInfo{}, err
-	}
 	return packInfo{name: name, objects: count}, nil
-}
-
-// syncAll fsyncs the files and the folder concurrently so that one journal
-// commit can cover them all.
-func syncAll(dir string, files ...*os.File) error {
-	var wg sync.WaitGroup
-	errs := make([]error, len(files)+1)
-	for i, f := range files {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := f.Sync(); err != nil {
-				errs[i] = fmt.Errorf("sync %s: %w", f.Name(), err)
-			}
-		}()
-	}
-	errs[len(files)] = syncDir(dir)
-	wg.Wait()
-	return errors.Join(errs...)
 }
 
 func syncDir(dir string) error {
@@ -228,9 +225,12 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// listPacks returns the valid packs of the repository, removing leftovers of
-// an interrupted write (temporary files, a pack without its index, an index
-// whose pack is missing or does not match) when clean is set.
+// listPacks returns the valid packs of the repository. With clean set (a
+// writable store opening) it also repairs what an interrupted write left:
+// temporary files are removed, a pack whose index is missing or damaged
+// gets it rebuilt, an index without its pack is removed, and a pack that
+// does not match its checksum is removed (the ref never pointed into it: it
+// moves only after the pack's sync).
 func listPacks(repo string, clean bool) ([]packInfo, error) {
 	dir := packDir(repo)
 	ents, err := os.ReadDir(dir)
@@ -243,29 +243,27 @@ func listPacks(repo string, clean bool) ([]packInfo, error) {
 	}
 	var packs []packInfo
 	removed := false
-	remove := func(n string) {
-		if clean {
-			os.Remove(filepath.Join(dir, n))
-			removed = true
-		}
-	}
 	for _, e := range ents {
 		n := e.Name()
-		switch {
-		case strings.HasPrefix(n, "tmp_"):
-			remove(n)
-		case strings.HasSuffix(n, ".pack"):
-			if !names[strings.TrimSuffix(n, ".pack")+".idx"] {
-				remove(n)
+		if clean && strings.HasPrefix(n, "tmp_") {
+			removed = os.Remove(filepath.Join(dir, n)) == nil || removed
+		}
+		if base, ok := strings.CutSuffix(n, ".idx"); ok && clean && !names[base+".pack"] {
+			removed = os.Remove(filepath.Join(dir, n)) == nil || removed // its pack was merged away
+		}
+		base, ok := strings.CutSuffix(n, ".pack")
+		if !ok {
+			continue
+		}
+		count, err := checkPack(dir, base)
+		if err != nil && clean {
+			if count, err = rebuildIdx(dir, base); err != nil {
+				os.Remove(filepath.Join(dir, base+".idx"))
+				os.Remove(filepath.Join(dir, n))
+				removed = true
 			}
-		case strings.HasSuffix(n, ".idx"):
-			base := strings.TrimSuffix(n, ".idx")
-			count, ok := checkPack(dir, base)
-			if !ok {
-				remove(n)
-				remove(base + ".pack")
-				continue
-			}
+		}
+		if err == nil {
 			packs = append(packs, packInfo{name: base, objects: count})
 		}
 	}
@@ -278,29 +276,37 @@ func listPacks(repo string, clean bool) ([]packInfo, error) {
 	return packs, nil
 }
 
-// checkPack reads the object count of an index and checks that the pack's
-// trailer matches the checksum the index records.
-func checkPack(dir, base string) (int, bool) {
-	idx, err := os.ReadFile(filepath.Join(dir, base+".idx"))
-	if err != nil || len(idx) < 8+256*4+40 || !bytes.Equal(idx[:4], []byte{0xff, 't', 'O', 'c'}) {
-		return 0, false
+// checkPack checks a pack's index (layout and checksum) and that the pack's
+// trailer is the checksum the index records, and returns the object count.
+func checkPack(dir, base string) (int, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, base+".idx"))
+	if err != nil {
+		return 0, err
 	}
-	count := int(binary.BigEndian.Uint32(idx[8+255*4:]))
-	packSum := idx[len(idx)-40 : len(idx)-20]
+	idx, err := checkIdx(raw)
+	if err != nil {
+		return 0, fmt.Errorf("%s.idx: %w", base, err)
+	}
 	pf, err := os.Open(filepath.Join(dir, base+".pack"))
 	if err != nil {
-		return 0, false
+		return 0, err
 	}
 	defer pf.Close()
 	st, err := pf.Stat()
-	if err != nil || st.Size() < 32 {
-		return 0, false
+	if err != nil {
+		return 0, err
 	}
 	trailer := make([]byte, 20)
-	if _, err := pf.ReadAt(trailer, st.Size()-20); err != nil || !bytes.Equal(trailer, packSum) {
-		return 0, false
+	if st.Size() < 32 {
+		return 0, fmt.Errorf("%s.pack: truncated", base)
 	}
-	return count, true
+	if _, err := pf.ReadAt(trailer, st.Size()-20); err != nil {
+		return 0, err
+	}
+	if !bytes.Equal(trailer, idx.packSum()) {
+		return 0, fmt.Errorf("%s.pack does not match its index", base)
+	}
+	return idx.count(), nil
 }
 
 // geometricRollup picks the packs to merge so the rest form a geometric
@@ -334,17 +340,13 @@ func geometricRollup(packs []packInfo) []packInfo {
 var errDeltaPack = errors.New("pack holds deltas")
 
 // mergePacks copies the entries of packs, already compressed and
-// undeltified, into one new pack, syncs it, then removes the old packs.
+// undeltified, into one new pack, syncs it, its index and the folder, then
+// removes the old packs.
 func mergePacks(repo string, packs []packInfo) (packInfo, error) {
 	dir := packDir(repo)
-	type entry struct {
-		hash      plumbing.Hash
-		crc       uint32
-		off, size int64
-	}
 	var mapped []*mappedPack
 	defer func() { closePacks(mapped) }()
-	var all [][]entry
+	var all [][]packEntry
 	seen := map[plumbing.Hash]bool{}
 	count := 0
 	for _, p := range packs {
@@ -353,36 +355,11 @@ func mergePacks(repo string, packs []packInfo) (packInfo, error) {
 			return packInfo{}, fmt.Errorf("merge packs: %w", err)
 		}
 		mapped = append(mapped, mp)
-		it, err := mp.idx.Entries()
+		entries, err := mp.entries()
 		if err != nil {
-			return packInfo{}, fmt.Errorf("merge packs: %w", err)
+			return packInfo{}, fmt.Errorf("merge packs: %s: %w", p.name, err)
 		}
-		var entries []entry
-		for {
-			e, err := it.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return packInfo{}, fmt.Errorf("merge packs: %w", err)
-			}
-			entries = append(entries, entry{hash: e.Hash, crc: e.CRC32, off: int64(e.Offset)})
-		}
-		it.Close()
-		sort.Slice(entries, func(i, j int) bool { return entries[i].off < entries[j].off })
-		end := int64(len(mp.data)) - 20
 		kept := entries[:0]
-		for i := len(entries) - 1; i >= 0; i-- {
-			e := &entries[i]
-			if e.off < 12 || e.off >= end {
-				return packInfo{}, fmt.Errorf("merge packs: %s: offset %d outside the pack", p.name, e.off)
-			}
-			e.size = end - e.off
-			end = e.off
-			if t := plumbing.ObjectType((mp.data[e.off] >> 4) & 7); t < plumbing.CommitObject || t > plumbing.TagObject {
-				return packInfo{}, fmt.Errorf("merge packs: %s: %w", p.name, errDeltaPack)
-			}
-		}
 		for _, e := range entries {
 			if !seen[e.hash] {
 				seen[e.hash] = true
@@ -414,4 +391,39 @@ func mergePacks(repo string, packs []packInfo) (packInfo, error) {
 		os.Remove(filepath.Join(dir, p.name+".pack"))
 	}
 	return merged, syncDir(dir)
+}
+
+// packEntry locates one undeltified object in a mapped pack.
+type packEntry struct {
+	hash      plumbing.Hash
+	crc       uint32
+	off, size int64
+}
+
+// entries lists the pack's objects in pack order, with their extent. It
+// fails with errDeltaPack when the pack holds deltas.
+func (mp *mappedPack) entries() ([]packEntry, error) {
+	n := mp.idx.count()
+	entries := make([]packEntry, n)
+	for i := range n {
+		off, ok := mp.idx.offset(i)
+		if !ok {
+			return nil, errors.New("bad 64-bit offset")
+		}
+		entries[i] = packEntry{hash: plumbing.Hash(mp.idx.name(i)), crc: mp.idx.crc(i), off: off}
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].off < entries[j].off })
+	end := int64(len(mp.data)) - 20
+	for i := len(entries) - 1; i >= 0; i-- {
+		e := &entries[i]
+		if e.off < 12 || e.off >= end {
+			return nil, fmt.Errorf("offset %d outside the pack", e.off)
+		}
+		e.size = end - e.off
+		end = e.off
+		if t := plumbing.ObjectType((mp.data[e.off] >> 4) & 7); t < plumbing.CommitObject || t > plumbing.TagObject {
+			return nil, errDeltaPack
+		}
+	}
+	return entries, nil
 }

@@ -373,11 +373,56 @@ func reservedPrefix(path string) bool {
 // decodeRecord parses raw as the typed record path holds. Generic records are
 // checked to be a JSON object whose format_version, if any, is known.
 func decodeRecord(path string, raw []byte) (any, error) {
+	return decodeRecordIn(path, raw, nil)
+}
+
+// decodeRecordIn is decodeRecord sharing repeated strings through in (nil:
+// no sharing). It tries the fast decoder first and falls back to
+// encoding/json, which also words the errors.
+func decodeRecordIn(path string, raw []byte, in *interner) (any, error) {
+	v, fv, ok := decodeFastRecord(kindOf(path), raw, in)
+	if !ok {
+		var err error
+		if v, fv, err = decodeSlow(kindOf(path), raw); err != nil {
+			return nil, fmt.Errorf("decode JSON: %w", err)
+		}
+	}
+	if fv > FormatVersion {
+		return nil, fmt.Errorf("format_version %d: %w (%d)", fv, ErrFutureVersion, FormatVersion)
+	}
+	return v, nil
+}
+
+// decodeFastRecord decodes the records the fast decoder knows: the typed
+// records that come by the thousand, and generic ones.
+func decodeFastRecord(kind string, raw []byte, in *interner) (any, int, bool) {
+	switch kind {
+	case "mailbox":
+		m := new(Mailbox)
+		ok := decodeFast(raw, in, m, mailboxFields)
+		return m, m.FormatVersion, ok
+	case "run":
+		r := new(Run)
+		ok := decodeFast(raw, in, r, runFields)
+		return r, r.FormatVersion, ok
+	case "llm_session":
+		s := new(LLMSession)
+		ok := decodeFast(raw, in, s, sessionFields)
+		return s, s.FormatVersion, ok
+	case "":
+		fv, ok := formatVersionFast(raw)
+		return nil, fv, ok
+	}
+	return nil, 0, false
+}
+
+// decodeSlow decodes a record with encoding/json.
+func decodeSlow(kind string, raw []byte) (any, int, error) {
 	var head struct {
 		FormatVersion int `json:"format_version"`
 	}
 	var v any
-	switch kindOf(path) {
+	switch kind {
 	case "mailbox":
 		v = new(Mailbox)
 	case "run":
@@ -392,28 +437,21 @@ func decodeRecord(path string, raw []byte) (any, error) {
 		v = &head
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
-		return nil, fmt.Errorf("decode JSON: %w", err)
+		return nil, 0, err
 	}
-	var fv int
 	switch r := v.(type) {
 	case *Mailbox:
-		fv = r.FormatVersion
+		return r, r.FormatVersion, nil
 	case *Run:
-		fv = r.FormatVersion
+		return r, r.FormatVersion, nil
 	case *LLMSession:
-		fv = r.FormatVersion
+		return r, r.FormatVersion, nil
 	case *AgentInstallation:
-		fv = r.FormatVersion
+		return r, r.FormatVersion, nil
 	case *SettingOverride:
-		fv = r.FormatVersion
-	default:
-		fv = head.FormatVersion
-		v = nil
+		return r, r.FormatVersion, nil
 	}
-	if fv > FormatVersion {
-		return nil, fmt.Errorf("format_version %d: %w (%d)", fv, ErrFutureVersion, FormatVersion)
-	}
-	return v, nil
+	return nil, head.FormatVersion, nil
 }
 
 // escapeSegment makes s one safe path segment: slashes are escaped, and no

@@ -6,9 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,7 +17,6 @@ import (
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
-	"golang.org/x/sys/unix"
 )
 
 // Options tune a Store. The zero value is a writable store.
@@ -38,6 +38,13 @@ type Options struct {
 	// durable). A batch that changes nothing is no commit and is not told.
 	// It runs on the committing goroutine, after the callers are answered.
 	Observe func(took time.Duration, err error)
+	// Committed, when set, is told of each commit once it is published:
+	// durable, the branch moved to it and the queries see it. It runs on
+	// the committing goroutine with no lock of the store held, after the
+	// batch's callers are answered and before the next commit starts, in
+	// commit order. It must not block: the next commit waits for it. It
+	// may read the store (Tip, Get...) but must not call Update.
+	Committed func(commit string)
 }
 
 // ErrReadOnly is returned by Update on a store opened with Options.ReadOnly.
@@ -104,34 +111,48 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		if _, err := os.Stat(filepath.Join(dir, "HEAD")); err != nil {
 			return nil, fmt.Errorf("open state %s read-only: %w", dir, err)
 		}
-	} else {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("open state %s: %w", dir, err)
-		}
-		lock, err := lockFile(dir)
-		if err != nil {
-			return nil, err
-		}
-		s.lock = lock
-		if err := initRepo(dir); err != nil {
-			unlockFile(lock)
-			return nil, err
-		}
-		if s.packs, err = listPacks(dir, true); err != nil {
-			unlockFile(lock)
-			return nil, err
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		unlockFile(s.lock)
+	} else if err := s.prepare(); err != nil {
 		return nil, err
 	}
-	if err := s.reload(); err != nil {
-		unlockFile(s.lock)
+	if err := ctx.Err(); err != nil {
+		s.release()
+		return nil, err
+	}
+	if err := s.reload(s.packs); err != nil {
+		s.release()
 		return nil, fmt.Errorf("open state %s: %w", dir, err)
 	}
 	return s, nil
 }
+
+// prepare readies a writable store: it takes the lock, creates the
+// repository when missing and repairs what a killed writer left (see
+// listPacks and repairRef).
+func (s *Store) prepare() error {
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return fmt.Errorf("open state %s: %w", s.dir, err)
+	}
+	lock, err := lockFile(s.dir)
+	if err != nil {
+		return err
+	}
+	s.lock = lock
+	err = initRepo(s.dir)
+	if err == nil {
+		s.packs, err = listPacks(s.dir, true)
+	}
+	if err == nil {
+		err = repairRef(s.dir, s.packs, s.log.Warn)
+	}
+	if err != nil {
+		s.release()
+		return fmt.Errorf("open state %s: %w", s.dir, err)
+	}
+	return nil
+}
+
+// release releases the lock.
+func (s *Store) release() error { return unlockFile(s.lock) }
 
 // initRepo creates the bare repository with go-git when it has no HEAD and
 // syncs what was created.
@@ -159,9 +180,10 @@ func initRepo(dir string) error {
 	return syncDir(filepath.Dir(filepath.Clean(dir)))
 }
 
-// reload replaces the in-memory state with the tip on disk.
-func (s *Store) reload() error {
-	snap, problems, err := load(s.dir)
+// reload replaces the in-memory state with the tip on disk, read from
+// packs (listed afresh when nil).
+func (s *Store) reload(packs []packInfo) error {
+	snap, problems, err := load(s.dir, packs)
 	if err != nil {
 		return err
 	}
@@ -187,7 +209,7 @@ func (s *Store) Close() error {
 		s.qmu.Unlock()
 		s.inflight.Wait()
 		s.mergeWG.Wait()
-		err = unlockFile(s.lock)
+		err = s.release()
 	})
 	return err
 }
@@ -263,10 +285,10 @@ func (s *Store) commitBatch(batch []*request) {
 	start := time.Now()
 	results := make([]error, len(batch))
 	var err error
-	var wrote bool
+	var commit plumbing.Hash
 	for attempt := 1; ; attempt++ {
 		var lost bool
-		wrote, lost, err = s.tryCommit(batch, results)
+		commit, lost, err = s.tryCommit(batch, results)
 		if err == nil && !lost {
 			break
 		}
@@ -277,7 +299,7 @@ func (s *Store) commitBatch(batch []*request) {
 			break
 		}
 		s.log.Warn("state branch moved under the store; re-reading the tip", "attempt", attempt)
-		if err = s.reload(); err != nil {
+		if err = s.reload(nil); err != nil {
 			break
 		}
 	}
@@ -292,16 +314,52 @@ func (s *Store) commitBatch(batch []*request) {
 		}
 		r.done <- results[i]
 	}
-	if (wrote || err != nil) && s.opts.Observe != nil {
+	if (!commit.IsZero() || err != nil) && s.opts.Observe != nil {
 		s.opts.Observe(time.Since(start), err)
+	}
+	if !commit.IsZero() && s.opts.Committed != nil {
+		s.opts.Committed(commit.String())
 	}
 }
 
-// tryCommit applies the batch to a fresh overlay and commits it. It reports
-// wrote when it moved the ref to a new commit, and lost when the ref on disk
-// is not the tip the batch was built on.
-func (s *Store) tryCommit(batch []*request, results []error) (wrote, lost bool, err error) {
+// tryCommit applies the batch to a fresh overlay and commits it. It returns
+// the commit when it moved the ref to a new one (zero when the batch
+// changes nothing), and lost when the ref on disk is not the tip the batch
+// was built on.
+func (s *Store) tryCommit(batch []*request, results []error) (commit plumbing.Hash, lost bool, err error) {
 	snap := s.snap // only the leader replaces or mutates it
+	overlay := runBatch(snap, batch, results)
+	changes := keepChanges(snap, overlay)
+	if len(changes) == 0 {
+		return plumbing.ZeroHash, false, nil
+	}
+	newTrees, removed, objs := buildTrees(snap.trees, changes)
+	// Blobs in path order: a cold open reads them in that order.
+	for _, p := range slices.Sorted(maps.Keys(overlay)) {
+		if c := overlay[p]; !c.deleted {
+			objs = append(objs, gitObject{typ: plumbing.BlobObject, data: c.raw, hash: c.hash})
+		}
+	}
+	c := newObject(plumbing.CommitObject, encodeCommit(newTrees[""].hash, snap.tip, changes))
+	objs = dedupe(append(objs, c))
+	pack, err := writeCommitPack(s.dir, objs)
+	if err != nil {
+		return plumbing.ZeroHash, false, fmt.Errorf("commit state: %w", err)
+	}
+	s.addPack(pack)
+	if lost, err := moveRef(s.dir, snap.tip, c.hash, false); err != nil || lost {
+		if err != nil {
+			err = fmt.Errorf("commit state: %w", err)
+		}
+		return plumbing.ZeroHash, lost, err
+	}
+	s.apply(snap, c.hash, overlay, newTrees, removed)
+	return c.hash, false, nil
+}
+
+// runBatch runs the batch's functions in order on one overlay of writes,
+// dropping the writes of those that fail (their error goes to results).
+func runBatch(snap *snapshot, batch []*request, results []error) map[string]*change {
 	overlay := map[string]*change{}
 	for i, r := range batch {
 		results[i] = nil
@@ -314,7 +372,12 @@ func (s *Store) tryCommit(batch []*request, results []error) (wrote, lost bool, 
 			overlay[p] = c
 		}
 	}
-	// Keep only what changes the tip.
+	return overlay
+}
+
+// keepChanges drops from overlay what does not change the tip and returns
+// the changes left, hashing the new blobs.
+func keepChanges(snap *snapshot, overlay map[string]*change) map[string]fileChange {
 	changes := map[string]fileChange{}
 	for p, c := range overlay {
 		old := snap.files[p]
@@ -333,42 +396,7 @@ func (s *Store) tryCommit(batch []*request, results []error) (wrote, lost bool, 
 		}
 		changes[p] = fileChange{hash: c.hash}
 	}
-	if len(changes) == 0 {
-		return false, false, nil
-	}
-	newTrees, removed, objs := buildTrees(snap.trees, changes)
-	for _, c := range overlay {
-		if !c.deleted {
-			objs = append(objs, gitObject{typ: plumbing.BlobObject, data: c.raw, hash: c.hash})
-		}
-	}
-	commit := newObject(plumbing.CommitObject, encodeCommit(newTrees[""].hash, snap.tip, changes))
-	objs = append(objs, commit)
-	objs = dedupe(objs)
-	pack, err := writePack(s.dir, len(objs), func(pw *packWriter) error {
-		for _, o := range objs {
-			if err := pw.add(o.typ, o.hash, o.data); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return false, false, fmt.Errorf("commit state: %w", err)
-	}
-	s.addPack(pack)
-	cur, err := s.readRef()
-	if err != nil {
-		return false, false, fmt.Errorf("commit state: %w", err)
-	}
-	if cur != snap.tip {
-		return false, true, nil
-	}
-	if err := s.writeRef(commit.hash); err != nil {
-		return false, false, fmt.Errorf("commit state: %w", err)
-	}
-	s.apply(snap, commit.hash, overlay, newTrees, removed)
-	return true, false, nil
+	return changes
 }
 
 // callTx runs fn, turning a panic into an error for that transaction only.
@@ -432,49 +460,6 @@ func (s *Store) dropProblem(path string) {
 
 // encodeCommit formats a commit whose message lists what changed.
 func encodeCommit(tree, parent plumbing.Hash, changes map[string]fileChange) []byte {
-	paths := make([]string, 0, len(changes))
-	puts, dels := 0, 0
-	for p, c := range changes {
-		paths = append(paths, p)
-		if c.deleted {
-			dels++
-		} else {
-			puts++
-		}
-	}
-	sort.Strings(paths)
-	line := func(p string) string {
-		if changes[p].deleted {
-			return "delete " + p
-		}
-		return "put " + p
-	}
-	var msg strings.Builder
-	if len(paths) <= 3 {
-		for i, p := range paths {
-			if i > 0 {
-				msg.WriteString("; ")
-			}
-			msg.WriteString(line(p))
-		}
-		msg.WriteString("\n")
-	} else {
-		var parts []string
-		if puts > 0 {
-			parts = append(parts, fmt.Sprintf("put %d records", puts))
-		}
-		if dels > 0 {
-			parts = append(parts, fmt.Sprintf("delete %d records", dels))
-		}
-		msg.WriteString(strings.Join(parts, "; ") + "\n\n")
-		for i, p := range paths {
-			if i == 100 {
-				fmt.Fprintf(&msg, "... and %d more\n", len(paths)-i)
-				break
-			}
-			msg.WriteString(line(p) + "\n")
-		}
-	}
 	ts := strconv.FormatInt(time.Now().Unix(), 10) + " +0000"
 	var b bytes.Buffer
 	b.WriteString("tree " + tree.String() + "\n")
@@ -483,73 +468,50 @@ func encodeCommit(tree, parent plumbing.Hash, changes map[string]fileChange) []b
 	}
 	b.WriteString("author Alfred <alfred@localhost> " + ts + "\n")
 	b.WriteString("committer Alfred <alfred@localhost> " + ts + "\n\n")
-	b.WriteString(msg.String())
+	b.WriteString(commitMessage(changes))
 	return b.Bytes()
 }
 
-func (s *Store) refPath() string { return filepath.Join(s.dir, filepath.FromSlash(string(RefName))) }
-
-// readRef reads the branch from disk (loose ref first, then packed-refs).
-func (s *Store) readRef() (plumbing.Hash, error) {
-	b, err := os.ReadFile(s.refPath())
-	if err == nil {
-		h := strings.TrimSpace(string(b))
-		if len(h) != 40 {
-			return plumbing.ZeroHash, fmt.Errorf("read %s: malformed ref %q", RefName, h)
+// commitMessage lists up to 3 changes on one line, more as a summary line
+// and the first 100, one a line.
+func commitMessage(changes map[string]fileChange) string {
+	paths := slices.Sorted(maps.Keys(changes))
+	line := func(p string) string {
+		if changes[p].deleted {
+			return "delete " + p
 		}
-		return plumbing.NewHash(h), nil
+		return "put " + p
 	}
-	if !errors.Is(err, os.ErrNotExist) {
-		return plumbing.ZeroHash, fmt.Errorf("read %s: %w", RefName, err)
-	}
-	stor := openStorage(s.dir)
-	defer stor.Close()
-	return readTip(stor)
-}
-
-// writeRef moves the branch durably. The ref file always holds 41 bytes, so
-// an existing one is overwritten in place and flushed with one fdatasync (no
-// metadata changes); a missing one is created by rename and its folder synced.
-func (s *Store) writeRef(h plumbing.Hash) error {
-	content := []byte(h.String() + "\n")
-	path := s.refPath()
-	if f, err := os.OpenFile(path, os.O_WRONLY, 0); err == nil {
-		st, err := f.Stat()
-		if err == nil && st.Size() == int64(len(content)) {
-			_, err = f.WriteAt(content, 0)
-			if err == nil {
-				err = unix.Fdatasync(int(f.Fd()))
-			}
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return fmt.Errorf("write %s: %w", RefName, err)
-			}
-			return nil
+	if len(paths) <= 3 {
+		var lines []string
+		for _, p := range paths {
+			lines = append(lines, line(p))
 		}
-		f.Close()
+		return strings.Join(lines, "; ") + "\n"
 	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("write %s: %w", RefName, err)
+	dels := 0
+	for _, c := range changes {
+		if c.deleted {
+			dels++
+		}
 	}
-	tmp, err := os.CreateTemp(dir, ".state-ref-")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", RefName, err)
+	var parts []string
+	if puts := len(paths) - dels; puts > 0 {
+		parts = append(parts, fmt.Sprintf("put %d records", puts))
 	}
-	defer os.Remove(tmp.Name())
-	defer tmp.Close()
-	if _, err := tmp.Write(content); err != nil {
-		return fmt.Errorf("write %s: %w", RefName, err)
+	if dels > 0 {
+		parts = append(parts, fmt.Sprintf("delete %d records", dels))
 	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("write %s: %w", RefName, err)
+	var msg strings.Builder
+	msg.WriteString(strings.Join(parts, "; ") + "\n\n")
+	for i, p := range paths {
+		if i == 100 {
+			fmt.Fprintf(&msg, "... and %d more\n", len(paths)-i)
+			break
+		}
+		msg.WriteString(line(p) + "\n")
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", RefName, err)
-	}
-	return syncDir(dir)
+	return msg.String()
 }
 
 // addPack records a new pack and starts a background merge when the pack

@@ -2,6 +2,7 @@ package state
 
 import (
 	"crypto/sha1"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -107,18 +108,21 @@ type fileChange struct {
 	deleted bool
 }
 
+// pendingDir is what a commit changes in one folder: entries put (files,
+// or folders rebuilt below) and names deleted.
+type pendingDir struct {
+	puts map[string]treeEntry
+	dels map[string]bool
+}
+
 // buildTrees applies file changes to the tip trees and returns the changed
 // and removed folders and the new tree objects. The tip is not modified.
 func buildTrees(tip map[string]*treeNode, changes map[string]fileChange) (changed map[string]*treeNode, removed []string, objs []gitObject) {
-	type pending struct {
-		puts map[string]treeEntry
-		dels map[string]bool
-	}
-	byDir := map[string]*pending{}
-	get := func(dir string) *pending {
+	byDir := map[string]*pendingDir{}
+	get := func(dir string) *pendingDir {
 		p := byDir[dir]
 		if p == nil {
-			p = &pending{puts: map[string]treeEntry{}, dels: map[string]bool{}}
+			p = &pendingDir{puts: map[string]treeEntry{}, dels: map[string]bool{}}
 			byDir[dir] = p
 		}
 		return p
@@ -126,50 +130,25 @@ func buildTrees(tip map[string]*treeNode, changes map[string]fileChange) (change
 	maxDepth := 0
 	for path, c := range changes {
 		dir, base := parentDir(path)
-		p := get(dir)
 		if c.deleted {
-			p.dels[base] = true
+			get(dir).dels[base] = true
 		} else {
-			p.puts[base] = treeEntry{name: base, hash: c.hash}
+			get(dir).puts[base] = treeEntry{name: base, hash: c.hash}
 		}
 		maxDepth = max(maxDepth, depth(dir))
 	}
 	changed = map[string]*treeNode{}
 	for d := maxDepth; d >= 0; d-- {
-		var dirs []string
-		for dir := range byDir {
-			if depth(dir) == d {
-				dirs = append(dirs, dir)
-			}
-		}
-		sort.Strings(dirs)
-		for _, dir := range dirs {
-			p := byDir[dir]
-			delete(byDir, dir)
+		for _, dir := range dirsAt(byDir, d) {
 			var old []treeEntry
 			if n := tip[dir]; n != nil {
 				old = n.entries
 			}
-			entries := make([]treeEntry, 0, len(old)+len(p.puts))
-			for _, e := range old {
-				if p.dels[e.name] {
-					continue
-				}
-				if ne, ok := p.puts[e.name]; ok {
-					ne.dir = e.dir || ne.dir
-					entries = append(entries, ne)
-					delete(p.puts, e.name)
-					continue
-				}
-				entries = append(entries, e)
-			}
-			for _, e := range p.puts {
-				entries = append(entries, e)
-			}
-			sort.Slice(entries, func(i, j int) bool { return gitLess(entries[i], entries[j]) })
+			entries := byDir[dir].apply(old)
+			delete(byDir, dir)
+			pdir, base := parentDir(dir)
 			if dir != "" && len(entries) == 0 {
 				removed = append(removed, dir)
-				pdir, base := parentDir(dir)
 				get(pdir).dels[base] = true
 				continue
 			}
@@ -177,10 +156,62 @@ func buildTrees(tip map[string]*treeNode, changes map[string]fileChange) (change
 			objs = append(objs, obj)
 			changed[dir] = &treeNode{hash: obj.hash, entries: entries}
 			if dir != "" {
-				pdir, base := parentDir(dir)
 				get(pdir).puts[base] = treeEntry{name: base, dir: true, hash: obj.hash}
 			}
 		}
 	}
 	return changed, removed, objs
+}
+
+// dirsAt returns the folders of byDir at depth d, sorted.
+func dirsAt(byDir map[string]*pendingDir, d int) []string {
+	var dirs []string
+	for dir := range byDir {
+		if depth(dir) == d {
+			dirs = append(dirs, dir)
+		}
+	}
+	sort.Strings(dirs)
+	return dirs
+}
+
+// apply returns the entries of a folder after the changes, in git order:
+// the old ones (already in order) merged with the new ones, sorted apart.
+func (p *pendingDir) apply(old []treeEntry) []treeEntry {
+	kept := make([]treeEntry, 0, len(old)+len(p.puts))
+	for _, e := range old {
+		if p.dels[e.name] {
+			continue
+		}
+		if ne, ok := p.puts[e.name]; ok {
+			ne.dir = e.dir || ne.dir
+			kept = append(kept, ne)
+			delete(p.puts, e.name)
+			continue
+		}
+		kept = append(kept, e)
+	}
+	if len(p.puts) == 0 {
+		return kept
+	}
+	added := make([]treeEntry, 0, len(p.puts))
+	for _, e := range p.puts {
+		added = append(added, e)
+	}
+	less := func(a, b treeEntry) int {
+		if gitLess(a, b) {
+			return -1
+		}
+		return 1
+	}
+	slices.SortFunc(added, less)
+	out := make([]treeEntry, 0, len(kept)+len(added))
+	for len(kept) > 0 && len(added) > 0 {
+		if gitLess(added[0], kept[0]) {
+			out, added = append(out, added[0]), added[1:]
+		} else {
+			out, kept = append(out, kept[0]), kept[1:]
+		}
+	}
+	return append(append(out, kept...), added...)
 }

@@ -233,6 +233,7 @@ func (d Deps) filterForm(action string, q listQuery, vis func(forge, owner, proj
 // overviewData is the home page.
 type overviewData struct {
 	Version  string
+	Health   health // the health line: readiness and notes
 	Missing  []string
 	SignIn   bool // access control, and nobody signed in: only public projects show
 	Records  bool
@@ -245,7 +246,7 @@ type overviewData struct {
 // progress and those recently done, and the last 30 days in charts, all
 // under the visitor's filters and access.
 func (d Deps) overview(w http.ResponseWriter, r *http.Request) {
-	data := overviewData{Version: d.Version, Records: d.Records != nil}
+	data := overviewData{Version: d.Version, Records: d.Records != nil, Health: d.health(r.Context())}
 	if d.Config != nil {
 		data.Missing = d.Config.Missing()
 	}

@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,7 +44,11 @@ type Deps struct {
 	Config  *config.Config
 	// Ready reports whether the service can do its work (the state store is
 	// open and writable); nil means always ready.
-	Ready  func(ctx context.Context) error
+	Ready func(ctx context.Context) error
+	// Notes tell what /readyz and the home page's health line add to the
+	// readiness without it making the service unready (the state mirror
+	// behind by N commits); nil: nothing.
+	Notes  func() []string
 	Logger *slog.Logger
 
 	// Records serves the run, mailbox and agents pages; nil serves none.
@@ -76,6 +81,7 @@ type Deps struct {
 	Clock func() time.Time
 
 	perms *permCache // the lists' permission cache, made by Register
+	ready *readiness // the last readiness /readyz answered, made by Register
 }
 
 // Register adds the health probes and the pages to r.
@@ -83,6 +89,7 @@ func Register(r *mux.Router, d Deps) {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
+	d.ready = &readiness{}
 	r.HandleFunc("/healthz", healthz).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/readyz", d.readyz).Methods(http.MethodGet, http.MethodHead)
 	d.perms = newPermCache(d.Clock)
@@ -120,19 +127,66 @@ func healthz(w http.ResponseWriter, _ *http.Request) {
 	w.Write([]byte("ok\n"))
 }
 
+// readyz answers 200 while the service can do its work and 503 with the
+// reason while it cannot (the state store not writable, its writes
+// failing); the notes follow on lines of their own either way. The log says
+// when readiness changes, not at every probe.
 func (d Deps) readyz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	if d.Ready != nil {
-		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
-		defer cancel()
-		if err := d.Ready(ctx); err != nil {
-			d.Logger.Warn("not ready", "err", err)
-			w.WriteHeader(http.StatusServiceUnavailable)
-			w.Write([]byte("not ready: " + err.Error() + "\n"))
-			return
-		}
+	h := d.health(r.Context())
+	d.ready.note(d.Logger, h.Err)
+	var b strings.Builder
+	if h.Err != nil {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		b.WriteString("not ready: " + h.Err.Error() + "\n")
+	} else {
+		b.WriteString("ready\n")
 	}
-	w.Write([]byte("ready\n"))
+	for _, n := range h.Notes {
+		b.WriteString(n + "\n")
+	}
+	w.Write([]byte(b.String()))
+}
+
+// health is the service's readiness and its notes, for /readyz and the
+// home page's health line.
+type health struct {
+	Err   error
+	Notes []string
+}
+
+func (d Deps) health(ctx context.Context) health {
+	var h health
+	if d.Ready != nil {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		h.Err = d.Ready(ctx)
+	}
+	if d.Notes != nil {
+		h.Notes = d.Notes()
+	}
+	return h
+}
+
+// readiness remembers whether the last answer was ready, to log changes only.
+type readiness struct {
+	mu       sync.Mutex
+	notReady bool
+}
+
+func (r *readiness) note(log *slog.Logger, err error) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case err != nil && !r.notReady:
+		log.Warn("not ready", "err", err)
+	case err == nil && r.notReady:
+		log.Info("ready again")
+	}
+	r.notReady = err != nil
 }
 
 type homeData struct {

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/alchemic-studio/alfred/config"
+	"github.com/alchemic-studio/alfred/forges/forgejo/forgejotest"
+)
+
+// gitOut runs git and fails the test on an error.
+func gitOut(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("git", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func branchOf(dir string) string {
+	out, _ := exec.Command("git", "--git-dir", dir, "for-each-ref", "--format=%(objectname)", "refs/heads/alfred/state").Output()
+	return strings.TrimSpace(string(out))
+}
+
+// TestServeMirrorsTheState runs alfred serve with ALFRED_STATE_REMOTE on the
+// Forgejo fake's git (the bot's token, taken from the forge on the same
+// host): the branch is pushed after the writes, a fresh state folder is
+// restored from the remote at start, and a folder the remote is ahead of
+// is refused at start with how to resolve it.
+func TestServeMirrorsTheState(t *testing.T) {
+	fj := forgejotest.NewServer(t)
+	remote := filepath.Join(t.TempDir(), "alfred-state.git")
+	gitOut(t, "init", "--quiet", "--bare", remote)
+	if err := fj.ServeGit(remote); err != nil {
+		t.Fatal(err)
+	}
+	bin := buildBinary(t)
+	const secret = "s3cret-hooks"
+	env := func(stateDir string) map[string]string {
+		data := t.TempDir()
+		return map[string]string{"ALFRED_STATE_DIR": stateDir, "ALFRED_DATA_DIR": data, "ALFRED_STATE_REMOTE": fj.CloneURL(),
+			"ALFRED_FORGE": "forgejo", "ALFRED_FORGE_URL": fj.URL(), "ALFRED_FORGE_TOKEN": forgejotest.BotToken,
+			"ALFRED_WEBHOOK_SECRETS": secret, "ALFRED_RUNNER": "host", "ALFRED_POLL_INTERVAL": "1h"}
+	}
+	dirA := filepath.Join(t.TempDir(), "state.git")
+	a := serveAlfred(t, bin, env(dirA))
+	h := newHooks(t, a, secret)
+	h.paced("a", 20, 100, nil)
+	waitUntil(t, 30*time.Second, "the writes recorded and pushed", func() bool {
+		return len(recorded(t, dirA)) == 20 && branchOf(remote) == branchOf(dirA)
+	})
+	waitUntil(t, 10*time.Second, "/readyz to say the mirror is up to date", func() bool {
+		code, body := a.get("/readyz")
+		return code == 200 && strings.Contains(body, "state mirror up to date")
+	})
+	if _, m := a.get("/metrics"); !strings.Contains(m, "alfred_state_mirror_behind_commits 0") || strings.Contains(m, `alfred_state_mirror_pushes_total{result="pushed"} 0`) {
+		t.Errorf("/metrics does not show the mirror")
+	}
+	stop(t, a)
+
+	dirB := filepath.Join(t.TempDir(), "state.git")
+	b := serveAlfred(t, bin, env(dirB))
+	waitUntil(t, 30*time.Second, "ready after the restore", func() bool { code, _ := b.get("/readyz"); return code == 200 })
+	if b.logLines("INFO", "state restored from the state remote") != 1 || len(recorded(t, dirB)) != 20 {
+		t.Fatalf("the fresh folder was not restored: %d events", len(recorded(t, dirB)))
+	}
+	if took, ok := b.logField("state restored from the state remote", "took").(float64); ok {
+		t.Logf("restore at start: %s", time.Duration(took))
+	}
+	newHooks(t, b, secret).paced("b", 1, 10, nil)
+	waitUntil(t, 30*time.Second, "B's write pushed", func() bool { return len(recorded(t, dirB)) == 21 && branchOf(remote) == branchOf(dirB) })
+	stop(t, b)
+
+	cmd := exec.Command(bin, "serve", "-listen", freePort(t))
+	for k, v := range env(dirA) {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Env = append(cmd.Env, "PATH="+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "has commits the local branch lacks") || !strings.Contains(string(out), "move "+dirA+" aside") ||
+		strings.Contains(string(out), forgejotest.BotToken) {
+		t.Fatalf("a start behind the remote: %v\n%s", err, out)
+	}
+}
+
+// stop ends a serve process with SIGTERM and waits for it.
+func stop(t *testing.T, s *served) {
+	t.Helper()
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- s.cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("alfred serve did not stop on SIGTERM")
+	}
+}
+
+func TestStateKeeperReadiness(t *testing.T) {
+	k := &stateKeeper{dirs: []string{t.TempDir()}, log: slog.New(slog.DiscardHandler)}
+	ready := k.ready(func(context.Context) error { return nil })
+	enospc := fmt.Errorf("commit state: write pack: %w", syscall.ENOSPC)
+	for i, tt := range []struct {
+		commit error // what a commit returned
+		want   string
+	}{
+		{nil, ""},
+		{enospc, "state writes fail since"},
+		{enospc, "(2 failed commits; handled events wait in the journal): commit state: write pack: no space left on device"},
+		{nil, ""},
+	} {
+		k.observe(time.Millisecond, tt.commit)
+		err := ready(context.Background())
+		if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+			t.Fatalf("step %d: ready() = %v, want %q", i, err, tt.want)
+		}
+	}
+	if err := k.ready(func(context.Context) error { return errors.New("not writable") })(context.Background()); err == nil {
+		t.Fatal("the base check is ignored")
+	}
+	if k.notes() != nil {
+		t.Fatal("notes without a mirror")
+	}
+}
+
+func TestForgeCredentialsStayOnTheirHost(t *testing.T) {
+	c := &config.Config{Forges: []config.Forge{
+		{Kind: "forgejo", Name: "forgejo", URL: "https://code.example.org", Token: "fj-token"},
+		{Kind: "github", Name: "github", URL: "https://api.github.com", Token: "gh-token"},
+	}}
+	for _, tt := range []struct {
+		remote, user, token string
+	}{
+		{"https://code.example.org/alfred/alfred-state.git", "oauth2", "fj-token"},
+		{"https://github.com/acme/alfred-state.git", "x-access-token", "gh-token"},
+		{"https://elsewhere.example/alfred-state.git", "", ""},
+		{"git@code.example.org:alfred/alfred-state.git", "", ""},
+	} {
+		if user, token := forgeCredentials(c, tt.remote); user != tt.user || token != tt.token {
+			t.Errorf("credentials for %s: %q %q, want %q %q", tt.remote, user, token, tt.user, tt.token)
+		}
+	}
+}
