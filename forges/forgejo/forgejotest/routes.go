@@ -9,108 +9,145 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/alchemic-studio/alfred/forges/internal/fakeforge"
 )
+
+// handler answers one API request, with s.mu held; v holds its path's wildcards.
+type handler func(s *Server, w http.ResponseWriter, r *http.Request, v fakeforge.PathValues)
+
+// apiRoute is one entry of a dispatch table.
+type apiRoute struct {
+	pattern fakeforge.Pattern
+	handle  handler
+}
+
+func handle(p string, h handler) apiRoute { return apiRoute{fakeforge.ParsePattern(p), h} }
+
+// topRoutes are the routes outside the repository, matched on the path's
+// segments as they are, escaped: "/api/v1/versio%6E" is not /version.
+var topRoutes = []apiRoute{
+	handle("GET /version", (*Server).getVersion),
+	handle("GET /user", (*Server).getUser),
+}
+
+// repoRoutes are the repository's routes, in the order they are tried;
+// {owner} and {repo} are Owner and Repo (route answers 404 for others).
+var repoRoutes = []apiRoute{
+	handle("GET /repos/{owner}/{repo}", (*Server).getRepo),
+	handle("GET /repos/{owner}/{repo}/collaborators/{collaborator}/permission", (*Server).permission),
+	handle("GET /repos/{owner}/{repo}/branches/{branch...}", (*Server).getBranch),
+	handle("GET /repos/{owner}/{repo}/labels", (*Server).listLabels),
+	handle("POST /repos/{owner}/{repo}/labels", (*Server).createLabel),
+	handle("PATCH /repos/{owner}/{repo}/labels/{id}", (*Server).label),
+	handle("GET /repos/{owner}/{repo}/labels/{id}", (*Server).label),
+	handle("PATCH /repos/{owner}/{repo}/issues/comments/{id}", (*Server).editComment),
+	handle("GET /repos/{owner}/{repo}/issues/{index}", (*Server).getIssue),
+	handle("PATCH /repos/{owner}/{repo}/issues/{index}", (*Server).editIssue),
+	handle("/repos/{owner}/{repo}/issues/{index}/comments", (*Server).threadComments),
+	handle("/repos/{owner}/{repo}/issues/{index}/labels", (*Server).issueLabels),
+	handle("DELETE /repos/{owner}/{repo}/issues/{index}/labels/{id}", (*Server).issueLabels),
+	handle("GET /repos/{owner}/{repo}/pulls", (*Server).listPulls),
+	handle("POST /repos/{owner}/{repo}/pulls", (*Server).createPull),
+	handle("GET /repos/{owner}/{repo}/pulls/{index}", (*Server).getPull),
+	handle("GET /repos/{owner}/{repo}/pulls/{index}/reviews", (*Server).listReviews),
+	handle("GET /repos/{owner}/{repo}/pulls/{index}/reviews/{id}/comments", (*Server).reviewComments),
+	handle("GET /repos/{owner}/{repo}/commits/{ref}/status", (*Server).combinedStatus),
+	handle("POST /repos/{owner}/{repo}/statuses/{sha}", (*Server).createStatus),
+}
 
 // route dispatches /api/v1 requests. It is called with s.mu held.
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
-	raw := strings.TrimPrefix(r.URL.EscapedPath(), "/api/v1/")
-	if raw == r.URL.EscapedPath() {
+	raw, found := strings.CutPrefix(r.URL.EscapedPath(), "/api/v1/")
+	if !found {
 		s.notFound(w, nil)
 		return
 	}
+	segs := unescapeSegments(raw)
+	if s.inspect(w, r, segs) || s.dispatch(topRoutes, w, r, strings.Split(raw, "/")) {
+		return
+	}
+	switch {
+	case len(segs) < 3 || segs[0] != "repos":
+		s.notFound(w, nil)
+	case segs[1] != Owner || segs[2] != Repo:
+		s.notFound(w, []string{fmt.Sprintf("repository does not exist [id: 0, uid: 0, owner_name: %s, name: %s]", segs[1], segs[2])})
+	default:
+		if !s.dispatch(repoRoutes, w, r, segs) {
+			s.notFound(w, nil)
+		}
+	}
+}
+
+// unescapeSegments splits an escaped path into its segments, each unescaped
+// on its own (left as it is when it does not unescape).
+func unescapeSegments(raw string) []string {
 	segs := strings.Split(raw, "/")
 	for i, sg := range segs {
 		if u, err := url.PathUnescape(sg); err == nil {
 			segs[i] = u
 		}
 	}
-	m := r.Method
-	if s.inspect(w, r, segs) {
-		return
+	return segs
+}
+
+// dispatch answers with the first of routes that matches segs, and reports
+// whether one did.
+func (s *Server) dispatch(routes []apiRoute, w http.ResponseWriter, r *http.Request, segs []string) bool {
+	for _, rt := range routes {
+		if v, found := rt.pattern.Match(r.Method, segs); found {
+			rt.handle(s, w, r, v)
+			return true
+		}
 	}
-	switch {
-	case m == "GET" && raw == "version":
-		writeJSON(w, 200, map[string]any{"version": Version})
-		return
-	case m == "GET" && raw == "user":
-		o := s.userJSON(Bot)
-		o["is_admin"] = true
-		writeJSON(w, 200, o)
-		return
-	case len(segs) < 3 || segs[0] != "repos":
+	return false
+}
+
+func (s *Server) getVersion(w http.ResponseWriter, _ *http.Request, _ fakeforge.PathValues) {
+	writeJSON(w, 200, map[string]any{"version": Version})
+}
+
+func (s *Server) getUser(w http.ResponseWriter, _ *http.Request, _ fakeforge.PathValues) {
+	o := s.userJSON(Bot)
+	o["is_admin"] = true
+	writeJSON(w, 200, o)
+}
+
+func (s *Server) getRepo(w http.ResponseWriter, _ *http.Request, _ fakeforge.PathValues) {
+	writeJSON(w, 200, s.repoJSON())
+}
+
+func (s *Server) getBranch(w http.ResponseWriter, _ *http.Request, v fakeforge.PathValues) {
+	name := v["branch"]
+	if sha, ok := s.branches[name]; ok {
+		writeJSON(w, 200, s.branchJSON(name, sha))
+	} else {
+		s.notFound(w, []string{"branch does not exist [name: " + name + "]"})
+	}
+}
+
+func (s *Server) listLabels(w http.ResponseWriter, r *http.Request, _ fakeforge.PathValues) {
+	all := sortedLabels(s.labels)
+	setTotal(w, len(all))
+	out := []any{}
+	for _, l := range page(s, r, all) {
+		out = append(out, s.labelJSON(l))
+	}
+	writeJSON(w, 200, out)
+}
+
+func (s *Server) getIssue(w http.ResponseWriter, _ *http.Request, v fakeforge.PathValues) {
+	if is := s.issueAt(v["index"]); is != nil {
+		writeJSON(w, 200, s.issueJSON(is))
+	} else {
 		s.notFound(w, nil)
-		return
-	case segs[1] != Owner || segs[2] != Repo:
-		s.notFound(w, []string{fmt.Sprintf("repository does not exist [id: 0, uid: 0, owner_name: %s, name: %s]", segs[1], segs[2])})
-		return
 	}
-	rest := segs[3:]
-	at := func(i int) string {
-		if i < len(rest) {
-			return rest[i]
-		}
-		return ""
-	}
-	n := len(rest)
-	switch {
-	case n == 0 && m == "GET":
-		writeJSON(w, 200, s.repoJSON())
-	case n == 3 && at(0) == "collaborators" && at(2) == "permission" && m == "GET":
-		s.permission(w, at(1))
-	case at(0) == "branches" && n >= 2 && m == "GET":
-		name := strings.Join(rest[1:], "/")
-		if sha, ok := s.branches[name]; ok {
-			writeJSON(w, 200, s.branchJSON(name, sha))
-		} else {
-			s.notFound(w, []string{"branch does not exist [name: " + name + "]"})
-		}
-	case n == 1 && at(0) == "labels" && m == "GET":
-		all := sortedLabels(s.labels)
-		setTotal(w, len(all))
-		out := []any{}
-		for _, l := range page(s, r, all) {
-			out = append(out, s.labelJSON(l))
-		}
-		writeJSON(w, 200, out)
-	case n == 1 && at(0) == "labels" && m == "POST":
-		s.createLabel(w, r)
-	case n == 2 && at(0) == "labels" && (m == "PATCH" || m == "GET"):
-		s.label(w, r, at(1))
-	case n == 3 && at(0) == "issues" && at(1) == "comments" && m == "PATCH":
-		s.editComment(w, r, at(2))
-	case n == 2 && at(0) == "issues" && m == "GET":
-		if is := s.issueAt(at(1)); is != nil {
-			writeJSON(w, 200, s.issueJSON(is))
-		} else {
-			s.notFound(w, nil)
-		}
-	case n == 2 && at(0) == "issues" && m == "PATCH":
-		s.editIssue(w, r, at(1))
-	case n == 3 && at(0) == "issues" && at(2) == "comments":
-		s.threadComments(w, r, at(1))
-	case n == 3 && at(0) == "issues" && at(2) == "labels":
-		s.issueLabels(w, r, at(1), "")
-	case n == 4 && at(0) == "issues" && at(2) == "labels" && m == "DELETE":
-		s.issueLabels(w, r, at(1), at(3))
-	case n == 1 && at(0) == "pulls" && m == "GET":
-		s.listPulls(w, r)
-	case n == 1 && at(0) == "pulls" && m == "POST":
-		s.createPull(w, r)
-	case n == 2 && at(0) == "pulls" && m == "GET":
-		if is := s.issueAt(at(1)); is != nil && is.pull != nil {
-			writeJSON(w, 200, s.pullJSON(is))
-		} else {
-			s.notFound(w, nil)
-		}
-	case n == 3 && at(0) == "pulls" && at(2) == "reviews" && m == "GET":
-		s.listReviews(w, r, at(1))
-	case n == 5 && at(0) == "pulls" && at(2) == "reviews" && at(4) == "comments" && m == "GET":
-		s.reviewComments(w, at(1), at(3))
-	case n == 3 && at(0) == "commits" && at(2) == "status" && m == "GET":
-		s.combinedStatus(w, r, at(1))
-	case n == 2 && at(0) == "statuses" && m == "POST":
-		s.createStatus(w, r, at(1))
-	default:
+}
+
+func (s *Server) getPull(w http.ResponseWriter, _ *http.Request, v fakeforge.PathValues) {
+	if is := s.issueAt(v["index"]); is != nil && is.pull != nil {
+		writeJSON(w, 200, s.pullJSON(is))
+	} else {
 		s.notFound(w, nil)
 	}
 }
@@ -132,7 +169,8 @@ func (s *Server) issueAt(num string) *issue {
 	return s.issues[n]
 }
 
-func (s *Server) permission(w http.ResponseWriter, login string) {
+func (s *Server) permission(w http.ResponseWriter, _ *http.Request, v fakeforge.PathValues) {
+	login := v["collaborator"]
 	u, ok := s.users[login]
 	if !ok {
 		s.errorJSON(w, http.StatusNotFound, "user does not exist [uid: 0, name: "+login+"]")
@@ -148,7 +186,7 @@ func (s *Server) permission(w http.ResponseWriter, login string) {
 	writeJSON(w, 200, o)
 }
 
-func (s *Server) createLabel(w http.ResponseWriter, r *http.Request) {
+func (s *Server) createLabel(w http.ResponseWriter, r *http.Request, _ fakeforge.PathValues) {
 	var in struct {
 		Name, Color, Description string
 		Exclusive                bool
@@ -170,7 +208,8 @@ func (s *Server) createLabel(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, 201, s.labelJSON(l))
 }
 
-func (s *Server) label(w http.ResponseWriter, r *http.Request, id string) {
+func (s *Server) label(w http.ResponseWriter, r *http.Request, v fakeforge.PathValues) {
+	id := v["id"]
 	var l *label
 	for _, x := range s.labels {
 		if strconv.FormatInt(x.id, 10) == id {
@@ -210,48 +249,25 @@ func (s *Server) label(w http.ResponseWriter, r *http.Request, id string) {
 	writeJSON(w, 200, s.labelJSON(l))
 }
 
-func (s *Server) editIssue(w http.ResponseWriter, r *http.Request, num string) {
-	is := s.issueAt(num)
+// editIssue edits an issue and sends the webhooks Forgejo sends for what
+// changed: issues edited (title, body), closed or reopened, then
+// issue_assign assigned or unassigned.
+func (s *Server) editIssue(w http.ResponseWriter, r *http.Request, v fakeforge.PathValues) {
+	is := s.issueAt(v["index"])
 	if is == nil {
 		s.notFound(w, nil)
 		return
 	}
-	var in struct {
+	var in struct { // nil: left as it is
 		Title, Body, State *string
 		Assignees          *[]string
 	}
 	if !decode(w, r, s, &in) {
 		return
 	}
-	changes := map[string]any{}
-	if in.Title != nil && *in.Title != is.title {
-		changes["title"] = map[string]any{"from": is.title}
-		is.title = *in.Title
-	}
-	if in.Body != nil && *in.Body != is.body {
-		changes["body"] = map[string]any{"from": is.body}
-		is.body = *in.Body
-	}
-	stateChanged := in.State != nil && *in.State != is.state
-	if stateChanged {
-		is.state = *in.State
-		if is.state == "closed" {
-			now := s.now()
-			is.closed = &now
-		} else {
-			is.closed = nil
-		}
-	}
-	assign := ""
-	if in.Assignees != nil && !slices.Equal(*in.Assignees, is.assignees) {
-		assign = "unassigned"
-		for _, a := range *in.Assignees {
-			if !slices.Contains(is.assignees, a) {
-				assign = "assigned"
-			}
-		}
-		is.assignees = slices.Clone(*in.Assignees)
-	}
+	changes := editText(is, in.Title, in.Body)
+	stateChanged := s.editState(is, in.State)
+	assign := editAssignees(is, in.Assignees)
 	is.upd = s.now()
 	if len(changes) > 0 {
 		s.hookIssueEvent(is, "issues", "edited", Bot, changes)
@@ -269,7 +285,55 @@ func (s *Server) editIssue(w http.ResponseWriter, r *http.Request, num string) {
 	writeJSON(w, 201, s.issueJSON(is)) // Forgejo 7 answers PATCH with 201
 }
 
-func (s *Server) threadComments(w http.ResponseWriter, r *http.Request, num string) {
+// editText sets the issue's title and body, those given, and is the
+// webhook's changes: the old value of each that changed.
+func editText(is *issue, title, body *string) map[string]any {
+	changes := map[string]any{}
+	if title != nil && *title != is.title {
+		changes["title"] = map[string]any{"from": is.title}
+		is.title = *title
+	}
+	if body != nil && *body != is.body {
+		changes["body"] = map[string]any{"from": is.body}
+		is.body = *body
+	}
+	return changes
+}
+
+// editState sets the issue's state, if given, and tells whether it changed.
+func (s *Server) editState(is *issue, state *string) bool {
+	if state == nil || *state == is.state {
+		return false
+	}
+	is.state = *state
+	if is.state == "closed" {
+		now := s.now()
+		is.closed = &now
+	} else {
+		is.closed = nil
+	}
+	return true
+}
+
+// editAssignees sets the issue's assignees, if given, and is the
+// issue_assign action: "assigned" when someone was added, "unassigned"
+// when the list changed without, "" when it did not change.
+func editAssignees(is *issue, assignees *[]string) string {
+	if assignees == nil || slices.Equal(*assignees, is.assignees) {
+		return ""
+	}
+	assign := "unassigned"
+	for _, a := range *assignees {
+		if !slices.Contains(is.assignees, a) {
+			assign = "assigned"
+		}
+	}
+	is.assignees = slices.Clone(*assignees)
+	return assign
+}
+
+func (s *Server) threadComments(w http.ResponseWriter, r *http.Request, v fakeforge.PathValues) {
+	num := v["index"]
 	is := s.issueAt(num)
 	if is == nil {
 		s.errorJSON(w, 500, fmt.Sprintf("issue does not exist [id: 0, repo_id: 1, index: %s]", num))
@@ -307,7 +371,8 @@ func (s *Server) addComment(number int64, author, body string) *comment {
 	return c
 }
 
-func (s *Server) editComment(w http.ResponseWriter, r *http.Request, id string) {
+func (s *Server) editComment(w http.ResponseWriter, r *http.Request, v fakeforge.PathValues) {
+	id := v["id"]
 	for _, c := range s.comments {
 		if strconv.FormatInt(c.id, 10) == id {
 			var in struct{ Body string }
@@ -325,8 +390,8 @@ func (s *Server) editComment(w http.ResponseWriter, r *http.Request, id string) 
 	s.notFound(w, []string{"comment does not exist [id: " + id + ", issue_id: 0]"})
 }
 
-func (s *Server) issueLabels(w http.ResponseWriter, r *http.Request, num, labelID string) {
-	is := s.issueAt(num)
+func (s *Server) issueLabels(w http.ResponseWriter, r *http.Request, v fakeforge.PathValues) {
+	is := s.issueAt(v["index"])
 	if is == nil {
 		s.notFound(w, nil)
 		return
@@ -351,7 +416,7 @@ func (s *Server) issueLabels(w http.ResponseWriter, r *http.Request, num, labelI
 		s.hookIssueEvent(is, "issue_label", "label_updated", Bot, nil) // fired even when nothing changed
 		writeJSON(w, 200, s.labelsJSON(is.labels))
 	case "DELETE":
-		id, _ := strconv.ParseInt(labelID, 10, 64)
+		id, _ := strconv.ParseInt(v["id"], 10, 64) // "" (no label) for .../labels
 		is.labels = slices.DeleteFunc(is.labels, func(x int64) bool { return x == id })
 		s.hookIssueEvent(is, "issue_label", "label_updated", Bot, nil) // fired even when nothing changed
 		w.WriteHeader(http.StatusNoContent)                            // also for a label that was not there
@@ -406,7 +471,7 @@ func (s *Server) pullsByState(state string) []*issue {
 	return out
 }
 
-func (s *Server) listPulls(w http.ResponseWriter, r *http.Request) {
+func (s *Server) listPulls(w http.ResponseWriter, r *http.Request, _ fakeforge.PathValues) {
 	state := r.URL.Query().Get("state")
 	if state == "" {
 		state = "open"
@@ -421,7 +486,7 @@ func (s *Server) listPulls(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, 200, out)
 }
 
-func (s *Server) createPull(w http.ResponseWriter, r *http.Request) {
+func (s *Server) createPull(w http.ResponseWriter, r *http.Request, _ fakeforge.PathValues) {
 	var in struct{ Head, Base, Title, Body string }
 	if !decode(w, r, s, &in) {
 		return
@@ -463,8 +528,8 @@ func (s *Server) addIssue(number int64, title, body, state, author string) *issu
 	return is
 }
 
-func (s *Server) listReviews(w http.ResponseWriter, r *http.Request, num string) {
-	is := s.issueAt(num)
+func (s *Server) listReviews(w http.ResponseWriter, r *http.Request, v fakeforge.PathValues) {
+	is := s.issueAt(v["index"])
 	if is == nil || is.pull == nil {
 		s.notFound(w, nil)
 		return
@@ -478,14 +543,14 @@ func (s *Server) listReviews(w http.ResponseWriter, r *http.Request, num string)
 	writeJSON(w, 200, out)
 }
 
-func (s *Server) reviewComments(w http.ResponseWriter, num, id string) {
-	is := s.issueAt(num)
+func (s *Server) reviewComments(w http.ResponseWriter, _ *http.Request, v fakeforge.PathValues) {
+	is := s.issueAt(v["index"])
 	if is == nil || is.pull == nil {
 		s.notFound(w, nil)
 		return
 	}
 	for _, rv := range s.reviews[is.number] {
-		if strconv.FormatInt(rv.id, 10) == id {
+		if strconv.FormatInt(rv.id, 10) == v["id"] {
 			out := []any{}
 			for _, c := range rv.comments {
 				out = append(out, s.reviewCommentJSON(is.number, rv, c))
@@ -514,7 +579,8 @@ func (s *Server) latestStatuses(sha string) []*status {
 	return out
 }
 
-func (s *Server) combinedStatus(w http.ResponseWriter, r *http.Request, ref string) {
+func (s *Server) combinedStatus(w http.ResponseWriter, r *http.Request, v fakeforge.PathValues) {
+	ref := v["ref"]
 	sha := ref
 	if b, ok := s.branches[ref]; ok {
 		sha = b
@@ -545,7 +611,8 @@ func (s *Server) combinedStatus(w http.ResponseWriter, r *http.Request, ref stri
 	writeJSON(w, 200, o)
 }
 
-func (s *Server) createStatus(w http.ResponseWriter, r *http.Request, sha string) {
+func (s *Server) createStatus(w http.ResponseWriter, r *http.Request, v fakeforge.PathValues) {
+	sha := v["sha"]
 	var in struct {
 		State       string `json:"state"`
 		TargetURL   string `json:"target_url"`

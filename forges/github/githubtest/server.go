@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/alchemic-studio/alfred/forges"
+	"github.com/alchemic-studio/alfred/forges/internal/fakeforge"
 )
 
 // Server is a stateful httptest stand-in for GitHub's REST API (v3, API
@@ -212,69 +213,6 @@ var notFound = errReply(http.StatusNotFound, "Not Found")
 func ok(body any) reply      { return reply{status: http.StatusOK, body: body} }
 func created(body any) reply { return reply{status: http.StatusCreated, body: body} }
 
-// route dispatches on the escaped path, so that branch and label names with
-// '/' or ':' stay one segment.
-func (f *Server) route(r *http.Request) reply {
-	seg, rep, done := f.admit(r)
-	if done {
-		return rep
-	}
-	m := r.Method
-	if len(seg) == 1 && seg[0] == "user" && m == http.MethodGet {
-		if f.caller != f.bot {
-			return errReply(http.StatusForbidden, "Resource not accessible by integration")
-		}
-		return ok(f.userJSON(f.bot))
-	}
-	if len(seg) < 3 || seg[0] != "repos" || seg[1] != f.owner || seg[2] != f.repo {
-		return notFound
-	}
-	rest := seg[3:]
-	switch {
-	case len(rest) == 0 && m == http.MethodGet:
-		return ok(f.repoJSON())
-	case len(rest) == 3 && rest[0] == "collaborators" && rest[2] == "permission" && m == http.MethodGet:
-		return f.permission(rest[1])
-	case len(rest) == 2 && rest[0] == "branches" && m == http.MethodGet:
-		return f.branch(rest[1])
-	case len(rest) == 1 && rest[0] == "labels" && m == http.MethodGet:
-		return f.page(r, f.labelsJSON())
-	case len(rest) == 1 && rest[0] == "labels" && m == http.MethodPost:
-		return f.createLabel(r)
-	case len(rest) == 2 && rest[0] == "labels" && m == http.MethodPatch:
-		return f.updateLabel(r, rest[1])
-	case len(rest) == 2 && rest[0] == "issues" && m == http.MethodGet:
-		return f.withIssue(rest[1], func(is *fakeIssue) reply { return ok(f.issueJSON(is)) })
-	case len(rest) == 2 && rest[0] == "issues" && m == http.MethodPatch:
-		return f.withIssue(rest[1], func(is *fakeIssue) reply { return f.editIssue(r, is) })
-	case len(rest) == 3 && rest[0] == "issues" && rest[1] == "comments" && m == http.MethodPatch:
-		return f.editComment(r, rest[2])
-	case len(rest) == 3 && rest[0] == "issues" && rest[2] == "comments" && m == http.MethodGet:
-		return f.withIssue(rest[1], func(is *fakeIssue) reply { return f.listComments(r, is) })
-	case len(rest) == 3 && rest[0] == "issues" && rest[2] == "comments" && m == http.MethodPost:
-		return f.withIssue(rest[1], func(is *fakeIssue) reply { return f.createComment(r, is) })
-	case len(rest) == 3 && rest[0] == "issues" && rest[2] == "labels" && m == http.MethodPost:
-		return f.withIssue(rest[1], func(is *fakeIssue) reply { return f.addLabels(r, is) })
-	case len(rest) == 4 && rest[0] == "issues" && rest[2] == "labels" && m == http.MethodDelete:
-		return f.withIssue(rest[1], func(is *fakeIssue) reply { return f.removeLabel(is, rest[3]) })
-	case len(rest) == 1 && rest[0] == "pulls" && m == http.MethodGet:
-		return f.listPulls(r)
-	case len(rest) == 1 && rest[0] == "pulls" && m == http.MethodPost:
-		return f.createPull(r)
-	case len(rest) == 2 && rest[0] == "pulls" && m == http.MethodGet:
-		return f.withPull(rest[1], func(is *fakeIssue) reply { return ok(f.pullJSON(is)) })
-	case len(rest) == 3 && rest[0] == "pulls" && rest[2] == "comments" && m == http.MethodGet:
-		return f.withPull(rest[1], func(is *fakeIssue) reply { return f.listReviewComments(r, is) })
-	case len(rest) == 3 && rest[0] == "pulls" && rest[2] == "reviews" && m == http.MethodGet:
-		return f.withPull(rest[1], func(is *fakeIssue) reply { return f.listReviews(r, is) })
-	case len(rest) == 3 && rest[0] == "commits" && rest[2] == "status" && m == http.MethodGet:
-		return f.combinedStatus(r, rest[1])
-	case len(rest) == 3 && rest[0] == "commits" && rest[2] == "check-runs" && m == http.MethodGet:
-		return f.checkRuns(r, rest[1])
-	}
-	return notFound
-}
-
 // admit splits the path under /api/v3/ into unescaped segments, answers the
 // App endpoints (done), and otherwise authenticates the caller (f.caller).
 func (f *Server) admit(r *http.Request) (seg []string, rep reply, done bool) {
@@ -393,7 +331,8 @@ func (f *Server) withPull(s string, fn func(*fakeIssue) reply) reply {
 
 // --- handlers ---
 
-func (f *Server) permission(login string) reply {
+func (f *Server) permission(_ *http.Request, v fakeforge.PathValues) reply {
+	login := v["username"]
 	p, known := f.users[login]
 	if !known {
 		return notFound
@@ -410,7 +349,8 @@ func (f *Server) permission(login string) reply {
 	return ok(map[string]any{"permission": perm, "role_name": role, "user": f.userJSON(login)})
 }
 
-func (f *Server) branch(name string) reply {
+func (f *Server) branch(_ *http.Request, v fakeforge.PathValues) reply {
+	name := v["branch"]
 	sha, found := f.branches[name]
 	if !found {
 		return errReply(http.StatusNotFound, "Branch not found")
@@ -432,7 +372,7 @@ func (f *Server) findLabel(name string) *forges.Label {
 	return nil
 }
 
-func (f *Server) createLabel(r *http.Request) reply {
+func (f *Server) createLabel(r *http.Request, _ fakeforge.PathValues) reply {
 	var in struct{ Name, Color, Description string }
 	if err := decodeBody(r, &in); err != nil || in.Name == "" {
 		return invalid("Validation Failed")
@@ -453,8 +393,8 @@ func (f *Server) createLabel(r *http.Request) reply {
 	return created(f.labelJSON(l))
 }
 
-func (f *Server) updateLabel(r *http.Request, name string) reply {
-	l := f.findLabel(name)
+func (f *Server) updateLabel(r *http.Request, v fakeforge.PathValues) reply {
+	l := f.findLabel(v["name"])
 	if l == nil {
 		return notFound
 	}
@@ -527,8 +467,8 @@ func (f *Server) createComment(r *http.Request, is *fakeIssue) reply {
 	return created(f.commentJSON(f.addComment(is.number, f.caller, *in.Body)))
 }
 
-func (f *Server) editComment(r *http.Request, s string) reply {
-	id, _ := f.num(s)
+func (f *Server) editComment(r *http.Request, v fakeforge.PathValues) reply {
+	id, _ := f.num(v["comment_id"])
 	for _, c := range f.comments {
 		if c.id != id {
 			continue
@@ -596,7 +536,7 @@ func (f *Server) sortedIssues() []*fakeIssue {
 }
 
 // listPulls filters on state (default open), head ("owner:branch") and base.
-func (f *Server) listPulls(r *http.Request) reply {
+func (f *Server) listPulls(r *http.Request, _ fakeforge.PathValues) reply {
 	q := r.URL.Query()
 	state := q.Get("state")
 	if state == "" {
@@ -626,7 +566,7 @@ func (f *Server) nextNumber() int64 {
 	return n + 1
 }
 
-func (f *Server) createPull(r *http.Request) reply {
+func (f *Server) createPull(r *http.Request, _ fakeforge.PathValues) reply {
 	var in struct{ Title, Body, Head, Base string }
 	if err := decodeBody(r, &in); err != nil {
 		return invalid("Problems parsing JSON")
@@ -672,7 +612,8 @@ func (f *Server) listReviews(r *http.Request, is *fakeIssue) reply {
 	return f.page(r, items)
 }
 
-func (f *Server) combinedStatus(r *http.Request, sha string) reply {
+func (f *Server) combinedStatus(r *http.Request, v fakeforge.PathValues) reply {
+	sha := v["ref"]
 	var items []any
 	for i, c := range f.statuses[sha] {
 		items = append(items, f.statusJSON(int64(i+1), c))
@@ -701,7 +642,8 @@ func (f *Server) combinedStatus(r *http.Request, sha string) reply {
 	}}
 }
 
-func (f *Server) checkRuns(r *http.Request, sha string) reply {
+func (f *Server) checkRuns(r *http.Request, v fakeforge.PathValues) reply {
+	sha := v["ref"]
 	var items []any
 	for i, c := range f.runs[sha] {
 		items = append(items, f.checkRunJSON(int64(i+1), sha, c))

@@ -264,129 +264,12 @@ func (f *Server) failure(w http.ResponseWriter, status int) {
 	writeJSON(w, status, map[string]any{"message": fmt.Sprintf("%d %s", status, http.StatusText(status))})
 }
 
-func (f *Server) route(w http.ResponseWriter, r *http.Request, seg []string) {
-	if f.inspect(w, r, seg) {
-		return
-	}
-	m := r.Method
-	switch {
-	case match(seg, "user") && m == http.MethodGet:
-		writeJSON(w, http.StatusOK, f.userJSON(f.users[f.bot]))
-		return
-	case match(seg, "users") && m == http.MethodGet:
-		var out []any
-		if u, ok := f.users[r.URL.Query().Get("username")]; ok {
-			out = append(out, f.userJSON(u))
-		}
-		f.page(w, r, out)
-		return
-	case len(seg) >= 2 && seg[0] == "projects":
-	default:
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": "404 Not Found"})
-		return
-	}
-	if seg[1] != f.path && seg[1] != strconv.FormatInt(f.project, 10) {
-		writeJSON(w, http.StatusNotFound, map[string]any{"message": "404 Project Not Found"})
-		return
-	}
-	p := seg[2:]
-	var body map[string]any
-	if m == http.MethodPost || m == http.MethodPut {
-		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-			writeJSON(w, http.StatusBadRequest, map[string]any{"error": "body is not JSON: " + err.Error()})
-			return
-		}
-	}
-	switch {
-	case len(p) == 0 && m == http.MethodGet:
-		writeJSON(w, http.StatusOK, f.projectJSON())
-	case match(p, "members", "all", "*") && m == http.MethodGet:
-		f.member(w, p[2])
-	case match(p, "repository", "branches", "*") && m == http.MethodGet:
-		f.branch(w, p[2])
-	case match(p, "repository", "commits", "*", "statuses") && m == http.MethodGet:
-		f.listStatuses(w, r, p[2])
-	case match(p, "pipelines") && m == http.MethodGet:
-		f.listPipelines(w, r)
-	case match(p, "labels") && m == http.MethodGet:
-		out := make([]any, 0, len(f.labels))
-		for _, l := range f.labels {
-			out = append(out, labelJSON(l))
-		}
-		f.page(w, r, out)
-	case match(p, "labels") && m == http.MethodPost:
-		f.createLabel(w, body)
-	case match(p, "labels", "*") && m == http.MethodPut:
-		f.updateLabel(w, p[1], body)
-	case match(p, "issues", "*") && m == http.MethodGet:
-		if is := f.issueByPath(w, p[1]); is != nil {
-			writeJSON(w, http.StatusOK, f.issueJSON(is))
-		}
-	case match(p, "issues", "*") && m == http.MethodPut:
-		if is := f.issueByPath(w, p[1]); is != nil {
-			f.updateIssue(is, body)
-			writeJSON(w, http.StatusOK, f.issueJSON(is))
-		}
-	case match(p, "merge_requests") && m == http.MethodGet:
-		f.listMRs(w, r)
-	case match(p, "merge_requests") && m == http.MethodPost:
-		f.createMR(w, body)
-	case match(p, "merge_requests", "*") && m == http.MethodGet:
-		if mr := f.mrByPath(w, p[1]); mr != nil {
-			writeJSON(w, http.StatusOK, f.mrJSON(mr))
-		}
-	case match(p, "merge_requests", "*") && m == http.MethodPut:
-		if mr := f.mrByPath(w, p[1]); mr != nil {
-			f.updateMR(mr, body)
-			writeJSON(w, http.StatusOK, f.mrJSON(mr))
-		}
-	case match(p, "merge_requests", "*", "discussions") && m == http.MethodGet:
-		if mr := f.mrByPath(w, p[1]); mr != nil {
-			f.listDiscussions(w, r, noteKey{"merge_requests", mr.IID})
-		}
-	case (match(p, "issues", "*", "notes") || match(p, "merge_requests", "*", "notes")) && (m == http.MethodGet || m == http.MethodPost):
-		key, ok := f.noteTarget(w, p[0], p[1])
-		if !ok {
-			return
-		}
-		if m == http.MethodGet {
-			f.listNotes(w, r, key)
-			return
-		}
-		text, _ := body["body"].(string)
-		if text == "" {
-			writeJSON(w, http.StatusBadRequest, map[string]any{"message": "400 Bad request - Note {:note=>[\"can't be blank\"]}"})
-			return
-		}
-		n := f.addNote(key, f.bot, text, "", time.Time{})
-		writeJSON(w, http.StatusCreated, f.noteJSON(key, n))
-	case (match(p, "issues", "*", "notes", "*") || match(p, "merge_requests", "*", "notes", "*")) && m == http.MethodPut:
-		key, ok := f.noteTarget(w, p[0], p[1])
-		if !ok {
-			return
-		}
-		id, _ := strconv.ParseInt(p[3], 10, 64)
-		for _, n := range f.notes[key] {
-			if n.ID == id {
-				if text, ok := body["body"].(string); ok {
-					n.Body, n.UpdatedAt = text, f.tick()
-				}
-				writeJSON(w, http.StatusOK, f.noteJSON(key, n))
-				return
-			}
-		}
-		writeJSON(w, http.StatusNotFound, map[string]any{"message": "404 Note Not Found"})
-	default:
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": "404 Not Found"})
-	}
-}
-
-// match tells whether seg is pattern, "*" matching any one segment.
-func match(seg []string, pattern ...string) bool {
-	if len(seg) != len(pattern) {
+// match tells whether seg is want, "*" matching any one segment.
+func match(seg []string, want ...string) bool {
+	if len(seg) != len(want) {
 		return false
 	}
-	for i, p := range pattern {
+	for i, p := range want {
 		if p != "*" && p != seg[i] {
 			return false
 		}
@@ -467,7 +350,8 @@ func (f *Server) projectJSON() map[string]any {
 	}
 }
 
-func (f *Server) member(w http.ResponseWriter, id string) {
+func (f *Server) member(w http.ResponseWriter, _ *http.Request, in input) {
+	id := in.path["user_id"]
 	for _, u := range f.users {
 		if strconv.FormatInt(u.ID, 10) == id && u.Access > accessNone {
 			m := f.userJSON(u)
@@ -481,7 +365,8 @@ func (f *Server) member(w http.ResponseWriter, id string) {
 	writeJSON(w, http.StatusNotFound, map[string]any{"message": "404 Not found"})
 }
 
-func (f *Server) branch(w http.ResponseWriter, name string) {
+func (f *Server) branch(w http.ResponseWriter, _ *http.Request, in input) {
+	name := in.path["branch"]
 	sha, ok := f.branches[name]
 	if !ok {
 		writeJSON(w, http.StatusNotFound, map[string]any{"message": "404 Branch Not Found"})
@@ -505,7 +390,8 @@ func labelJSON(l *fakeLabel) map[string]any {
 	}
 }
 
-func (f *Server) createLabel(w http.ResponseWriter, body map[string]any) {
+func (f *Server) createLabel(w http.ResponseWriter, _ *http.Request, in input) {
+	body := in.body
 	name, _ := body["name"].(string)
 	color, _ := body["color"].(string)
 	desc, _ := body["description"].(string)
@@ -523,8 +409,9 @@ func (f *Server) createLabel(w http.ResponseWriter, body map[string]any) {
 	}
 }
 
-func (f *Server) updateLabel(w http.ResponseWriter, name string, body map[string]any) {
-	l := f.label(name)
+func (f *Server) updateLabel(w http.ResponseWriter, _ *http.Request, in input) {
+	body := in.body
+	l := f.label(in.path["name"])
 	if l == nil {
 		writeJSON(w, http.StatusNotFound, map[string]any{"message": "404 Label Not Found"})
 		return
@@ -685,7 +572,7 @@ func (f *Server) mrJSON(mr *fakeMR) map[string]any {
 	}
 }
 
-func (f *Server) listMRs(w http.ResponseWriter, r *http.Request) {
+func (f *Server) listMRs(w http.ResponseWriter, r *http.Request, _ input) {
 	q := r.URL.Query()
 	state := cmp.Or(q.Get("state"), "all")
 	var mrs []*fakeMR
@@ -713,7 +600,8 @@ func (f *Server) listMRs(w http.ResponseWriter, r *http.Request) {
 	f.page(w, r, out)
 }
 
-func (f *Server) createMR(w http.ResponseWriter, body map[string]any) {
+func (f *Server) createMR(w http.ResponseWriter, _ *http.Request, in input) {
+	body := in.body
 	title, _ := body["title"].(string)
 	src, _ := body["source_branch"].(string)
 	dst, _ := body["target_branch"].(string)
@@ -815,7 +703,7 @@ func (f *Server) noteJSON(key noteKey, n *fakeNote) map[string]any {
 }
 
 // listNotes answers GET .../notes, sorted as asked (created_at desc by default).
-func (f *Server) listNotes(w http.ResponseWriter, r *http.Request, key noteKey) {
+func (f *Server) listNotes(w http.ResponseWriter, r *http.Request, key noteKey, _ input) {
 	notes := slices.Clone(f.notes[key])
 	slices.SortStableFunc(notes, func(a, b *fakeNote) int { return a.CreatedAt.Compare(b.CreatedAt) })
 	if r.URL.Query().Get("sort") != "asc" {
@@ -840,7 +728,7 @@ func (f *Server) listDiscussions(w http.ResponseWriter, r *http.Request, key not
 	f.page(w, r, out)
 }
 
-func (f *Server) listPipelines(w http.ResponseWriter, r *http.Request) {
+func (f *Server) listPipelines(w http.ResponseWriter, r *http.Request, _ input) {
 	q := r.URL.Query()
 	var ps []*fakePipeline
 	for _, p := range f.pipelines {
@@ -863,7 +751,8 @@ func (f *Server) listPipelines(w http.ResponseWriter, r *http.Request) {
 	f.page(w, r, out)
 }
 
-func (f *Server) listStatuses(w http.ResponseWriter, r *http.Request, sha string) {
+func (f *Server) listStatuses(w http.ResponseWriter, r *http.Request, in input) {
+	sha := in.path["sha"]
 	out := []any{}
 	for _, s := range f.statuses {
 		if s.SHA != sha {
