@@ -105,7 +105,34 @@ func (d *doctor) run(ctx context.Context) []checkLine {
 	if len(d.c.Forges) == 0 {
 		out = append(out, d.checkOAuth(d.c.Forge))
 	}
-	return append(out, d.checkSandbox(ctx)...)
+	out = append(out, d.checkSandbox(ctx)...)
+	return append(out, d.checkSealed()...)
+}
+
+// checkSealed says, per agent CLI, whether its runs are sealed behind the
+// model gateway (issue 21): its provider served with a key, or why not.
+func (d *doctor) checkSealed() []checkLine {
+	if !d.c.Gateway {
+		return []checkLine{okLine("sealed", "off: agents run on AGENT_NETWORK with their keys in the container; ALFRED_GATEWAY=on seals them")}
+	}
+	served := servedProviders(d.c)
+	var out []checkLine
+	for _, mk := range locals {
+		l, err := mk()
+		if err != nil {
+			continue
+		}
+		desc := l.Descriptor()
+		switch sd := desc.Sealed; {
+		case sd == nil:
+			out = append(out, okLine("sealed "+desc.ID, "no: this CLI cannot run sealed; it keeps AGENT_NETWORK and its keys"))
+		case slices.Contains(served, sd.Provider):
+			out = append(out, okLine("sealed "+desc.ID, "yes: no network, its model ("+sd.Provider+") through the gateway, which holds the key"))
+		default:
+			out = append(out, okLine("sealed "+desc.ID, "no: the gateway has no "+sd.Provider+" key (offer "+providerKeyVar(sd.Provider)+" in ALFRED_AGENT_ENV to seal it); it runs on AGENT_NETWORK"))
+		}
+	}
+	return out
 }
 
 func (d *doctor) checkConfig() []checkLine {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/alchemic-studio/alfred/bot"
+	"github.com/alchemic-studio/alfred/config"
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/forges/forgejo"
 	"github.com/alchemic-studio/alfred/forges/forgejo/forgejotest"
@@ -255,5 +256,31 @@ func TestDoctorDocker(t *testing.T) {
 			}
 			t.Logf("alfred doctor, %s:\n%s", tt.name, out)
 		})
+	}
+}
+
+// TestDoctorSaysWhichCLIsRunSealed: per agent CLI, whether the gateway
+// seals it: its provider served with a key offered, or what to offer.
+func TestDoctorSaysWhichCLIsRunSealed(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-openai-1234")
+	c := &config.Config{Runner: "image", Gateway: true, AgentEnv: []string{"OPENAI_API_KEY"}}
+	lines := map[string]string{}
+	for _, l := range (&doctor{c: c}).checkSealed() {
+		lines[l.Name] = l.String()
+	}
+	for name, want := range map[string]string{
+		"sealed claude-code": "yes: no network, its model (anthropic)",
+		"sealed codex":       "yes: no network, its model (openai)",
+		"sealed opencode":    "yes",
+		"sealed gemini":      "no: the gateway has no gemini key (offer GEMINI_API_KEY",
+		"sealed grok":        "no: the gateway has no xai key",
+	} {
+		if !strings.Contains(lines[name], want) {
+			t.Errorf("%s: %q, want %q", name, lines[name], want)
+		}
+	}
+	c.Gateway = false
+	if got := (&doctor{c: c}).checkSealed(); len(got) != 1 || !strings.Contains(got[0].String(), "ALFRED_GATEWAY=on seals them") {
+		t.Errorf("gateway off: %v", got)
 	}
 }

@@ -195,6 +195,16 @@ var providerSources = []providerSource{
 	{"xai", "GROK_BASE_URL", []string{"GROK_API_KEY", "XAI_API_KEY"}},
 }
 
+// providerKeyVar is the first variable the gateway reads provider's key from.
+func providerKeyVar(provider string) string {
+	for _, src := range providerSources {
+		if src.name == provider {
+			return src.keys[0]
+		}
+	}
+	return ""
+}
+
 // gatewayProviders are the providers the gateway serves, from what
 // ALFRED_AGENT_ENV offers.
 func gatewayProviders(c *config.Config) []gateway.Provider {

@@ -356,7 +356,7 @@ func (e *Engine) session(ctx context.Context, mb *state.Mailbox, run *state.Run,
 // of the run hidden (the gateway session's token is one more).
 func (e *Engine) callAgent(ctx context.Context, mb *state.Mailbox, run *state.Run, adapter agents.Adapter, req agents.Request, ls *state.LLMSession) (*agents.Result, error) {
 	redactRun := e.redact
-	gw, err := e.seal(run.ID, adapter, &req.Sandbox)
+	gw, err := e.seal(run.ID, scopeOf(mb), adapter, &req.Sandbox)
 	if err != nil {
 		ls.Outcome = string(agents.OutcomeFailed)
 		return nil, err

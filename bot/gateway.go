@@ -37,7 +37,7 @@ const maxRecordedRefusals = 100
 // session, or nil (spec unchanged) when the run is not sealed: no gateway,
 // not the image runner, an adapter that cannot run sealed, or a provider the
 // gateway does not serve. The caller closes the session with unseal.
-func (e *Engine) seal(runID string, adapter agents.Adapter, spec *sandbox.Spec) (*gateway.Session, error) {
+func (e *Engine) seal(runID string, scope Scope, adapter agents.Adapter, spec *sandbox.Spec) (*gateway.Session, error) {
 	if e.cfg.Seal == nil || e.cfg.Seal.Gateway == nil || e.cfg.Runner.Name() != "image" {
 		return nil, nil
 	}
@@ -49,7 +49,8 @@ func (e *Engine) seal(runID string, adapter agents.Adapter, spec *sandbox.Spec) 
 	if sd == nil || !slices.Contains(e.cfg.Seal.Gateway.Providers(), sd.Provider) {
 		return nil, nil
 	}
-	s, err := e.cfg.Seal.Gateway.Open(runID)
+	allow := splitHosts(AgentEgressAllow.Get(e.settings, scope))
+	s, err := e.cfg.Seal.Gateway.Open(runID, allow...)
 	if err != nil {
 		return nil, fmt.Errorf("model gateway: %w", err)
 	}
@@ -58,6 +59,11 @@ func (e *Engine) seal(runID string, adapter agents.Adapter, spec *sandbox.Spec) 
 		delete(env, k) // the gateway holds them
 	}
 	maps.Copy(env, sd.Env(fmt.Sprintf("http://127.0.0.1:%d/%s", gateway.DefaultForwardPort, sd.Provider), s.Token()))
+	if len(allow) > 0 { // the project's hosts, through the gateway's proxy with the run's token
+		proxy := fmt.Sprintf("http://agent:%s@127.0.0.1:%d", s.Token(), gateway.DefaultForwardPort)
+		maps.Copy(env, map[string]string{"HTTPS_PROXY": proxy, "HTTP_PROXY": proxy, "https_proxy": proxy, "http_proxy": proxy,
+			"NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"})
+	}
 	spec.Env = env
 	spec.Network = "none"
 	spec.Binds = append(slices.Clone(spec.Binds), sandbox.Mount{Host: s.SocketPath(), Container: gateway.ContainerSocket})

@@ -424,7 +424,7 @@ func sealedInDocker(t *testing.T, runner sandbox.Runner, image, fwd string, a *a
 	e, g := sealingEngine(t, runner, fwd, c.provider, mock.URL)
 	spec := sealedSpec(t, image, a.Descriptor(), c.env)
 	runID := "run-" + a.ID()
-	s, err := e.seal(runID, a, &spec)
+	s, err := e.seal(runID, Scope{}, a, &spec)
 	if err != nil || s == nil {
 		t.Fatalf("seal: %v, %v", s, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/alchemic-studio/alfred/gateway"
 	"github.com/alchemic-studio/alfred/sandbox"
 )
 
@@ -39,6 +40,9 @@ var (
 	AgentCredentialMounts = stringSetting("AGENT_CREDENTIAL_MOUNTS", "", "adapter=/host/path:/home/agent/path, comma-separated",
 		"read-only credential mounts (default: the service's -credential-mounts)",
 		func(v string) error { _, err := sandbox.ParseCredentialMounts(v); return err })
+	AgentEgressAllow = stringSetting("AGENT_EGRESS_ALLOW", "", "comma-separated hosts: host, host:port or *.domain",
+		"hosts a sealed run may reach besides its model, through the gateway's proxy (HTTPS_PROXY in the container), e.g. a package registry; empty: none",
+		func(v string) error { return gateway.CheckHosts(splitHosts(v)) })
 	RunTimeout = durationSetting("RUN_TIMEOUT", 30*time.Minute,
 		"wall-clock limit of one run")
 )
@@ -48,9 +52,20 @@ var (
 var Catalogue = catalogue(
 	AgentSessionResume, RequirePlanValidation, BranchPrefix,
 	LLMMaxRetries, CIFixMaxAttempts, CIFixHardCap, ConflictFixMaxAttempts,
-	AgentAdapter, AgentProvider, AgentModel, AgentNetwork, AgentCredentialMounts,
+	AgentAdapter, AgentProvider, AgentModel, AgentNetwork, AgentCredentialMounts, AgentEgressAllow,
 	RunTimeout,
 )
+
+// splitHosts reads AGENT_EGRESS_ALLOW's list.
+func splitHosts(v string) []string {
+	var out []string
+	for _, h := range strings.Split(v, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			out = append(out, h)
+		}
+	}
+	return out
+}
 
 // settingOrder is the catalogue's keys in declaration order.
 var settingOrder []string

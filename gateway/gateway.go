@@ -352,6 +352,13 @@ type hostRule struct {
 	port     string // "" means 80 or 443
 }
 
+// CheckHosts reports whether every entry of hosts is an allowed-host rule
+// Options.Allow and Open accept: "host", "host:port" or "*.domain".
+func CheckHosts(hosts []string) error {
+	_, err := parseRules(hosts)
+	return err
+}
+
 func parseRules(hosts []string) ([]hostRule, error) {
 	var rules []hostRule
 	for _, h := range hosts {
