@@ -56,25 +56,8 @@ func (f *Forge) CIStatus(ctx context.Context, p forges.Project, sha string) (*fo
 		copts.Page = resp.NextPage
 	}
 
-	out.State = combine(out.Checks)
+	out.State = forges.Combine(out.Checks)
 	return out, nil
-}
-
-// combine folds check states: failure beats pending beats success; none is CINone.
-func combine(checks []forges.Check) forges.CIState {
-	if len(checks) == 0 {
-		return forges.CINone
-	}
-	state := forges.CISuccess
-	for _, c := range checks {
-		switch c.State {
-		case forges.CIFailure:
-			return forges.CIFailure
-		case forges.CIPending:
-			state = forges.CIPending
-		}
-	}
-	return state
 }
 
 // statusState maps a commit status state (error, failure, pending, success).

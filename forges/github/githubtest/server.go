@@ -621,7 +621,7 @@ func (f *Server) combinedStatus(r *http.Request, v fakeforge.PathValues) reply {
 	statuses, hdr := f.paginate(r, items)
 	state := "pending" // GitHub says pending when there is no status at all
 	if n := len(f.statuses[sha]); n > 0 {
-		switch combine(f.statuses[sha]) {
+		switch forges.Combine(f.statuses[sha]) {
 		case forges.CIFailure:
 			state = "failure"
 		case forges.CISuccess:
@@ -653,23 +653,6 @@ func (f *Server) checkRuns(r *http.Request, v fakeforge.PathValues) reply {
 		runs = []any{}
 	}
 	return reply{status: http.StatusOK, header: hdr, body: map[string]any{"total_count": len(items), "check_runs": runs}}
-}
-
-// combine is the combined state of commit statuses as GitHub computes it.
-func combine(checks []forges.Check) forges.CIState {
-	if len(checks) == 0 {
-		return forges.CINone
-	}
-	state := forges.CISuccess
-	for _, c := range checks {
-		switch c.State {
-		case forges.CIFailure:
-			return forges.CIFailure
-		case forges.CIPending:
-			state = forges.CIPending
-		}
-	}
-	return state
 }
 
 // --- JSON shapes (docs.github.com/rest, 2022-11-28) ---
