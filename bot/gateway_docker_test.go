@@ -63,16 +63,7 @@ func TestSealedRunInDocker(t *testing.T) {
 	mock := mockllm.Start(mockllm.Options{Reply: "hello from the mock"})
 	t.Cleanup(mock.Close)
 	const providerKey = "sk-ant-provider-key-0123456789"
-	gwDir, err := os.MkdirTemp("", "gwt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(gwDir) })
-	g, err := gateway.New(gateway.Options{Providers: []gateway.Provider{gateway.Anthropic(mock.URL, providerKey)}, Dir: gwDir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.Close() })
+	g, gwDir := testGateway(t, gateway.Anthropic(mock.URL, providerKey))
 	fwd := buildForwarder(t)
 
 	S := fake.SessionStatePath
@@ -278,16 +269,7 @@ func TestSealedClaudeCodeInDocker(t *testing.T) {
 	mock := mockllm.Start(mockllm.Options{Reply: analysisReply})
 	t.Cleanup(mock.Close)
 	const providerKey = "sk-ant-provider-key-0123456789"
-	gwDir, err := os.MkdirTemp("", "gwc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(gwDir) })
-	g, err := gateway.New(gateway.Options{Providers: []gateway.Provider{gateway.Anthropic(mock.URL, providerKey)}, Dir: gwDir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.Close() })
+	g, _ := testGateway(t, gateway.Anthropic(mock.URL, providerKey))
 	claude, err := claudecode.New()
 	if err != nil {
 		t.Fatal(err)
@@ -461,16 +443,7 @@ func sealingEngine(t *testing.T, runner sandbox.Runner, fwd, provider, mockURL s
 	if !ok {
 		t.Fatalf("no gateway provider %q", provider)
 	}
-	dir, err := os.MkdirTemp("", "gwd") // short, and where the daemon sees it
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	g, err := gateway.New(gateway.Options{Providers: []gateway.Provider{p}, Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.Close() })
+	g, _ := testGateway(t, p)
 	h := newHarness(t)
 	h.engine.Close()
 	cfg := h.engine.cfg
@@ -484,6 +457,23 @@ func sealingEngine(t *testing.T, runner sandbox.Runner, fwd, provider, mockURL s
 	}
 	t.Cleanup(e.Close)
 	return e, g
+}
+
+// testGateway is a gateway serving p and the folder of its sockets, short
+// and where the Docker daemon sees it, closed and removed with the test.
+func testGateway(t *testing.T, p gateway.Provider) (*gateway.Gateway, string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "gw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	g, err := gateway.New(gateway.Options{Providers: []gateway.Provider{p}, Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return g, dir
 }
 
 // sealedSpec is the spec a run of d starts from: the agent image, a
