@@ -58,15 +58,7 @@ func TestSessionMountsInDocker(t *testing.T) {
 	h.engine.Close()
 	cfg := h.engine.cfg
 	cfg.Runner, cfg.Sandbox.Image, cfg.Sandbox.UID, cfg.Sandbox.GID = runner, image, 1000, 1000
-	e, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Close)
-	h.engine = e
+	e := h.startWith(cfg)
 
 	mb, ls := h.twoRuns(nil)
 	dir := e.cfg.Sessions.Dir(mb, fake.ID)

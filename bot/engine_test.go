@@ -173,6 +173,23 @@ func newHarness(t *testing.T, opts ...func(*setup)) *harness {
 	return h
 }
 
+// startWith starts an engine of cfg in place of the harness's (closed by
+// the caller first) and returns it.
+func (h *harness) startWith(cfg Config) *Engine {
+	h.t.Helper()
+	e, err := New(cfg)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := e.Start(context.Background()); err != nil {
+		h.t.Fatal(err)
+	}
+	e.stepped = walked.add
+	h.t.Cleanup(e.Close)
+	h.engine = e
+	return e
+}
+
 func orgSetting(key, value string) state.SettingOverride {
 	return state.SettingOverride{Scope: state.ScopeOrganization, Forge: "forgejo", Owner: "alice", Key: key, Value: []byte(strconv.Quote(value))}
 }

@@ -92,15 +92,7 @@ func TestSealedRunInDocker(t *testing.T) {
 	cfg := h.engine.cfg
 	cfg.Runner, cfg.Sandbox.Image, cfg.Sandbox.UID, cfg.Sandbox.GID = runner, image, 1000, 1000
 	cfg.Seal = &Seal{Gateway: g, Forwarder: fwd}
-	e, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Close)
-	h.engine = e
+	e := h.startWith(cfg)
 
 	// docker inspect of the run's container, while it runs.
 	dc, err := client.NewClientWithOpts(client.FromEnv, client.WithHost(os.Getenv("ALFRED_TEST_DOCKER_HOST")), client.WithAPIVersionNegotiation())
@@ -284,15 +276,7 @@ func TestSealedClaudeCodeInDocker(t *testing.T) {
 	cfg.Sandbox.Env = map[string]string{"HOME": "/home/agent", "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
 		"ANTHROPIC_API_KEY": "sk-offered-key-0123456789"} // withheld by the seal
 	cfg.Seal = &Seal{Gateway: g, Forwarder: buildForwarder(t)}
-	e, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Close)
-	h.engine = e
+	h.startWith(cfg)
 
 	h.openIssue(7, "Add a greeting", "type::task")
 	h.send(forges.Event{Type: forges.EventIssueAssigned, Actor: "alice", Assignee: "alfred", Target: h.issueTarget(7), Labels: []string{"type::task"}})
