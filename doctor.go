@@ -112,8 +112,8 @@ func (d *doctor) run(ctx context.Context) []checkLine {
 // checkSealed says, per agent CLI, whether its runs are sealed behind the
 // model gateway (issue 21): its provider served with a key, or why not.
 func (d *doctor) checkSealed() []checkLine {
-	if !d.c.Gateway {
-		return []checkLine{okLine("sealed", "off: agents run on AGENT_NETWORK with their keys in the container; ALFRED_GATEWAY=on seals them")}
+	if !d.c.Sealing() {
+		return []checkLine{okLine("sealed", "off (ALFRED_GATEWAY "+d.c.Gateway+", runner "+d.c.Runner+"): agents run with their keys in the container, on AGENT_NETWORK")}
 	}
 	served := servedProviders(d.c)
 	var out []checkLine
@@ -125,11 +125,11 @@ func (d *doctor) checkSealed() []checkLine {
 		desc := l.Descriptor()
 		switch sd := desc.Sealed; {
 		case sd == nil:
-			out = append(out, okLine("sealed "+desc.ID, "no: this CLI cannot run sealed; it keeps AGENT_NETWORK and its keys"))
+			out = append(out, okLine("sealed "+desc.ID, "no: this CLI cannot run sealed; its runs need AGENT_NETWORK set to a network, and get its keys"))
 		case slices.Contains(served, sd.Provider):
-			out = append(out, okLine("sealed "+desc.ID, "yes: no network, its model ("+sd.Provider+") through the gateway, which holds the key"))
+			out = append(out, okLine("sealed "+desc.ID, "yes: no network (AGENT_NETWORK none, the default), its model ("+sd.Provider+") through the gateway, which holds the key"))
 		default:
-			out = append(out, okLine("sealed "+desc.ID, "no: the gateway has no "+sd.Provider+" key (offer "+providerKeyVar(sd.Provider)+" in ALFRED_AGENT_ENV to seal it); it runs on AGENT_NETWORK"))
+			out = append(out, okLine("sealed "+desc.ID, "no: the gateway has no "+sd.Provider+" key (offer "+providerKeyVar(sd.Provider)+" in ALFRED_AGENT_ENV to seal it); on AGENT_NETWORK none its runs stop at once, on a network they get their keys"))
 		}
 	}
 	return out

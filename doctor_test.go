@@ -263,14 +263,14 @@ func TestDoctorDocker(t *testing.T) {
 // seals it: its provider served with a key offered, or what to offer.
 func TestDoctorSaysWhichCLIsRunSealed(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-openai-1234")
-	c := &config.Config{Runner: "image", Gateway: true, AgentEnv: []string{"OPENAI_API_KEY"}}
+	c := &config.Config{Runner: "image", Gateway: "auto", AgentEnv: []string{"OPENAI_API_KEY"}}
 	lines := map[string]string{}
 	for _, l := range (&doctor{c: c}).checkSealed() {
 		lines[l.Name] = l.String()
 	}
 	for name, want := range map[string]string{
-		"sealed claude-code": "yes: no network, its model (anthropic)",
-		"sealed codex":       "yes: no network, its model (openai)",
+		"sealed claude-code": "yes: no network (AGENT_NETWORK none, the default), its model (anthropic)",
+		"sealed codex":       "yes: no network (AGENT_NETWORK none, the default), its model (openai)",
 		"sealed opencode":    "yes",
 		"sealed gemini":      "no: the gateway has no gemini key (offer GEMINI_API_KEY",
 		"sealed grok":        "no: the gateway has no xai key",
@@ -279,8 +279,8 @@ func TestDoctorSaysWhichCLIsRunSealed(t *testing.T) {
 			t.Errorf("%s: %q, want %q", name, lines[name], want)
 		}
 	}
-	c.Gateway = false
-	if got := (&doctor{c: c}).checkSealed(); len(got) != 1 || !strings.Contains(got[0].String(), "ALFRED_GATEWAY=on seals them") {
+	c.Gateway = "off"
+	if got := (&doctor{c: c}).checkSealed(); len(got) != 1 || !strings.Contains(got[0].String(), "off (ALFRED_GATEWAY off, runner image): agents run with their keys") {
 		t.Errorf("gateway off: %v", got)
 	}
 }

@@ -148,18 +148,48 @@ func baseSpec(c *config.Config) sandbox.Spec {
 	if c.Runner == "host" { // a plain process finds its CLIs and home as the bot does
 		env["PATH"], env["HOME"] = os.Getenv("PATH"), os.Getenv("HOME")
 	}
-	withheld := map[string]bool{}
-	if c.Gateway { // the gateway holds them: no container gets them
-		for _, k := range sealedCredentials(servedProviders(c)) {
-			withheld[k] = true
-		}
-	}
+	withheld := withheldEnv(c)
 	for _, name := range c.AgentEnv {
-		if v, ok := os.LookupEnv(name); ok && !withheld[name] {
-			env[name] = v
+		if _, held := withheld[name]; !held {
+			if v, ok := os.LookupEnv(name); ok {
+				env[name] = v
+			}
 		}
 	}
 	return sandbox.Spec{Image: c.AgentImage, UID: c.AgentUID, GID: c.AgentGID, Env: env}
+}
+
+// withheldEnv are the offered variables the gateway holds when it is on
+// (the served providers' keys and endpoints), with their values: no
+// container gets them but a run its project put on a network (bot.Seal).
+func withheldEnv(c *config.Config) map[string]string {
+	held := map[string]string{}
+	if !c.Sealing() {
+		return held
+	}
+	creds := sealedCredentials(servedProviders(c))
+	for _, name := range c.AgentEnv {
+		if v, ok := os.LookupEnv(name); ok && slices.Contains(creds, name) {
+			held[name] = v
+		}
+	}
+	return held
+}
+
+// removeLeftoverSockets removes the run sockets' folders a killed bot left
+// in dir (one process owns the data folder, as it owns the state): their
+// runs are gone, and the runs started again open new ones.
+func removeLeftoverSockets(dir string) error {
+	old, err := filepath.Glob(filepath.Join(dir, "alfred-gw-*"))
+	if err != nil {
+		return fmt.Errorf("model gateway: %w", err)
+	}
+	for _, d := range old {
+		if err := os.RemoveAll(d); err != nil {
+			return fmt.Errorf("model gateway: remove a killed run's socket: %w", err)
+		}
+	}
+	return nil
 }
 
 // sealedCredentials are the variables the CLIs that run sealed behind one
@@ -254,7 +284,7 @@ const gatewayDirName = "gw"
 // ALFRED_AGENT_ENV names (gatewayProviders), which no container then
 // receives (baseSpec).
 func newSeal(c *config.Config, dataDir string, log *slog.Logger) (*bot.Seal, error) {
-	if !c.Gateway {
+	if !c.Sealing() {
 		return nil, nil
 	}
 	dir := filepath.Join(dataDir, gatewayDirName)
@@ -265,12 +295,15 @@ func newSeal(c *config.Config, dataDir string, log *slog.Logger) (*bot.Seal, err
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("model gateway: %w", err)
 	}
+	if err := removeLeftoverSockets(dir); err != nil {
+		return nil, err
+	}
 	g, err := gateway.New(gateway.Options{Providers: gatewayProviders(c), Dir: dir, Logger: log})
 	if err != nil {
 		return nil, err
 	}
 	log.Info("model gateway on: sealed runs reach only their provider through it", "providers", g.Providers(), "forwarder", cmp.Or(c.GatewayForwarder, "the agent image's"))
-	return &bot.Seal{Gateway: g, Forwarder: c.GatewayForwarder}, nil
+	return &bot.Seal{Gateway: g, Forwarder: c.GatewayForwarder, Withheld: withheldEnv(c)}, nil
 }
 
 // newEngine assembles the engine from the configuration.

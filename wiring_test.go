@@ -2,6 +2,8 @@ package main
 
 import (
 	"log/slog"
+	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -31,24 +33,25 @@ func TestSecretsListsEverySecretHeld(t *testing.T) {
 	}
 }
 
-// TestGatewayKeepsTheKey: with ALFRED_GATEWAY on, the Anthropic variables
-// ALFRED_AGENT_ENV names go to the gateway's provider and to no container,
-// and the key is still among the secrets hidden; off, they are offered as
-// before.
+// TestGatewayKeepsTheKey: with the gateway on (the default with the image
+// runner), the served providers' variables ALFRED_AGENT_ENV names go to the
+// gateway and to no container's base spec, the seal keeps them for the runs
+// a project puts on a network, and the key is still among the secrets
+// hidden; off, they are offered as before.
 func TestGatewayKeepsTheKey(t *testing.T) {
 	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-1234")
 	t.Setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:1/base")
 	t.Setenv("OPENAI_API_KEY", "sk-openai-1234")
 	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:2/v1")
 	t.Setenv("MORPH_API_KEY", "sk-morph-1234") // Grok's: xAI is not served (no GROK_API_KEY)
-	c := &config.Config{Runner: "image", AgentEnv: []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "MORPH_API_KEY"}}
+	c := &config.Config{Runner: "image", Gateway: "off", AgentEnv: []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "MORPH_API_KEY"}}
 	if env := baseSpec(c).Env; env["ANTHROPIC_API_KEY"] != "sk-ant-1234" {
 		t.Errorf("gateway off: the key is not offered: %v", env)
 	}
 	if s, err := newSeal(c, t.TempDir(), slog.Default()); s != nil || err != nil {
 		t.Errorf("gateway off: a seal %v %v", s, err)
 	}
-	c.Gateway = true
+	c.Gateway = "auto"
 	env := baseSpec(c).Env
 	if _, ok := env["ANTHROPIC_API_KEY"]; ok {
 		t.Errorf("gateway on: the key is offered to containers: %v", env)
@@ -66,6 +69,10 @@ func TestGatewayKeepsTheKey(t *testing.T) {
 		t.Errorf("gateway on: the held key is not hidden: %q", secrets(c))
 	}
 	data := t.TempDir()
+	leftover := filepath.Join(data, gatewayDirName, "alfred-gw-0123456789")
+	if err := os.MkdirAll(leftover, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	s, err := newSeal(c, data, slog.Default())
 	if err != nil || s == nil || s.Gateway == nil {
 		t.Fatalf("gateway on: %v %v", s, err)
@@ -74,6 +81,9 @@ func TestGatewayKeepsTheKey(t *testing.T) {
 	if got := s.Gateway.Providers(); !slices.Equal(got, []string{"anthropic", "openai"}) {
 		t.Errorf("providers %v", got)
 	}
+	if want := map[string]string{"ANTHROPIC_API_KEY": "sk-ant-1234", "ANTHROPIC_BASE_URL": "http://127.0.0.1:1/base", "OPENAI_API_KEY": "sk-openai-1234", "OPENAI_BASE_URL": "http://127.0.0.1:2/v1"}; !maps.Equal(s.Withheld, want) {
+		t.Errorf("withheld %v; want %v", s.Withheld, want)
+	}
 	sess, err := s.Gateway.Open("r1")
 	if err != nil {
 		t.Fatal(err)
@@ -81,6 +91,9 @@ func TestGatewayKeepsTheKey(t *testing.T) {
 	defer sess.Close()
 	if !strings.HasPrefix(sess.SocketPath(), filepath.Join(data, gatewayDirName)+"/") {
 		t.Errorf("socket %s is not under the data folder", sess.SocketPath())
+	}
+	if _, err := os.Stat(leftover); !os.IsNotExist(err) {
+		t.Errorf("a killed run's socket folder is left: %v", err)
 	}
 	if _, err := newSeal(c, "/"+strings.Repeat("d", 90), slog.Default()); err == nil {
 		t.Error("a data folder too long for the sockets was accepted")

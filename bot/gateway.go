@@ -1,10 +1,12 @@
 package bot
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/gateway"
@@ -12,18 +14,22 @@ import (
 	"github.com/alchemic-studio/alfred/state"
 )
 
-// Seal is how the engine seals runs behind the model gateway (issue 21): a
-// run of an adapter that can run sealed (agents.Descriptor.Sealed) whose
-// provider the gateway serves gets a gateway session of its own, a container
-// with no network, the session's socket at gateway.ContainerSocket, the
-// forwarder in front of its CLI, and the run's token where the CLI expects
-// its key. The provider's key stays in the bot.
+// Seal is how the engine seals runs behind the model gateway (issue 21). A
+// run on the default AGENT_NETWORK none of an adapter that can run sealed
+// (agents.Descriptor.Sealed) whose provider the gateway serves gets a gateway
+// session of its own, a container with no network, the session's socket at
+// gateway.ContainerSocket, the forwarder in front of its CLI, and the run's
+// token where the CLI expects its key. The provider's key stays in the bot.
 type Seal struct {
 	Gateway *gateway.Gateway
 	// Forwarder is a static alfred-forward on the Docker daemon's host,
 	// bind-mounted read-only at ForwarderPath; empty: the image's own
 	// alfred-forward, found on its PATH.
 	Forwarder string
+	// Withheld are the offered variables the gateway took over (the
+	// served providers' keys and endpoints), left out of the base spec: a
+	// run on a network chosen by its project (unsealed) gets them back.
+	Withheld map[string]string
 }
 
 // ForwarderPath is where Seal.Forwarder is mounted in a sealed container.
@@ -34,9 +40,12 @@ const ForwarderPath = "/run/alfred/alfred-forward"
 const maxRecordedRefusals = 100
 
 // seal turns spec into a sealed run's spec and returns the run's gateway
-// session, or nil (spec unchanged) when the run is not sealed: no gateway,
-// not the image runner, an adapter that cannot run sealed, or a provider the
-// gateway does not serve. The caller closes the session with unseal.
+// session. It returns nil and leaves the run unsealed without a gateway,
+// off the image runner, for an adapter that runs in the bot, and on a
+// network the project chose (the withheld keys then go into spec, as
+// before the gateway: the risk its project took). On network none, an
+// adapter that cannot run sealed is an error that says how to fix it: its
+// CLI would reach no model. The caller closes the session with unseal.
 func (e *Engine) seal(runID string, scope Scope, adapter agents.Adapter, spec *sandbox.Spec) (*gateway.Session, error) {
 	if e.cfg.Seal == nil || e.cfg.Seal.Gateway == nil || e.cfg.Runner.Name() != "image" {
 		return nil, nil
@@ -45,9 +54,15 @@ func (e *Engine) seal(runID string, scope Scope, adapter agents.Adapter, spec *s
 	if !ok {
 		return nil, nil
 	}
-	sd := l.Descriptor().Sealed
-	if sd == nil || !slices.Contains(e.cfg.Seal.Gateway.Providers(), sd.Provider) {
+	if spec.Network != "none" {
+		env := cloneMap(spec.Env)
+		maps.Copy(env, e.cfg.Seal.Withheld)
+		spec.Env = env
 		return nil, nil
+	}
+	sd := l.Descriptor().Sealed
+	if err := e.sealable(adapter.ID(), sd, scope); err != nil {
+		return nil, err
 	}
 	allow := splitHosts(AgentEgressAllow.Get(e.settings, scope))
 	s, err := e.cfg.Seal.Gateway.Open(runID, allow...)
@@ -75,6 +90,40 @@ func (e *Engine) seal(runID string, scope Scope, adapter agents.Adapter, spec *s
 	spec.Prefix = []string{fwd, "-port", strconv.Itoa(gateway.DefaultForwardPort), "-socket", gateway.ContainerSocket, "--"}
 	e.log.Info("run sealed", "run", runID, "provider", sd.Provider)
 	return s, nil
+}
+
+// errUnsealable is a run on AGENT_NETWORK none whose CLI cannot run behind
+// the gateway: with no network it would reach no model.
+var errUnsealable = errors.New("cannot run sealed")
+
+// sealable says why adapter (its Sealed descriptor sd) cannot run sealed
+// in scope, in a sentence a person can act on, or nil.
+func (e *Engine) sealable(id string, sd *agents.Sealed, scope Scope) error {
+	unsealed := "or set AGENT_NETWORK to a Docker network (e.g. bridge) to run it unsealed, its key in the container"
+	if sd == nil {
+		return fmt.Errorf("%s %w: it has no way to reach its model through Alfred's gateway; choose another AGENT_ADAPTER, %s", id, errUnsealable, unsealed)
+	}
+	if !slices.Contains(e.cfg.Seal.Gateway.Providers(), sd.Provider) {
+		return fmt.Errorf("%s %w: the gateway has no %s key; offer it in ALFRED_AGENT_ENV, %s", id, errUnsealable, sd.Provider, unsealed)
+	}
+	if p := runProvider(AgentProvider.Get(e.settings, scope), AgentModel.Get(e.settings, scope)); p != "" && p != sd.Provider {
+		return fmt.Errorf("%s %w with provider %s: sealed, it calls %s; set AGENT_PROVIDER and AGENT_MODEL to a %s model, %s", id, errUnsealable, p, sd.Provider, sd.Provider, unsealed)
+	}
+	return nil
+}
+
+// runProvider is the provider a run asks for: AGENT_PROVIDER, else the
+// provider a "provider/model" AGENT_MODEL names; empty: the CLI's own.
+func runProvider(provider, model string) string {
+	if provider != "" {
+		return provider
+	}
+	if p, _, ok := strings.Cut(model, "/"); ok {
+		if _, known := gateway.ProviderNamed(p, "", ""); known {
+			return p
+		}
+	}
+	return ""
 }
 
 // unseal closes a sealed run's gateway session (its token stops working)

@@ -35,8 +35,8 @@ var (
 		"model provider handed to the adapter (empty: the adapter's default)", nil)
 	AgentModel = stringSetting("AGENT_MODEL", "", "a model name, or empty",
 		"model handed to the adapter (empty: the adapter's default)", nil)
-	AgentNetwork = stringSetting("AGENT_NETWORK", "default", "a Docker network name",
-		"Docker network of agent containers (none cuts them off, model API included)", nonEmpty)
+	AgentNetwork = stringSetting("AGENT_NETWORK", "none", "none, or a Docker network name",
+		"network of agent containers: none (the default) seals them, no network device but loopback and their model reached only through Alfred's gateway, which keeps the provider key; a Docker network (bridge, host, ...) runs them unsealed, the key in the container and the network open to whatever the agent is told to do", nonEmpty)
 	AgentCredentialMounts = stringSetting("AGENT_CREDENTIAL_MOUNTS", "", "adapter=/host/path:/home/agent/path, comma-separated",
 		"read-only credential mounts (default: the service's -credential-mounts)",
 		func(v string) error { _, err := sandbox.ParseCredentialMounts(v); return err })
@@ -45,6 +45,8 @@ var (
 		func(v string) error { return gateway.CheckHosts(splitHosts(v)) })
 	RunTimeout = durationSetting("RUN_TIMEOUT", 30*time.Minute,
 		"wall-clock limit of one run")
+	AgentStallTimeout = durationSetting("AGENT_STALL_TIMEOUT", 2*time.Minute,
+		"a run whose CLI neither prints nor makes a model request for this long is stopped, and the thread says why")
 )
 
 // Catalogue is every per-project setting, by key; SettingKeys gives the
@@ -53,7 +55,7 @@ var Catalogue = catalogue(
 	AgentSessionResume, RequirePlanValidation, BranchPrefix,
 	LLMMaxRetries, CIFixMaxAttempts, CIFixHardCap, ConflictFixMaxAttempts,
 	AgentAdapter, AgentProvider, AgentModel, AgentNetwork, AgentCredentialMounts, AgentEgressAllow,
-	RunTimeout,
+	RunTimeout, AgentStallTimeout,
 )
 
 // splitHosts reads AGENT_EGRESS_ALLOW's list.

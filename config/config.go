@@ -75,10 +75,12 @@ type Config struct {
 	// all are accepted; empty: derived from OAuthClientSecret.
 	SessionKeys []string
 
-	// Gateway seals the runs of the CLIs that can run sealed (Claude Code
-	// for now): no network in their container, their model requests through
-	// Alfred's model gateway, which holds the provider's key (issue 21).
-	Gateway bool
+	// Gateway is ALFRED_GATEWAY: "auto" (on with the image runner), "on"
+	// or "off". On, the runs of the CLIs that can run sealed, on the
+	// default AGENT_NETWORK none, have no network in their container and
+	// reach their model through Alfred's model gateway, which holds the
+	// provider's key. Sealing tells whether it is on.
+	Gateway string
 	// GatewayForwarder, when set, is a static alfred-forward on the Docker
 	// daemon's host, bind-mounted read-only into sealed containers; empty:
 	// the agent image's own /usr/local/bin/alfred-forward.
@@ -263,21 +265,10 @@ var Settings = []Setting{
 			c.SessionKeys = keys
 			return nil
 		}, get: func(c *Config) string { return strings.Join(c.SessionKeys, ",") }},
-	{Flag: "gateway", Env: "ALFRED_GATEWAY", Default: "off", Accepts: "on or off",
-		Help: "seal the agent CLIs whose provider the gateway serves: no network in their container, model requests through Alfred's gateway, which keeps the provider keys ALFRED_AGENT_ENV offers (Anthropic always; OpenAI, Gemini and xAI when their key is offered) to itself; needs the image runner",
-		set: func(c *Config, v string) error {
-			var s string
-			if err := setOneOf(&s, v, "on", "off"); err != nil {
-				return err
-			}
-			c.Gateway = s == "on"
-			return nil
-		}, get: func(c *Config) string {
-			if c.Gateway {
-				return "on"
-			}
-			return "off"
-		}},
+	{Flag: "gateway", Env: "ALFRED_GATEWAY", Default: "auto", Accepts: "auto, on or off",
+		Help: "the model gateway that seals agent runs: no network in their container (AGENT_NETWORK none, the default), model requests through Alfred, which keeps the provider keys ALFRED_AGENT_ENV offers (Anthropic always; OpenAI, Gemini and xAI when their key is offered) to itself; auto: on with the image runner (a host process cannot be sealed)",
+		set:  func(c *Config, v string) error { return setOneOf(&c.Gateway, v, "auto", "on", "off") },
+		get:  func(c *Config) string { return c.Gateway }},
 	{Flag: "gateway-forwarder", Env: "ALFRED_GATEWAY_FORWARDER", Default: "", Accepts: "an absolute path on the Docker daemon's host, or empty",
 		Help: "a static alfred-forward (CGO_ENABLED=0 go build ./cmd/alfred-forward) bind-mounted read-only into sealed containers; empty: the agent image's /usr/local/bin/alfred-forward",
 		set: func(c *Config, v string) error {
@@ -287,6 +278,12 @@ var Settings = []Setting{
 			c.GatewayForwarder = v
 			return nil
 		}, get: func(c *Config) string { return c.GatewayForwarder }},
+}
+
+// Sealing tells whether the model gateway is on: ALFRED_GATEWAY on, or
+// auto with the image runner.
+func (c *Config) Sealing() bool {
+	return c.Gateway == "on" || c.Gateway == "auto" && c.Runner == "image"
 }
 
 // FileFlag and FileEnv name the optional configuration file: lines of
@@ -420,7 +417,7 @@ func (c *Config) check() error {
 	if c.MetricsListen != "" && c.MetricsListen == c.Listen {
 		return fmt.Errorf("setting ALFRED_METRICS_LISTEN: %s is ALFRED_LISTEN's address; leave it empty to serve /metrics there", c.MetricsListen)
 	}
-	if c.Gateway && c.Runner != "image" {
+	if c.Gateway == "on" && c.Runner != "image" {
 		return fmt.Errorf("setting ALFRED_GATEWAY: on needs ALFRED_RUNNER=image (a host process cannot be sealed)")
 	}
 	if c.Forge.Name == "" {

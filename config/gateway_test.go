@@ -6,15 +6,26 @@ import (
 	"testing"
 )
 
-// TestGatewaySettings: ALFRED_GATEWAY is off by default, on needs the image
-// runner, and the forwarder is an absolute path or nothing.
+// TestGatewaySettings: ALFRED_GATEWAY is on by default with the image runner
+// and off with the host runner, on needs the image runner, off turns it off,
+// and the forwarder is an absolute path or nothing.
 func TestGatewaySettings(t *testing.T) {
-	c, err := Load("serve", nil, env(nil), io.Discard)
-	if err != nil || c.Gateway || c.GatewayForwarder != "" {
-		t.Fatalf("defaults: %v %v %q", err, c.Gateway, c.GatewayForwarder)
+	for _, tc := range []struct {
+		env  map[string]string
+		want bool
+	}{
+		{nil, true}, // the image runner is the default
+		{map[string]string{"ALFRED_RUNNER": "host"}, false},
+		{map[string]string{"ALFRED_GATEWAY": "off"}, false},
+		{map[string]string{"ALFRED_GATEWAY": "on"}, true},
+	} {
+		c, err := Load("serve", nil, env(tc.env), io.Discard)
+		if err != nil || c.Sealing() != tc.want || c.GatewayForwarder != "" {
+			t.Errorf("%v: %v, sealing %v; want %v", tc.env, err, c.Sealing(), tc.want)
+		}
 	}
-	c, err = Load("serve", nil, env(map[string]string{"ALFRED_GATEWAY": "on", "ALFRED_GATEWAY_FORWARDER": "/opt/alfred-forward"}), io.Discard)
-	if err != nil || !c.Gateway || c.GatewayForwarder != "/opt/alfred-forward" {
+	c, err := Load("serve", nil, env(map[string]string{"ALFRED_GATEWAY": "on", "ALFRED_GATEWAY_FORWARDER": "/opt/alfred-forward"}), io.Discard)
+	if err != nil || !c.Sealing() || c.GatewayForwarder != "/opt/alfred-forward" {
 		t.Fatalf("on: %v %+v", err, c)
 	}
 	for _, bad := range []map[string]string{

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"github.com/alchemic-studio/alfred/agents/mockllm"
 	"net"
 	"net/http"
 	"os"
@@ -38,6 +39,7 @@ type bot struct {
 	cmd   *exec.Cmd
 	state string
 	data  string
+	model *mockllm.Server // the agents' model, behind the bot's gateway
 }
 
 // run runs one alfred subcommand to its end.
@@ -148,7 +150,8 @@ func newBot(t *testing.T, forgeEnv []string, dockerHost, image, instance string)
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	data := t.TempDir()
-	b := &bot{t: t, bin: bin, addr: freeAddr(t), state: filepath.Join(data, "state.git"), data: data}
+	model := startModel(t)
+	b := &bot{t: t, bin: bin, addr: freeAddr(t), state: filepath.Join(data, "state.git"), data: data, model: model}
 	b.env = append([]string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + data,
 		"ALFRED_LISTEN=" + b.addr, "ALFRED_PUBLIC_URL=http://" + b.addr,
@@ -157,9 +160,19 @@ func newBot(t *testing.T, forgeEnv []string, dockerHost, image, instance string)
 		"ALFRED_RUNNER=image", "ALFRED_DOCKER_HOST=" + dockerHost, "ALFRED_AGENT_IMAGE=" + image, "ALFRED_INSTANCE=" + instance,
 		"ALFRED_POLL_INTERVAL=300ms",
 		"ALFRED_AGENT_ENV=ANTHROPIC_BASE_URL,ANTHROPIC_API_KEY",
-		"ANTHROPIC_BASE_URL=http://127.0.0.1:4000", "ANTHROPIC_API_KEY=" + apiKey,
+		"ANTHROPIC_BASE_URL=" + model.URL, "ANTHROPIC_API_KEY=" + apiKey,
 	}, forgeEnv...)
 	return b
+}
+
+// startModel starts the mock model on this machine's loopback: the
+// upstream provider of the bot's gateway, which the agents' sealed
+// containers reach only through it.
+func startModel(t *testing.T) *mockllm.Server {
+	model := mockllm.Start(mockllm.Options{Reply: agentReply, WriteDir: "/workspace",
+		ReadOnlyPhrase: "Do not change any file", ResolvePhrase: "left conflicts"})
+	t.Cleanup(model.Close)
+	return model
 }
 
 // apiKey is the model key the bot hands the agent; no page may show it.

@@ -19,11 +19,11 @@ import (
 // group, the data folder at the same path inside as on the host. The agents
 // run in the agent image with its real Claude Code on Debian's Node.js.
 //
-// The agent image has no mock model inside, so the mock runs in this test, on
-// the host's loopback, and the agent containers get the host's network for
-// this test only (AGENT_NETWORK host). Agents sealed off with no network, the
-// default of a real deployment, is what TestE2E proves; this test proves the
-// shipped images.
+// The mock model runs in this test, on the host's loopback, which the bot's
+// container shares: it is the upstream of the bot's model gateway, and the
+// agent containers, sealed as by default (no network, the key held by the
+// gateway), reach it only through the socket the gateway shares from the
+// data folder, mounted at the same path on both sides as in the compose file.
 func TestE2EDeployed(t *testing.T) {
 	started := time.Now()
 	d := dockerCLI{Host: need(t, "ALFRED_TEST_DOCKER_HOST", "the private Docker daemon of scripts/dockerd.sh")}
@@ -54,7 +54,6 @@ func TestE2EDeployed(t *testing.T) {
 	if out := b.run("labels", "sync", "-project", w.project()); !strings.Contains(out, "17 labels created") {
 		t.Fatalf("labels sync: %s", out)
 	}
-	b.run("settings", "set", "AGENT_NETWORK", "host", "-org", owner)
 	b.serve()
 	w.hook("http://"+b.addr+"/webhooks/forgejo", "s3cret")
 
@@ -83,6 +82,8 @@ func TestE2EDeployed(t *testing.T) {
 	t.Logf("Claude Code %s detected in %s", version, agentImg)
 
 	s.playDeployed(model, version)
+	s.b.model = model
+	s.sealed()
 
 	// Stopped as docker stop does, the bot leaves no agent container behind.
 	b.stop()

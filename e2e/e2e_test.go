@@ -28,6 +28,7 @@ func TestE2E(t *testing.T) {
 	started := time.Now()
 	s := start(t, newFakeWorld(t))
 	s.play()
+	s.sealed()
 	s.w.close(s.n)
 	s.waitStatus("done")
 	s.stateGone()
@@ -65,7 +66,6 @@ func start(t *testing.T, w world) *scenario {
 	if out := b.run("labels", "sync", "-project", w.project()); !strings.Contains(out, "17 labels created") {
 		t.Fatalf("labels sync: %s", out)
 	}
-	b.run("settings", "set", "AGENT_NETWORK", "none", "-org", owner)
 	b.serve()
 	w.hook("http://"+b.addr+"/webhooks/forgejo", "s3cret")
 	// Detection runs claude --version in the image at start.
@@ -178,6 +178,32 @@ func (s *scenario) play() {
 	}
 	s.native = *s.lastSession().NativeSessionID
 	s.killMidRun()
+}
+
+// sealed checks that the runs were sealed, the default: each that asked the
+// model and ended went through the bot's model gateway (its record counts
+// the requests), and every request the model saw carried the real key,
+// which the gateway adds (the containers had only their run's token; the
+// pages never show the key).
+func (s *scenario) sealed() {
+	t := s.t
+	for _, r := range s.runs {
+		if r.Status != state.RunSucceeded || r.NothingToDo {
+			continue // killed in the middle (its work done again by a run of its own), or no model asked
+		}
+		if r.Gateway == nil || r.Gateway.Requests == 0 || r.Gateway.RefusedTotal != 0 {
+			t.Errorf("run %s (%s) was not sealed, or was refused: %+v", r.ID, r.Phase, r.Gateway)
+		}
+	}
+	reqs := s.b.model.Requests()
+	if len(reqs) == 0 {
+		t.Fatal("the model saw no request")
+	}
+	for _, r := range reqs {
+		if r.Key != apiKey {
+			t.Fatalf("a model request carried %q, not the key the gateway holds", r.Key)
+		}
+	}
 }
 
 // toPullRequest works the issue from assignment to its pull request:

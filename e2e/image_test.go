@@ -22,34 +22,31 @@ const agentReply = "## Functional analysis\n\nThe demo should greet its users.\n
 // session folder holds the run back, so the test can kill the bot in the
 // middle of it.
 const wrapper = `#!/bin/sh
-/opt/mockllm -addr 127.0.0.1:4000 -reply "$(cat /opt/reply.txt)" -ready /tmp/mockllm.ready \
-	-write-dir /workspace -read-only-phrase "Do not change any file" -resolve-phrase "left conflicts" </dev/null >/tmp/mockllm.log 2>&1 &
-i=0
-while [ ! -e /tmp/mockllm.ready ] && [ $i -lt 200 ]; do i=$((i+1)); sleep 0.05; done
 if [ -e /home/agent/.claude/projects/e2e-slow ]; then sleep 120; fi
 exec /opt/claude/claude "$@"
 `
 
 // buildImage makes the agent image from files of this machine (no registry
 // is reachable): busybox, the glibc that Claude Code's native binary links,
-// that binary, the mock model server built from agents/mockllm, and the
-// wrapper; then `docker import`s it as tag.
+// that binary, the gateway's forwarder built from cmd/alfred-forward (runs
+// are sealed by default: the model is the mock on the host, behind the bot's
+// gateway), and the wrapper; then `docker import`s it as tag.
 func buildImage(t *testing.T, dockerHost, claude, tag string) {
 	t.Helper()
-	mock := filepath.Join(t.TempDir(), "mockllm")
-	build := exec.Command("go", "build", "-o", mock, "./mockllm")
+	fwd := filepath.Join(t.TempDir(), "alfred-forward")
+	build := exec.Command("go", "build", "-trimpath", "-o", fwd, "../cmd/alfred-forward")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build mockllm: %v\n%s", err, out)
+		t.Fatalf("build alfred-forward: %v\n%s", err, out)
 	}
 	busybox, err := exec.LookPath("busybox")
 	if err != nil {
 		t.Fatalf("busybox (Debian's busybox-static, which scripts/dockerd.sh installs): %v", err)
 	}
 	files := map[string]string{ // path in the image -> file on this machine
-		"/bin/busybox":       busybox,
-		"/opt/claude/claude": claude,
-		"/opt/mockllm":       mock,
+		"/bin/busybox":                  busybox,
+		"/opt/claude/claude":            claude,
+		"/usr/local/bin/alfred-forward": fwd,
 	}
 	ldd, err := exec.Command("ldd", claude).Output()
 	if err != nil {
@@ -92,7 +89,6 @@ func buildImage(t *testing.T, dockerHost, claude, tag string) {
 		tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: "bin/" + c, Linkname: "busybox", Mode: 0o777})
 	}
 	file("/usr/local/bin/claude", 0o755, []byte(wrapper))
-	file("/opt/reply.txt", 0o644, []byte(agentReply))
 	file("/etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/bin/sh\nagent:x:1000:1000:agent:/home/agent:/bin/sh\n"))
 	file("/etc/group", 0o644, []byte("root:x:0:\nagent:x:1000:\n"))
 	if err := tw.Close(); err != nil {

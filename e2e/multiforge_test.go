@@ -77,7 +77,6 @@ ALFRED_WEBHOOK_SECRETS=%s
 		if out := b.run("labels", "sync", "-project", s.forge+":"+p); !strings.Contains(out, "17 labels created") {
 			t.Fatalf("labels sync on %s: %s", s.forge, out)
 		}
-		b.run("settings", "set", "AGENT_NETWORK", "none", "-org", s.forge+":"+s.owner)
 	}
 	b.serve()
 	for _, s := range sides {

@@ -120,7 +120,24 @@ func projectOf(mb state.Mailbox) forges.Project {
 type mailboxView struct {
 	Mailbox state.Mailbox `json:"mailbox"`
 	Runs    []runRow      `json:"runs"`
-	Total   usage         `json:"total"` // every run's together
+	Total   usage         `json:"total"` // every run's together, as the CLIs reported it
+	// Gateway is what the model gateway counted for the sealed runs
+	// together; nil when none was sealed.
+	Gateway *state.RunGateway `json:"gateway,omitempty"`
+}
+
+// addGateway adds a sealed run's gateway figures to the mailbox's.
+func (v *mailboxView) addGateway(g *state.RunGateway) {
+	if g == nil {
+		return
+	}
+	if v.Gateway == nil {
+		v.Gateway = &state.RunGateway{}
+	}
+	v.Gateway.Requests += g.Requests
+	v.Gateway.InputTokens += g.InputTokens
+	v.Gateway.OutputTokens += g.OutputTokens
+	v.Gateway.RefusedTotal += g.RefusedTotal
 }
 
 type runRow struct {
@@ -175,6 +192,7 @@ func (d Deps) loadMailbox(id string) (*mailboxView, error) {
 			row.usage = usageOf(ls)
 		}
 		v.Total.add(row.usage)
+		v.addGateway(r.Gateway)
 		v.Runs = append(v.Runs, row)
 	}
 	return v, nil

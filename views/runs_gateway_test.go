@@ -2,6 +2,8 @@ package views
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -40,5 +42,41 @@ func TestRunPageGateway(t *testing.T) {
 	_, body = get(t, srv.URL+"/runs/"+f.fresh)
 	if strings.Contains(body, "Model gateway") {
 		t.Error("a run that was not sealed shows a gateway section")
+	}
+}
+
+// TestMailboxPageGateway: the mailbox page sums what the gateway counted
+// over its sealed runs, next to the CLIs' own figures, and a run that was not
+// sealed shows none.
+func TestMailboxPageGateway(t *testing.T) {
+	f := newFixture(t)
+	err := f.store.Update(context.Background(), func(tx *state.Tx) error {
+		t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+		for i, g := range []state.RunGateway{{Requests: 3, InputTokens: 120, OutputTokens: 45}, {Requests: 2, InputTokens: 80, OutputTokens: 5, RefusedTotal: 1}} {
+			err := tx.PutRun(state.Run{ID: fmt.Sprintf("5555555%d-eeee", i), MailboxID: f.mb.ID, Phase: "development", AdapterID: "claude-code", Runner: "image",
+				Status: state.RunSucceeded, CreatedAt: t0.Add(time.Duration(i) * time.Hour), StartedAt: t0, FinishedAt: t0.Add(time.Minute), Gateway: &g})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := serve(t, f.deps())
+	_, body := get(t, srv.URL+"/mailboxes/"+f.mb.ID)
+	for _, want := range []string{"3 requests · 120 in · 45 out", "2 requests · 80 in · 5 out",
+		`data-test="total-gateway">5 requests · 200 in · 50 out · 1 refused`, `data-test="run-gateway">—`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("mailbox page lacks %q", want)
+		}
+	}
+	var v struct {
+		Gateway state.RunGateway `json:"gateway"`
+	}
+	_, raw := get(t, srv.URL+"/api/mailboxes/"+f.mb.ID)
+	if err := json.Unmarshal([]byte(raw), &v); err != nil || v.Gateway.InputTokens != 200 || v.Gateway.Requests != 5 {
+		t.Errorf("mailbox JSON gateway %+v, %v", v.Gateway, err)
 	}
 }
