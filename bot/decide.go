@@ -134,8 +134,8 @@ func retryStep(p agents.Phase) Step {
 }
 
 // decideRunEnd is what a finished run does to its mailbox: nothing more when
-// it was stopped on purpose, a retry or a block when it failed, else the
-// effects of its phase.
+// it was stopped on purpose, a block when its CLI stalled, a retry or a
+// block when it failed otherwise, else the effects of its phase.
 func decideRunEnd(mb state.Mailbox, run state.Run, r rules) (state.Mailbox, actions) {
 	mb.ActiveRunID = ""
 	switch {
@@ -144,6 +144,10 @@ func decideRunEnd(mb state.Mailbox, run state.Run, r rules) (state.Mailbox, acti
 		// interrupted stays running in the records, and recoverRuns starts
 		// it again.
 		return mb, actions{}
+	case run.Stalled:
+		// Its CLI stalled (stall.go): set up wrong, it would stall again,
+		// so it blocks at once, whatever LLM_MAX_RETRIES allows.
+		return blocked(mb, run.Phase, textBlocked(run.Phase, run.Outcome, mb.LLMRetries+1), run.ID)
 	case run.Status != state.RunSucceeded:
 		return retryOrBlock(mb, run, run.Outcome, r)
 	}

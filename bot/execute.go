@@ -370,9 +370,14 @@ func (e *Engine) callAgent(ctx context.Context, mb *state.Mailbox, run *state.Ru
 	}
 	req.Provider, req.Model, req.Runner = run.Provider, run.Model, e.cfg.Runner
 	req.Timeout = RunTimeout.Get(e.settings, scopeOf(mb))
-	res, err := adapter.Run(ctx, req)
+	watched, stop := e.watchStall(ctx, mb, run, adapter, gw)
+	res, err := adapter.Run(watched, req)
+	stall := stop()
 	if gw != nil {
 		e.unseal(gw, run) // the container is gone: the token dies now, not after the push
+	}
+	if stall != nil && ctx.Err() == nil { // stopped by the watchdog, not on purpose
+		return stalled(run, ls, res, stall, req.Session != nil, redactRun)
 	}
 	if err != nil {
 		ls.Outcome = string(agents.OutcomeFailed)

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bufio"
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
@@ -68,7 +69,8 @@ type Session struct {
 	inflight  sync.WaitGroup // forwarded requests, so that Close returns with their usage counted
 	closeOnce sync.Once
 	closeErr  error
-	last      atomic.Int64 // unix nanos of the last request
+	last      atomic.Int64 // unix nanos of the last sign of activity (see LastActivity)
+	busy      atomic.Int64 // requests being answered (not tunnels nor upgrades)
 
 	mu      sync.Mutex
 	usage   Usage
@@ -115,9 +117,21 @@ func (s *Session) RefusedTotal() int {
 	return s.nRefuse
 }
 
-// LastActivity is when the session last received a request (or opened),
-// for telling a CLI that makes no model request apart from a busy one.
-func (s *Session) LastActivity() time.Time { return time.Unix(0, s.last.Load()) }
+// LastActivity is when the session last showed activity, for telling a CLI
+// that makes no model request apart from a busy one: its opening, the
+// arrival of a request, the end of its answer, and every byte through a
+// tunnel (CONNECT) or an upgraded connection (WebSocket). While a request
+// is being answered, waiting for the provider's first byte or streaming a
+// long answer, it is now: a model that thinks for minutes is not a stall.
+func (s *Session) LastActivity() time.Time {
+	if s.busy.Load() > 0 {
+		return s.g.now()
+	}
+	return time.Unix(0, s.last.Load())
+}
+
+// touch records activity now.
+func (s *Session) touch() { s.last.Store(s.g.now().UnixNano()) }
 
 // Close ends the session: the token stops working at once, open connections
 // (streams included) are cut, the socket and its folder are removed.
@@ -145,7 +159,18 @@ func (s *Session) Close() error {
 
 // ServeHTTP is the session's handler, served on its socket.
 func (s *Session) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.last.Store(s.g.now().UnixNano())
+	s.touch()
+	if r.Method == http.MethodConnect || r.Header.Get("Upgrade") != "" {
+		// A tunnel or an upgrade may stay open and idle: the bytes that go
+		// through it are its activity, not its being open.
+		w = &activeWriter{ResponseWriter: w, s: s}
+	} else {
+		s.busy.Add(1)
+		defer func() {
+			s.touch() // the answer has ended: idle from now on
+			s.busy.Add(-1)
+		}()
+	}
 	switch {
 	case r.Method == http.MethodConnect:
 		s.connect(w, r)
@@ -284,4 +309,42 @@ func (s *Session) addUsage(u Usage) {
 	s.usage.InputTokens += u.InputTokens
 	s.usage.OutputTokens += u.OutputTokens
 	s.mu.Unlock()
+}
+
+// activeWriter hands out hijacked connections that record activity.
+type activeWriter struct {
+	http.ResponseWriter
+	s *Session
+}
+
+func (w *activeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *activeWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, fmt.Errorf("gateway: hijack: %w", err)
+	}
+	return &activeConn{Conn: conn, s: w.s}, brw, nil
+}
+
+// activeConn records activity at every byte read or written.
+type activeConn struct {
+	net.Conn
+	s *Session
+}
+
+func (c *activeConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.s.touch()
+	}
+	return n, err
+}
+
+func (c *activeConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if n > 0 {
+		c.s.touch()
+	}
+	return n, err
 }

@@ -194,6 +194,10 @@ type Run struct {
 	// Gateway is what the model gateway saw of a sealed run; nil for a run
 	// that was not sealed.
 	Gateway *RunGateway `json:"gateway,omitempty"`
+	// Stalled says the engine stopped the run because its CLI neither
+	// printed nor made a model request for AGENT_STALL_TIMEOUT (its
+	// Outcome says so); such a run blocks at once, never retried.
+	Stalled bool `json:"stalled,omitempty"`
 }
 
 // RunGateway is the model gateway's account of a sealed run: the provider

@@ -60,6 +60,7 @@ var runFields = fieldTable[Run]{
 	{"nothing_to_do", func(d *jdec, r *Run) { r.NothingToDo = d.bool() }},
 	{"no_session", func(d *jdec, r *Run) { r.NoSession = d.istr() }},
 	{"gateway", func(d *jdec, r *Run) { d.nested(&r.Gateway) }},
+	{"stalled", func(d *jdec, r *Run) { r.Stalled = d.bool() }},
 }
 
 var sessionFields = fieldTable[LLMSession]{

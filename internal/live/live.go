@@ -1,7 +1,8 @@
 // Package live keeps the output of a run while it goes: a bounded buffer of
 // complete, redacted lines that any number of readers follow without ever
 // holding up the writer, closed with the run's end. The engine feeds it from
-// the sandbox's Stdout and Stderr; the run page streams it.
+// the sandbox's Stdout and Stderr; the run page streams it, and the engine's
+// stall watchdog asks it when the process last wrote (LastWrite).
 //
 // Lines are redacted whole, so a secret split across two writes is still
 // hidden: a partial last line waits for its end. A line that grows past
@@ -15,6 +16,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/alchemic-studio/alfred/internal/redact"
 )
@@ -40,6 +43,9 @@ type Output struct {
 	secrets  []string // the values hidden, long enough to hide
 	longest  int      // length of the longest of them
 	maxBytes int
+	now      func() time.Time // stamps lastWrite; time.Now
+
+	lastWrite atomic.Int64 // unix nanos of the last write, 0 before the first
 
 	mu      sync.Mutex
 	lines   []string      // the tail kept
@@ -57,7 +63,7 @@ func New(secrets []string, maxBytes int) *Output {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxBytes
 	}
-	o := &Output{maxBytes: maxBytes, changed: make(chan struct{})}
+	o := &Output{maxBytes: maxBytes, now: time.Now, changed: make(chan struct{})}
 	for _, s := range secrets {
 		if len(s) >= redact.MinLen {
 			o.secrets = append(o.secrets, s)
@@ -86,6 +92,17 @@ func (o *Output) Stdout() io.Writer { return &o.stdout }
 
 // Stderr is the writer of the process's standard error.
 func (o *Output) Stderr() io.Writer { return &o.stderr }
+
+// LastWrite is when the process last wrote to its standard output or error
+// (a partial line counts; a write after Close does not); zero before its
+// first write. It takes no lock: a watchdog may ask it as often as it likes.
+func (o *Output) LastWrite() time.Time {
+	n := o.lastWrite.Load()
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
 
 // Close ends the output with how the run ended: the partial lines left are
 // kept, and readers learn the end. Writes after Close are dropped; a second
@@ -173,6 +190,9 @@ func (s *stream) Write(p []byte) (int, error) {
 	defer o.mu.Unlock()
 	if o.end != nil {
 		return len(p), nil
+	}
+	if len(p) > 0 {
+		o.lastWrite.Store(o.now().UnixNano())
 	}
 	s.partial = append(s.partial, p...)
 	added := false

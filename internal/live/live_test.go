@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 const secret = "sk-very-secret-123"
@@ -168,5 +169,44 @@ func TestReadersFollowWithoutHoldingTheWriter(t *testing.T) {
 		if ends[r] == nil || ends[r].Outcome != "failed: exit 1" {
 			t.Errorf("reader %d end %+v", r, ends[r])
 		}
+	}
+}
+
+// TestLastWrite: every write to either stream moves LastWrite, a partial
+// line included; a write after Close and an empty write do not.
+func TestLastWrite(t *testing.T) {
+	base := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	tests := []struct {
+		name  string
+		write func(o *Output)
+		want  time.Time // base + the clock's ticks at the last counted write
+	}{
+		{"none yet", func(*Output) {}, time.Time{}},
+		{"a line on stdout", func(o *Output) { _, _ = o.Stdout().Write([]byte("a\n")) }, base.Add(time.Second)},
+		{"a partial line on stderr", func(o *Output) { _, _ = o.Stderr().Write([]byte("no end")) }, base.Add(time.Second)},
+		{"the last of several", func(o *Output) {
+			_, _ = o.Stdout().Write([]byte("a\n"))
+			_, _ = o.Stderr().Write([]byte("b\n"))
+		}, base.Add(2 * time.Second)},
+		{"an empty write", func(o *Output) {
+			_, _ = o.Stdout().Write([]byte("a\n"))
+			_, _ = o.Stdout().Write(nil)
+		}, base.Add(time.Second)},
+		{"after Close", func(o *Output) {
+			_, _ = o.Stdout().Write([]byte("a\n"))
+			o.Close(End{Status: "succeeded"})
+			_, _ = o.Stdout().Write([]byte("late\n"))
+		}, base.Add(time.Second)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := New(nil, 0)
+			ticks := 0
+			o.now = func() time.Time { ticks++; return base.Add(time.Duration(ticks) * time.Second) }
+			tt.write(o)
+			if got := o.LastWrite(); !got.Equal(tt.want) {
+				t.Errorf("LastWrite %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

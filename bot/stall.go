@@ -1,0 +1,153 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/gateway"
+	"github.com/alchemic-studio/alfred/state"
+)
+
+// The stall watchdog (issue 21): a run whose CLI neither prints nor makes a
+// model request for AGENT_STALL_TIMEOUT is stopped, failed with a sentence
+// that says so, and its mailbox blocks at once (decideRunEnd): a CLI that
+// stalls is set up wrong (an endpoint it ignores, a prompt it waits on) and
+// would stall again, so retrying it would only hold the mailbox longer.
+//
+// What counts as activity depends on what can show it. A sealed run's
+// gateway session always can (gateway.Session.LastActivity: a request, an
+// answer still coming, bytes through a tunnel), and then any line the CLI
+// prints counts too. Without a gateway only the output is left, and it
+// means something only for a CLI that prints as it works (an adapter that
+// says so, progressReporter): Claude Code and Gemini print one JSON object
+// at their end, so their silence is no sign of a stall, and such a run is
+// not watched (RUN_TIMEOUT still bounds it).
+
+// errStalled is why the watchdog stopped a run, as the thread says it.
+type errStalled struct {
+	idle    time.Duration // AGENT_STALL_TIMEOUT
+	gateway bool          // a model request would have counted: a sealed run
+}
+
+func (e errStalled) Error() string {
+	what := "no output"
+	if e.gateway {
+		what = "no output and no model request"
+	}
+	return fmt.Sprintf("the agent stalled: %s for %s, so Alfred stopped it (%s); check the CLI's provider settings",
+		what, e.idle, AgentStallTimeout.Key())
+}
+
+// progressReporter is an adapter whose CLI prints as it works (a stream of
+// JSON events, a log), so that a silent output means it is stuck.
+type progressReporter interface{ ReportsProgress() bool }
+
+func reportsProgress(a agents.Adapter) bool {
+	p, ok := a.(progressReporter)
+	return ok && p.ReportsProgress()
+}
+
+// stallWatch is what the watchdog of one run looks at. A nil source is not
+// looked at; with none, nothing is watched.
+type stallWatch struct {
+	timeout time.Duration
+	now     func() time.Time
+	output  func() time.Time // when the CLI last printed (zero: not yet)
+	gateway func() time.Time // when the run's gateway session was last active
+}
+
+// stallTick is how often the watchdog looks: a fraction of the timeout,
+// bounded, so that a stall is seen at most a tick after the timeout.
+func stallTick(timeout time.Duration) time.Duration {
+	return min(max(timeout/8, 10*time.Millisecond), 5*time.Second)
+}
+
+// start watches the run that ctx bounds: the context it returns is canceled
+// with an errStalled once no source has moved for the timeout. stop ends the
+// watch (call it when the run has ended) and returns that errStalled when
+// the watchdog stopped the run, else nil.
+func (w stallWatch) start(ctx context.Context) (watched context.Context, stop func() error) {
+	if w.timeout <= 0 || (w.output == nil && w.gateway == nil) {
+		return ctx, func() error { return nil }
+	}
+	wctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.loop(wctx, cancel)
+	}()
+	return wctx, func() error {
+		cancel(nil) // a cause set before stays
+		<-done
+		var s errStalled
+		if errors.As(context.Cause(wctx), &s) {
+			return s
+		}
+		return nil
+	}
+}
+
+// loop looks at the sources every tick until the run ends or stalls.
+func (w stallWatch) loop(ctx context.Context, cancel context.CancelCauseFunc) {
+	start := w.now()
+	t := time.NewTicker(stallTick(w.timeout))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if w.now().Sub(w.last(start)) >= w.timeout {
+			cancel(errStalled{idle: w.timeout, gateway: w.gateway != nil})
+			return
+		}
+	}
+}
+
+// last is the latest sign of life: the start of the watch, or later.
+func (w stallWatch) last(start time.Time) time.Time {
+	last := start
+	for _, source := range []func() time.Time{w.output, w.gateway} {
+		if source == nil {
+			continue
+		}
+		if t := source(); t.After(last) {
+			last = t
+		}
+	}
+	return last
+}
+
+// watchStall starts the stall watchdog of a run about to call its adapter,
+// on the sources that can show its activity (see above); gw is its gateway
+// session, nil when the run is not sealed.
+func (e *Engine) watchStall(ctx context.Context, mb *state.Mailbox, run *state.Run, adapter agents.Adapter, gw *gateway.Session) (context.Context, func() error) {
+	w := stallWatch{timeout: AgentStallTimeout.Get(e.settings, scopeOf(mb)), now: e.now}
+	if gw != nil {
+		w.gateway = gw.LastActivity
+	}
+	if out, ok := e.Follow(run.ID); ok && (gw != nil || reportsProgress(adapter)) {
+		w.output = out.LastWrite
+	}
+	if w.output == nil && w.gateway == nil {
+		e.log.Debug("stall watchdog off: the run shows no activity before its end", "run", run.ID, "adapter", adapter.ID())
+	}
+	return w.start(ctx)
+}
+
+// stalled records the end of a run the watchdog stopped: the adapter saw a
+// cancellation, but the run failed (Stalled, which blocks its mailbox at
+// once) with why as its outcome, and keeps what its CLI printed before.
+func stalled(run *state.Run, ls *state.LLMSession, res *agents.Result, why error, named bool, redactRun func(string) string) (*agents.Result, error) {
+	run.Stalled = true
+	if res != nil {
+		recordUsage(ls, res, named)
+		run.Log = redactRun(attemptsLog(res))
+	}
+	ls.Outcome = string(agents.OutcomeFailed)
+	return nil, why
+}
