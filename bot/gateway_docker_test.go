@@ -306,22 +306,42 @@ func TestSealedClaudeCodeInDocker(t *testing.T) {
 }
 
 // sealedCLI is a CLI of the agent image that runs there, with the model a
-// sealed run of it names and what else is offered to it.
+// sealed run of it names, what else is offered to it, and what its own
+// usage figures are next to the gateway's.
 type sealedCLI struct {
 	new             func() (*agents.Local, error)
 	provider, model string
 	env             map[string]string
+	usage           usageReport
 }
 
 // sealedCLIs are the CLIs of the agent image that run there: the Gemini CLI
 // is in the image but needs a newer Node.js than Debian's
 // (deploy.TestAgentImage); agents.TestRealSealed runs it sealed on the host.
+//
+// Their usage figures, as the versions of the image print them:
+//   - Claude Code: the result event's usage is the invocation's, summed
+//     over its model requests, also on a resume (input_tokens plus the
+//     cache tokens, which the mock never reports).
+//   - Codex: turn.completed's usage is the thread's running total, which a
+//     resumed thread takes up from its rollout: on a resume it is the
+//     earlier runs' tokens plus this run's (e.g. 20/2 after two runs of
+//     10/1).
+//   - OpenCode: its step-finish events' tokens, this run's steps only.
+//     Without a named session (no --title) it also asks its small model
+//     for the session's title (one more request the gateway meters), whose
+//     tokens are in no step.
+//   - Copilot CLI (1.0.102): its JSON output leaves out assistant.usage and
+//     session.usage_info (the events cli-main.js never prints), its
+//     assistant.message events carry no outputTokens and its result's usage
+//     holds only premium requests and durations: no tokens.
+//   - Grok: prints the conversation's messages and no usage.
 var sealedCLIs = []sealedCLI{
-	{new: claudecode.New, provider: "anthropic", model: "claude-sonnet-4-5"},
-	{new: codex.New, provider: "openai", model: "gpt-5"},
-	{new: opencode.New, provider: "openai", model: "gpt-5", env: map[string]string{"OPENCODE_DISABLE_MODELS_FETCH": "1"}},
-	{new: copilot.New, provider: "openai", model: "gpt-5"},
-	{new: grok.New, provider: "xai", model: "grok-code-fast-1"},
+	{new: claudecode.New, provider: "anthropic", model: "claude-sonnet-4-5", usage: usagePerRun},
+	{new: codex.New, provider: "openai", model: "gpt-5", usage: usageSessionTotal},
+	{new: opencode.New, provider: "openai", model: "gpt-5", env: map[string]string{"OPENCODE_DISABLE_MODELS_FETCH": "1"}, usage: usageSteps},
+	{new: copilot.New, provider: "openai", model: "gpt-5", usage: usageNone},
+	{new: grok.New, provider: "xai", model: "grok-code-fast-1", usage: usageNone},
 }
 
 // directAttempt tries to reach the outside without the forwarder.
@@ -334,7 +354,10 @@ const directAttempt = `; timeout 5 bash -c 'exec 4<>/dev/tcp/1.1.1.1/80' 2>/dev/
 // gateway metered, and the container's environment held the run's token
 // and no key. Prompt-injected to send its environment to exfil.example, the
 // agent's request through the forwarder is refused and recorded on the run,
-// a direct connection finds no network, and no output shows a key.
+// a direct connection finds no network, and no output shows a key. Then a
+// run and a resume of the same named session, both sealed
+// (sealedResumeInDocker). On every run, the CLI's own token figures agree
+// with the gateway's as the CLI's usageReport says (checkMetering).
 func TestSealedCLIsInDocker(t *testing.T) {
 	t.Parallel()
 	runner, _ := dockerRunner(t)
@@ -352,6 +375,9 @@ func TestSealedCLIsInDocker(t *testing.T) {
 					sealedInDocker(t, runner, image, fwd, a, c, inject)
 				})
 			}
+			t.Run("run and resume", func(t *testing.T) {
+				sealedResumeInDocker(t, runner, image, fwd, a, c)
+			})
 		})
 	}
 }
@@ -407,7 +433,8 @@ func sealedInDocker(t *testing.T, runner sandbox.Runner, image, fwd string, a *a
 		t.Fatalf("outcome %s %q\nstdout %s\nstderr %s\nunhandled %v", res.Outcome, res.Text, res.Stdout, res.Stderr, mock.Unhandled())
 	}
 	checkSealedContainer(t, rec.spec(), s.Token())
-	checkSealedModel(t, mock, run.Gateway)
+	checkSealedModel(t, mock.Requests(), run.Gateway)
+	checkMetering(t, a.ID(), c.usage, sealedTurn{res: res, rg: run.Gateway, reqs: mock.Requests()}, nil)
 	checkNoKey(t, res, mock)
 	if inject {
 		checkInjection(t, mock, run.Gateway)
@@ -460,8 +487,9 @@ func testGateway(t *testing.T, p gateway.Provider) (*gateway.Gateway, string) {
 	return g, dir
 }
 
-// sealedSpec is the spec a run of d starts from: the agent image, a
-// writable worktree, and an offer holding every credential d's seal takes
+// sealedSpec is the spec a run of d starts from: the agent image, no
+// network (AGENT_NETWORK none, which the engine seals), a writable
+// worktree, and an offer holding every credential d's seal takes
 // over (dockerOfferedKey).
 func sealedSpec(t *testing.T, image string, d agents.Descriptor, extra map[string]string) sandbox.Spec {
 	t.Helper()
@@ -474,7 +502,7 @@ func sealedSpec(t *testing.T, image string, d agents.Descriptor, extra map[strin
 	for _, k := range d.Sealed.Credentials {
 		env[k] = dockerOfferedKey
 	}
-	return sandbox.Spec{Image: image, UID: 1000, GID: 1000, Env: env, Workdir: sandbox.WorkspacePath,
+	return sandbox.Spec{Image: image, UID: 1000, GID: 1000, Env: env, Workdir: sandbox.WorkspacePath, Network: "none",
 		Worktree: &sandbox.Mount{Host: wt, Container: sandbox.WorkspacePath}, Labels: map[string]string{"alfred.test": t.Name()}}
 }
 
@@ -520,19 +548,23 @@ func checkSealedContainer(t *testing.T, spec sandbox.Spec, token string) {
 	}
 }
 
-// checkSealedModel: every model request came with the provider's key, and
+// The usage the mock reports for each model request: its answers and its
+// shell calls (Options.Shell), in every API.
+const mockInputTokens, mockOutputTokens = 10, 1
+
+// checkSealedModel: every model request of a run (reqs) came with the
+// provider's key, and
 // the run records what the gateway metered (the mock says 10 input and 1
 // output tokens a request).
-func checkSealedModel(t *testing.T, mock *mockllm.Server, rg *state.RunGateway) {
+func checkSealedModel(t *testing.T, reqs []mockllm.Request, rg *state.RunGateway) {
 	t.Helper()
-	reqs := mock.Requests()
 	for _, r := range reqs {
 		if r.Key != dockerProviderKey {
 			t.Errorf("the mock saw %s with key %q", r.Path, r.Key)
 		}
 	}
 	n := int64(len(reqs))
-	if rg == nil || n == 0 || rg.Requests != n || rg.InputTokens != 10*n || rg.OutputTokens != n {
+	if rg == nil || n == 0 || rg.Requests != n || rg.InputTokens != mockInputTokens*n || rg.OutputTokens != mockOutputTokens*n {
 		t.Errorf("the run's gateway record %+v, the mock saw %d requests", rg, n)
 	}
 }

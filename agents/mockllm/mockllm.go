@@ -56,6 +56,10 @@ type Request struct {
 	Messages int
 	// LastUserText is the text of the last user entry that has text, when found.
 	LastUserText string
+	// UserTexts are the texts of the conversation's user entries, in order
+	// (empty ones left out): what tests of a resumed session look for the
+	// earlier prompts in.
+	UserTexts []string
 	// Tools names the tools the request offers (Anthropic).
 	Tools []string
 	// Prompts counts the user texts of the conversation, system reminders
@@ -300,7 +304,7 @@ func parse(api API, body []byte) Request {
 	case APIResponses:
 		var str string
 		if json.Unmarshal(b.Input, &str) == nil {
-			req.Messages, req.LastUserText = 1, str
+			req.Messages, req.LastUserText, req.UserTexts = 1, str, []string{str}
 			return req
 		}
 		_ = json.Unmarshal(b.Input, &entries)
@@ -308,10 +312,10 @@ func parse(api API, body []byte) Request {
 		entries = b.Contents
 	}
 	req.Messages = len(entries)
-	for i := len(entries) - 1; i >= 0; i-- {
-		if t, ok := userText(entries[i]); ok && t != "" {
+	for _, e := range entries {
+		if t, ok := userText(e); ok && t != "" {
+			req.UserTexts = append(req.UserTexts, t)
 			req.LastUserText = t
-			break
 		}
 	}
 	return req
