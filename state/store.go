@@ -75,11 +75,12 @@ type Store struct {
 	inflight  sync.WaitGroup // Update calls queued and not yet answered
 	closeOnce sync.Once
 
-	packMu   sync.Mutex // guards packs and merging
-	packCond *sync.Cond // signalled when a merge ends
-	packs    []packInfo
-	merging  bool
-	mergeWG  sync.WaitGroup
+	packMu        sync.Mutex // guards packs, merging and mergeFailures
+	packCond      *sync.Cond // signalled when a merge ends
+	packs         []packInfo
+	merging       bool
+	mergeFailures int // merges failed in a row (the log says the first)
+	mergeWG       sync.WaitGroup
 }
 
 type request struct {
@@ -550,9 +551,10 @@ func (s *Store) addPack(p packInfo) {
 			}
 		}
 		if err != nil {
-			s.log.Warn("merge state packs", "packs", len(rollup), "err", err)
+			s.mergeFailed(len(rollup), err)
 			return
 		}
+		s.mergeSucceeded()
 		gone := map[string]bool{}
 		for _, p := range rollup {
 			gone[p.name] = true
@@ -565,6 +567,27 @@ func (s *Store) addPack(p packInfo) {
 		}
 		s.packs = append(kept, merged)
 	}()
+}
+
+// mergeFailed logs a failed pack merge: the first of a series as a warning,
+// the next ones (a full disk fails every try) at debug level. Called with
+// packMu held.
+func (s *Store) mergeFailed(packs int, err error) {
+	s.mergeFailures++
+	if s.mergeFailures == 1 {
+		s.log.Warn("merge state packs fails; the packs stay as they are and are merged later (logged again once it succeeds)", "packs", packs, "err", err)
+		return
+	}
+	s.log.Debug("merge state packs failed again", "packs", packs, "failures", s.mergeFailures, "err", err)
+}
+
+// mergeSucceeded ends a series of failed merges in the log. Called with
+// packMu held.
+func (s *Store) mergeSucceeded() {
+	if s.mergeFailures > 0 {
+		s.log.Info("merge state packs succeeds again", "failures", s.mergeFailures)
+		s.mergeFailures = 0
+	}
 }
 
 // PackCount returns how many packs the repository holds (for monitoring the
