@@ -87,6 +87,12 @@ type Sealed struct {
 	// receives them when it does not run sealed: they need not be repeated
 	// in EnvAllowlist.
 	Credentials []string
+	// KeepMounts are the container paths of credential mounts
+	// (AGENT_CREDENTIAL_MOUNTS) a sealed run keeps because they configure
+	// the CLI and hold no credential (Gemini's settings.json that selects
+	// API-key auth). A sealed run drops every other credential mount: the
+	// gateway holds the credentials. May be nil.
+	KeepMounts []string
 }
 
 // Env is the variables a sealed run sets: BaseURLVar to baseURL (see

@@ -80,6 +80,7 @@ func (e *Engine) seal(runID string, scope Scope, adapter agents.Adapter, spec *s
 			"NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"})
 	}
 	spec.Env = env
+	spec.Credentials = keptMounts(spec.Credentials, sd.KeepMounts)
 	spec.Network = "none"
 	spec.Binds = append(slices.Clone(spec.Binds), sandbox.Mount{Host: s.SocketPath(), Container: gateway.ContainerSocket})
 	fwd := "alfred-forward"
@@ -90,6 +91,18 @@ func (e *Engine) seal(runID string, scope Scope, adapter agents.Adapter, spec *s
 	spec.Prefix = []string{fwd, "-port", strconv.Itoa(gateway.DefaultForwardPort), "-socket", gateway.ContainerSocket, "--"}
 	e.log.Info("run sealed", "run", runID, "provider", sd.Provider)
 	return s, nil
+}
+
+// keptMounts are the credential mounts a sealed run keeps: the ones its CLI
+// needs for configuration (keep), none that may hold a credential.
+func keptMounts(mounts []sandbox.Mount, keep []string) []sandbox.Mount {
+	var out []sandbox.Mount
+	for _, m := range mounts {
+		if slices.Contains(keep, m.Container) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // errUnsealable is a run on AGENT_NETWORK none whose CLI cannot run behind

@@ -2,12 +2,15 @@ package bot
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/agents/claudecode"
 	"github.com/alchemic-studio/alfred/agents/fake"
+	"github.com/alchemic-studio/alfred/agents/gemini"
+	"github.com/alchemic-studio/alfred/sandbox"
 	"github.com/alchemic-studio/alfred/state"
 )
 
@@ -65,5 +68,33 @@ func TestSealRules(t *testing.T) {
 				t.Fatalf("unsealed spec: network %q, env %v", spec.Network, spec.Env)
 			}
 		})
+	}
+}
+
+// TestSealDropsCredentialMounts: a sealed run keeps no credential mount but
+// the configuration its CLI declares it needs (Gemini's settings.json); an
+// unsealed run keeps them all.
+func TestSealDropsCredentialMounts(t *testing.T) {
+	a, err := gemini.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings := sandbox.Mount{Host: "/srv/creds/gemini-settings.json", Container: gemini.SettingsPath, ReadOnly: true}
+	oauth := sandbox.Mount{Host: "/srv/creds/oauth_creds.json", Container: agents.AgentHome + "/.gemini/oauth_creds.json", ReadOnly: true}
+	for _, network := range []string{"none", "bridge"} {
+		e, _ := sealingEngine(t, namedRunner("image"), "", "gemini", "http://127.0.0.1:1")
+		spec := sandbox.Spec{Network: network, Env: map[string]string{}, Credentials: []sandbox.Mount{settings, oauth}}
+		s, err := e.seal("run-"+network, Scope{}, a, &spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []sandbox.Mount{settings, oauth}
+		if s != nil {
+			s.Close()
+			want = want[:1]
+		}
+		if !slices.Equal(spec.Credentials, want) {
+			t.Errorf("network %s: credential mounts %v; want %v", network, spec.Credentials, want)
+		}
 	}
 }

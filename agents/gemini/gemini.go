@@ -51,6 +51,10 @@ const Executable = "gemini"
 // included): a credential mount brings it.
 const APIKeySettings = `{"security":{"auth":{"selectedType":"gemini-api-key"}}}`
 
+// SettingsPath is where a credential mount brings APIKeySettings; a sealed
+// run keeps that mount (agents.Sealed.KeepMounts), and no other.
+const SettingsPath = agents.AgentHome + "/.gemini/settings.json"
+
 // CLI implements agents.CLI for the Gemini CLI.
 type CLI struct{}
 
@@ -90,6 +94,7 @@ func (CLI) Descriptor() agents.Descriptor {
 		Sealed: &agents.Sealed{
 			Provider: "gemini", BaseURLVar: "GOOGLE_GEMINI_BASE_URL", KeyVar: "GEMINI_API_KEY",
 			Credentials: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_VERTEX_BASE_URL"},
+			KeepMounts:  []string{SettingsPath},
 		},
 	}
 }
