@@ -28,6 +28,13 @@
 // a sealed run (clitest.Sealed: the forwarder, a gateway whose provider is
 // the mock, a prompt injection refused).
 //
+// A CLI that resumes also reads its sessions back (TranscriptReader, in
+// its package's transcript.go): ReadTranscript turns what the CLI kept in
+// the mailbox's session folder into one list of Steps, the same for every
+// CLI (prompt, answer, tool call and result, file edit, other), tested on
+// real transcripts recorded with the CLI and the mock model (testdata/
+// transcript, `go test ./agents/<cli> -run TestRealTranscript -record`).
+//
 // Detect runs each CLI's version command through a Runner and reports an
 // Installation; DetectCommand prints them for `alfred agents detect`.
 package agents

@@ -1,0 +1,185 @@
+package opencode
+
+import (
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	_ "modernc.org/sqlite" // the "sqlite" driver, for the session database
+
+	"github.com/alchemic-studio/alfred/agents"
+)
+
+// OpenCode's transcript, as 1.18.33 keeps it (recorded in
+// testdata/transcript): rows of the SQLite database opencode.db in the
+// session folder (see DBEnv). Table "message" holds a session's messages
+// (data: {"role":"user"|"assistant",…}), table "part" their parts in id
+// order (data: {"type":…}): "text" (a prompt or an answer; synthetic ones
+// are injected context), "tool" (a call, its state holding the input, and
+// once completed or failed the output or error). Step, snapshot, patch and
+// reasoning parts give no step; other part types are other steps. The
+// database is opened read-only.
+
+// editTools are the tools that write the file named by their "filePath".
+var editTools = []string{"write", "edit", "multiedit"}
+
+// silentParts are the part types that give no step.
+var silentParts = []string{"step-start", "step-finish", "snapshot", "patch", "reasoning"}
+
+// ReadTranscript implements agents.TranscriptReader: stateDir is the
+// folder mounted at ~/.local/state/opencode, which holds opencode.db.
+func (CLI) ReadTranscript(stateDir, id string) ([]agents.Step, error) {
+	path := filepath.Join(stateDir, filepath.Base(DBEnv))
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("opencode: session %s: no database in %s: %w", id, stateDir, agents.ErrNoTranscript)
+	}
+	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?mode=ro&_pragma=busy_timeout(5000)")
+	if err != nil {
+		return nil, fmt.Errorf("opencode: open %s: %w", path, err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM session WHERE id = ?`, id).Scan(&n); err != nil {
+		return nil, fmt.Errorf("opencode: read %s: %w", path, err)
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("opencode: session %s in %s: %w", id, path, agents.ErrNoTranscript)
+	}
+	steps, err := readSession(db, id)
+	if err != nil {
+		return nil, fmt.Errorf("opencode: read session %s from %s: %w", id, path, err)
+	}
+	return steps, nil
+}
+
+// row is a message or part row.
+type row struct {
+	id, messageID string
+	created       int64
+	data          []byte
+}
+
+// readSession reads the session's messages and parts into steps.
+func readSession(db *sql.DB, id string) ([]agents.Step, error) {
+	msgs, err := rows(db, `SELECT id, '', time_created, data FROM message WHERE session_id = ? ORDER BY time_created, id`, id)
+	if err != nil {
+		return nil, err
+	}
+	parts, err := rows(db, `SELECT id, message_id, time_created, data FROM part WHERE session_id = ? ORDER BY id`, id)
+	if err != nil {
+		return nil, err
+	}
+	var steps []agents.Step
+	for _, m := range msgs {
+		var info struct {
+			Role string `json:"role"`
+		}
+		if json.Unmarshal(m.data, &info) != nil {
+			steps = append(steps, agents.UnreadableStep())
+			continue
+		}
+		for _, p := range parts {
+			if p.messageID == m.id {
+				steps = append(steps, partSteps(info.Role, p)...)
+			}
+		}
+	}
+	return steps, nil
+}
+
+// rows runs a query of (id, message id, time, data) rows.
+func rows(db *sql.DB, query, id string) ([]row, error) {
+	rs, err := db.Query(query, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var out []row
+	for rs.Next() {
+		var r row
+		if err := rs.Scan(&r.id, &r.messageID, &r.created, &r.data); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rs.Err()
+}
+
+// part is a part's data.
+type part struct {
+	Type      string `json:"type"`
+	Text      string `json:"text"`
+	Synthetic bool   `json:"synthetic"`
+	Tool      string `json:"tool"`
+	CallID    string `json:"callID"`
+	State     struct {
+		Status string          `json:"status"`
+		Input  json.RawMessage `json:"input"`
+		Output string          `json:"output"`
+		Error  string          `json:"error"`
+		Time   struct {
+			Start int64 `json:"start"`
+			End   int64 `json:"end"`
+		} `json:"time"`
+	} `json:"state"`
+}
+
+// partSteps are the steps of a part of a message of role.
+func partSteps(role string, r row) []agents.Step {
+	at := agents.UnixMilli(r.created)
+	var p part
+	if json.Unmarshal(r.data, &p) != nil {
+		return []agents.Step{agents.UnreadableStep()}
+	}
+	switch {
+	case p.Type == "text" && p.Synthetic:
+		return nil
+	case p.Type == "text":
+		kind := agents.StepAssistant
+		if role == "user" {
+			kind = agents.StepPrompt
+		}
+		if s, ok := agents.TextStep(kind, p.Text, at); ok {
+			return []agents.Step{s}
+		}
+		return nil
+	case p.Type == "tool":
+		return p.toolSteps(at)
+	case slices.Contains(silentParts, p.Type):
+		return nil
+	}
+	return []agents.Step{agents.OtherStep(role+"/"+p.Type, at)}
+}
+
+// toolSteps: the call, its result once over, and the file a completed edit
+// tool wrote.
+func (p part) toolSteps(at time.Time) []agents.Step {
+	start := at
+	if p.State.Time.Start != 0 {
+		start = agents.UnixMilli(p.State.Time.Start)
+	}
+	steps := []agents.Step{{Kind: agents.StepToolCall, At: start, Tool: p.Tool, CallID: p.CallID, Args: agents.Args(p.State.Input)}}
+	done := agents.UnixMilli(p.State.Time.End)
+	switch p.State.Status {
+	case "completed":
+		steps = append(steps, agents.Step{Kind: agents.StepToolResult, At: done, Tool: p.Tool, CallID: p.CallID, Text: agents.Summary(p.State.Output)})
+	case "error":
+		return append(steps, agents.Step{Kind: agents.StepToolResult, At: done, Tool: p.Tool, CallID: p.CallID, Text: agents.Summary(p.State.Error), Failed: true})
+	default:
+		return steps
+	}
+	var in struct {
+		FilePath string `json:"filePath"`
+	}
+	_ = json.Unmarshal(p.State.Input, &in)
+	if in.FilePath != "" && slices.Contains(editTools, p.Tool) {
+		steps = append(steps, agents.Step{Kind: agents.StepEdit, At: done, Tool: p.Tool, CallID: p.CallID, Path: in.FilePath})
+	}
+	return steps
+}
