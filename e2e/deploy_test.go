@@ -66,9 +66,10 @@ func TestE2EDeployed(t *testing.T) {
 	}
 	b.waitHealthy()
 
-	// Detection runs claude --version in the agent image at start.
+	// Detection runs each CLI's version command in the agent image at start
+	// (minutes on a machine loaded by parallel test packages).
 	var version string
-	waitFor(t, 2*time.Minute, "claude-code detected as resumable in "+agentImg, func() (ok bool) {
+	waitFor(t, 4*time.Minute, "claude-code detected as resumable in "+agentImg, func() (ok bool) {
 		s.b.look(func(st *state.Store) {
 			all, _ := st.Installations()
 			for _, in := range all {
