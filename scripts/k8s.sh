@@ -1,0 +1,989 @@
+#!/bin/sh
+# k8s.sh - a real single-node Kubernetes cluster for Alfred's tests, on loopback.
+#
+# Usage (as root):
+#   scripts/k8s.sh start    build the Kubernetes components from the Go module proxy
+#                           (once: the binaries are cached), install the Debian
+#                           packages (etcd-server, containerd, runc,
+#                           containernetworking-plugins, openssl, busybox-static) when
+#                           missing, start etcd, kube-apiserver, kube-controller-manager,
+#                           kube-scheduler, containerd (its CRI plugin) and the kubelet,
+#                           import the test images, run a smoke Pod and print the
+#                           variables the tests read
+#   scripts/k8s.sh env      print those variables again (the cluster must be running)
+#   scripts/k8s.sh status   tell which components run (exit 1 when one is missing)
+#   scripts/k8s.sh stop     delete the Pods, stop what this script started (each by
+#                           its pidfile PID), undo what it changed on the host and
+#                           delete the state folder (never the cache)
+#   scripts/k8s.sh build    only build (or find cached) the Kubernetes binaries
+#
+# From a shell (a failed start must stop the chain: `eval "$(...)"` alone would
+# hide it, since eval of nothing succeeds):
+#   env=$(scripts/k8s.sh start) && eval "$env" && go test ./sandbox/kube/; rc=$?; scripts/k8s.sh stop; exit $rc
+# or read the env file it writes: $ALFRED_K8S_STATE/env (KEY=VALUE lines).
+#
+# Only the printed `export` lines go to stdout; progress and timings go to stderr.
+#
+# The build: a throwaway module under the cache that requires k8s.io/kubernetes
+# v$VERSION and replaces every k8s.io/* staging module it requires at v0.0.0 (it
+# replaces them with its own staging/ folders, which a dependency cannot see) by
+# its release v0.$MINOR.$PATCH; `go build` (CGO_ENABLED=0, nice -n 15, -p 2: the
+# machine is shared) of kube-apiserver, kube-controller-manager, kube-scheduler,
+# kubelet and kubectl into $ALFRED_K8S_CACHE/k8s-v$VERSION/bin. The first build takes
+# 20-60 minutes on two shared cores (56 min measured under a load of ~10);
+# `scripts/k8s.sh build` can run it ahead. A warm start takes 30-50 s.
+#
+# What runs, all on 127.0.0.1 (ports picked free), with one CA made by openssl
+# for every certificate:
+#   etcd                     Debian's etcd-server, TLS with client certificates
+#   kube-apiserver           Node,RBAC authorization, NodeRestriction, no privileged Pods
+#   kube-controller-manager  and kube-scheduler, no leader election
+#   containerd               Debian's 1.6 (the kubelet falls back from the RuntimeConfig
+#                            call it lacks), our own instance (config, root, state, socket
+#                            under the state folder), CRI plugin, runc;
+#                            restrict_oom_score_adj, since root may lack CAP_SYS_RESOURCE
+#   kubelet                  node "127.0.0.1" (a kubelet refuses a loopback --node-ip,
+#                            but takes a node name that is an IP as its address),
+#                            cgroupfs driver, Pods under the cgroup /alfred-test-k8s,
+#                            failCgroupV1: false (a cgroup v1 host is refused by default)
+#   CNI                      a bridge alfk8s0 with no address on the host, 10.244.0.0/24
+#                            from host-local: Pods reach each other, nothing routes out
+# No kube-proxy and no DNS: Services do not work; Pods run, log and exit.
+#
+# No registry is reachable: the images are built here (a busybox-static root file
+# system, every applet a symlink, a user 1000 "agent"), written as an OCI archive
+# and imported with `ctr -n k8s.io images import`:
+#   alfred-test/busybox:latest   the test image (as scripts/dockerd.sh makes it);
+#                                Pods must use imagePullPolicy: Never
+#   alfred-test/pause:1          the Pod sandbox image (a shell waiting for SIGTERM)
+#
+# On the host, outside the state folder, a start changes (and stop undoes): the
+# sysctls the kubelet sets (vm.overcommit_memory=1, kernel.panic=10,
+# kernel.panic_on_oops=1, ...: their old values are saved and restored), the
+# cgroup /alfred-test-k8s in each cgroup v1 hierarchy, the bridge alfk8s0, the
+# folders /var/lib/cni (CNI result cache), /var/lib/kubelet (the device plugin
+# socket: a fixed path) and /var/log/containers (the kubelet's log symlinks)
+# when they did not exist (else only our files in them), and containerd's shim
+# sockets in /run/containerd/s (removed by the shims themselves).
+#
+# Environment:
+#   ALFRED_K8S_VERSION       Kubernetes version (default 1.37.2)
+#   ALFRED_K8S_CACHE         cache root; binaries go to $ALFRED_K8S_CACHE/k8s-v$VERSION/bin
+#                            (default /var/cache/alfred)
+#   ALFRED_K8S_STATE         state folder (default /tmp/alfred-test-k8s; keep it short:
+#                            unix socket paths under it must fit 108 bytes)
+#   ALFRED_K8S_BUILD_JOBS    go build -p (default 2)
+#   ALFRED_K8S_WAIT          seconds to wait for each component (default 120)
+#   ALFRED_K8S_NAMESPACE     namespace made for the tests (default alfred-test; Pod
+#                            Security "restricted" is enforced there)
+#   ALFRED_K8S_KEEP_FAILED   when set, a failed start leaves everything running (to
+#                            debug it; stop cleans up)
+set -eu
+# shellcheck source-path=SCRIPTDIR source=lib/pidfile.sh
+. "$(dirname "$0")/lib/pidfile.sh"
+PATH=$PATH:/usr/local/go/bin:/usr/sbin:/sbin:/usr/bin:/bin
+export PATH
+
+VERSION=${ALFRED_K8S_VERSION:-1.37.2}
+VERSION=${VERSION#v}
+K8S_MINOR=$(echo "$VERSION" | cut -d. -f2)
+K8S_PATCH=$(echo "$VERSION" | cut -d. -f3)
+STAGING_VERSION=v0.$K8S_MINOR.$K8S_PATCH
+CACHE_ROOT=${ALFRED_K8S_CACHE:-/var/cache/alfred}
+CACHE=$CACHE_ROOT/k8s-v$VERSION
+BIN=$CACHE/bin
+BUILD_LOG=$CACHE_ROOT/build-k8s-v$VERSION.log
+BUILD_JOBS=${ALFRED_K8S_BUILD_JOBS:-2}
+COMPONENTS="kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl"
+STATE=${ALFRED_K8S_STATE:-/tmp/alfred-test-k8s}
+WAIT=${ALFRED_K8S_WAIT:-120}
+NAMESPACE=${ALFRED_K8S_NAMESPACE:-alfred-test}
+ENVFILE=$STATE/env
+MARKER=$STATE/.alfred-k8s
+PKI=$STATE/pki
+LOGS=$STATE/logs
+CTRD_SOCK=$STATE/containerd.sock
+NODE=127.0.0.1
+BRIDGE=alfk8s0
+POD_SUBNET=10.244.0.0/24
+SERVICE_RANGE=10.96.0.0/24
+CGROUP_ROOT=alfred-test-k8s
+IMAGE=alfred-test/busybox:latest
+PAUSE_IMAGE=alfred-test/pause:1
+HOST_DIRS="/var/lib/cni /var/lib/kubelet /var/log/containers"
+SYSCTLS="vm/overcommit_memory vm/panic_on_oom kernel/panic kernel/panic_on_oops kernel/keys/root_maxkeys kernel/keys/root_maxbytes"
+# Started in this order, stopped in the reverse one.
+SERVICES="etcd kube-apiserver containerd kube-controller-manager kube-scheduler kubelet"
+
+log() { printf 'k8s.sh: %s\n' "$*" >&2; }
+die() {
+	log "error: $*"
+	exit 1
+}
+
+now_ms() { date +%s%3N; }
+
+# ---------------------------------------------------------------- packages
+
+# install_packages installs the Debian packages named when their file is
+# missing: "file:package ..." pairs. A policy-rc.d that exits 101 is put in
+# place first, when there is none, so that etcd-server and containerd do not
+# start their default services; only a policy-rc.d made here is removed.
+install_packages() {
+	need=""
+	for pair in "$@"; do
+		[ -e "${pair%%:*}" ] || need="$need ${pair#*:}"
+	done
+	[ -z "$need" ] && return 0
+	[ "$(id -u)" = 0 ] || die "missing packages:$need; run as root to install them"
+	created_policy=""
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+		chmod 0755 /usr/sbin/policy-rc.d
+		created_policy=1
+	fi
+	log "installing$need"
+	rc=0
+	# shellcheck disable=SC2086
+	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $need >&2 ||
+		{ apt-get update >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $need >&2; } || rc=$?
+	if [ -n "$created_policy" ]; then rm -f /usr/sbin/policy-rc.d; fi
+	[ $rc = 0 ] || die "installation of$need failed"
+}
+
+# ---------------------------------------------------------------- build
+
+k8s_cached() {
+	for c in $COMPONENTS; do [ -x "$BIN/$c" ] || return 1; done
+}
+
+# build_k8s builds the components into a temporary folder next to the cache
+# and renames it into place, so that a killed build never leaves a half cache.
+build_k8s() {
+	command -v go >/dev/null 2>&1 || die "build of Kubernetes failed: the go command is missing"
+	mkdir -p "$CACHE_ROOT" || die "cannot create the cache folder $CACHE_ROOT"
+	tmp=$(mktemp -d "$CACHE_ROOT/.build-k8s-v$VERSION.XXXXXX") || die "cannot create a build folder in $CACHE_ROOT"
+	# The temporary folder goes whatever happens; a signal ends the script too.
+	trap 'rm -rf "$tmp"' EXIT
+	trap 'exit 1' INT TERM HUP
+	t0=$(date +%s)
+	log "building Kubernetes v$VERSION ($COMPONENTS) from the Go module proxy (20-40 min the first time; log: $BUILD_LOG)"
+	: >"$BUILD_LOG"
+	go mod download -json "k8s.io/kubernetes@v$VERSION" >"$tmp/module.json" 2>>"$BUILD_LOG" ||
+		{ cat "$tmp/module.json" >>"$BUILD_LOG"; die "build failed: download of k8s.io/kubernetes@v$VERSION; see $BUILD_LOG"; }
+	gomod=$(sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",*$/\1/p' "$tmp/module.json")
+	commit=$(sed -n 's/^[[:space:]]*"Hash": "\(.*\)",*$/\1/p' "$tmp/module.json" | head -n 1)
+	[ -f "$gomod" ] || die "build failed: no go.mod in the answer of go mod download: $(cat "$tmp/module.json")"
+	staging=$(awk '$1 == "require" && $2 == "(" { r = 1; next } r && $1 == ")" { r = 0 } r && $1 ~ /^k8s\.io\// && $2 == "v0.0.0" { print $1 }' "$gomod")
+	[ -n "$staging" ] || die "build failed: no staging module found in $gomod"
+	mkdir "$tmp/mod" "$tmp/bin"
+	{
+		echo "// Generated by scripts/k8s.sh to build Kubernetes v$VERSION; thrown away after the build."
+		echo "module alfred.invalid/k8s-build"
+		echo
+		echo "go $(sed -n 's/^go \([0-9.]*\)$/\1/p' "$gomod")"
+		echo
+		echo "require k8s.io/kubernetes v$VERSION"
+		echo
+		echo "replace ("
+		for m in $staging; do printf '\t%s => %s %s\n' "$m" "$m" "$STAGING_VERSION"; done
+		echo ")"
+	} >"$tmp/mod/go.mod"
+	cat "$tmp/mod/go.mod" >>"$BUILD_LOG"
+	date="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	ldflags="-s -w"
+	for p in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
+		ldflags="$ldflags -X $p.gitVersion=v$VERSION -X $p.gitMajor=1 -X $p.gitMinor=$K8S_MINOR"
+		ldflags="$ldflags -X $p.gitTreeState=clean -X $p.buildDate=$date${commit:+ -X $p.gitCommit=$commit}"
+	done
+	pkgs=""
+	for c in $COMPONENTS; do pkgs="$pkgs k8s.io/kubernetes/cmd/$c"; done
+	# nice and few parallel jobs: the machine is shared with other test runs.
+	# The tags are those of Kubernetes' own release builds (hack/lib/golang.sh).
+	# shellcheck disable=SC2086
+	(cd "$tmp/mod" && GOFLAGS="-mod=mod -buildvcs=false -p=$BUILD_JOBS" CGO_ENABLED=0 nice -n 15 \
+		go build -trimpath -tags selinux,notest,grpcnotrace -ldflags "$ldflags" -o "$tmp/bin/" $pkgs) \
+		>>"$BUILD_LOG" 2>&1 || die "build of Kubernetes v$VERSION failed: see $BUILD_LOG"
+	# The module files say what was built from what.
+	cp "$tmp/mod/go.mod" "$tmp/mod/go.sum" "$tmp/bin/" 2>/dev/null || true
+	chmod -R a+rX "$tmp/bin"
+	mkdir -p "$CACHE"
+	# mv -T refuses to move into an existing folder: another start may have
+	# finished the same build first, and its cache is as good as ours.
+	if ! mv -T "$tmp/bin" "$BIN" 2>/dev/null; then
+		k8s_cached || die "cannot rename the build into $BIN"
+		log "another start cached Kubernetes v$VERSION meanwhile; using it"
+	fi
+	rm -rf "$tmp"
+	trap - EXIT INT TERM HUP
+	log "built Kubernetes v$VERSION in $(($(date +%s) - t0)) s into $BIN"
+}
+
+# ---------------------------------------------------------------- ports
+
+# listening prints the TCP ports something listens on, in hex as the kernel
+# lists them in /proc/net/tcp and tcp6.
+listening() {
+	awk 'FNR > 1 && $4 == "0A" { split($2, a, ":"); print a[2] }' /proc/net/tcp /proc/net/tcp6 2>/dev/null | sort -u
+}
+
+# pick_port VAR sets VAR to a TCP port that nothing listens on and that this
+# start has not handed out yet (it runs in this shell, not in a $(...)
+# subshell, so that it remembers what it handed out).
+PORTS_TAKEN=""
+pick_port() {
+	i=0
+	while [ $i -lt 100 ]; do
+		i=$((i + 1))
+		port=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 30000))
+		case " $PORTS_TAKEN " in *" $port "*) continue ;; esac
+		listening | grep -qx "$(printf '%04X' "$port")" && continue
+		PORTS_TAKEN="$PORTS_TAKEN $port"
+		eval "$1=$port"
+		return 0
+	done
+	fail_start "no free TCP port found for $1"
+}
+
+# ---------------------------------------------------------------- certificates
+
+# cert NAME CN [O] [SAN]: a key and a certificate signed by our CA.
+cert() {
+	name=$1 cn=$2 org=${3:-} san=${4:-}
+	subj="/CN=$cn"
+	[ -n "$org" ] && subj="/O=$org$subj"
+	openssl ecparam -name prime256v1 -genkey -noout -out "$PKI/$name.key" 2>/dev/null
+	{
+		echo "basicConstraints=critical,CA:FALSE"
+		echo "keyUsage=critical,digitalSignature,keyEncipherment"
+		echo "extendedKeyUsage=${san:+serverAuth,}clientAuth"
+		[ -n "$san" ] && echo "subjectAltName=$san"
+	} >"$PKI/$name.ext"
+	openssl req -new -key "$PKI/$name.key" -subj "$subj" -out "$PKI/$name.csr" 2>/dev/null
+	openssl x509 -req -in "$PKI/$name.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreateserial \
+		-days 30 -sha256 -extfile "$PKI/$name.ext" -out "$PKI/$name.crt" 2>/dev/null ||
+		die "openssl could not sign the certificate $name"
+	rm -f "$PKI/$name.csr" "$PKI/$name.ext"
+}
+
+make_pki() {
+	mkdir -p "$PKI"
+	chmod 0700 "$PKI"
+	openssl ecparam -name prime256v1 -genkey -noout -out "$PKI/ca.key" 2>/dev/null
+	openssl req -x509 -new -key "$PKI/ca.key" -subj "/CN=alfred-test-k8s-ca" -days 30 -sha256 \
+		-addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" \
+		-out "$PKI/ca.crt" 2>/dev/null || die "openssl could not make the CA"
+	loop="IP:127.0.0.1,DNS:localhost"
+	cert etcd-server etcd "" "$loop"
+	cert apiserver-etcd-client kube-apiserver-etcd-client
+	cert apiserver kube-apiserver "" \
+		"$loop,IP:${SERVICE_RANGE%.0/*}.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+	cert apiserver-kubelet-client kube-apiserver-kubelet-client system:masters
+	cert admin alfred-test-admin system:masters
+	cert controller-manager system:kube-controller-manager
+	cert scheduler system:kube-scheduler
+	cert kubelet "system:node:$NODE" system:nodes
+	cert kubelet-server "$NODE" "" "$loop"
+	# The service account token signing key (ES256).
+	openssl ecparam -name prime256v1 -genkey -noout -out "$PKI/sa.key" 2>/dev/null
+	openssl ec -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub" 2>/dev/null
+	rm -f "$PKI/ca.srl"
+}
+
+# kubeconfig NAME USER: a kubeconfig with the certificates embedded.
+kubeconfig() {
+	b64() { base64 -w0 <"$1"; }
+	cat >"$STATE/$1.kubeconfig" <<-EOF
+		apiVersion: v1
+		kind: Config
+		clusters:
+		- name: alfred-test
+		  cluster:
+		    server: https://127.0.0.1:$APISERVER_PORT
+		    certificate-authority-data: $(b64 "$PKI/ca.crt")
+		users:
+		- name: $1
+		  user:
+		    client-certificate-data: $(b64 "$PKI/$2.crt")
+		    client-key-data: $(b64 "$PKI/$2.key")
+		contexts:
+		- name: alfred-test
+		  context:
+		    cluster: alfred-test
+		    user: $1
+		    namespace: $NAMESPACE
+		current-context: alfred-test
+	EOF
+	chmod 0600 "$STATE/$1.kubeconfig"
+}
+
+# ---------------------------------------------------------------- images
+
+# make_images writes an OCI image archive of two images sharing one layer, a
+# busybox-static root file system: the test image and the sandbox image.
+make_images() {
+	dir=$STATE/images
+	rootfs=$dir/rootfs
+	layout=$dir/oci
+	rm -rf "$dir"
+	mkdir -p "$rootfs/etc" "$rootfs/tmp" "$rootfs/home/agent" "$rootfs/workspace" \
+		"$rootfs/proc" "$rootfs/sys" "$rootfs/dev" "$layout/blobs/sha256"
+	chmod 1777 "$rootfs/tmp"
+	# Every applet a symlink, made by busybox itself in one process (a loop of
+	# ln takes seconds on a busy machine); its links point at the real path of
+	# the running binary (/usr/bin/busybox on a merged /usr), so the binary
+	# goes there and /bin points at its folder when that is not /bin.
+	bb=$(readlink -f /bin/busybox)
+	bbdir=${bb%/*}
+	mkdir -p "$rootfs$bbdir"
+	cp /bin/busybox "$rootfs$bb"
+	/bin/busybox --install -s "$rootfs$bbdir"
+	if [ ! -e "$rootfs/bin" ]; then ln -s "${bbdir#/}" "$rootfs/bin"; fi
+	if [ ! -L "$rootfs$bbdir/sh" ] || [ ! -L "$rootfs$bbdir/echo" ]; then
+		fail_start "busybox --install made no sh or echo in the image's $bbdir"
+	fi
+	cat >"$rootfs/etc/passwd" <<-'EOF'
+		root:x:0:0:root:/root:/bin/sh
+		agent:x:1000:1000:agent:/home/agent:/bin/sh
+		nobody:x:65534:65534:nobody:/nonexistent:/bin/false
+	EOF
+	cat >"$rootfs/etc/group" <<-'EOF'
+		root:x:0:
+		agent:x:1000:
+		nogroup:x:65534:
+	EOF
+	# The sandbox process: it waits, and exits on SIGTERM (a pause container).
+	cat >"$rootfs/pause" <<-'EOF'
+		#!/bin/sh
+		trap 'exit 0' TERM INT
+		while :; do sleep 2147483647 & wait $!; done
+	EOF
+	chmod 0755 "$rootfs/pause"
+	chown -R 1000:1000 "$rootfs/home/agent" "$rootfs/workspace"
+	tar -C "$rootfs" --numeric-owner --sort=name --mtime=@0 -cf "$dir/layer.tar" .
+	layer=$(blob "$dir/layer.tar")
+	layer_size=$(stat -c %s "$dir/layer.tar")
+	manifests=""
+	for spec in "$IMAGE|\"Env\":[\"PATH=/bin\"],\"WorkingDir\":\"/workspace\",\"Labels\":{\"alfred.test-image\":\"busybox-static\"}" \
+		"$PAUSE_IMAGE|\"Env\":[\"PATH=/bin\"],\"Entrypoint\":[\"/pause\"],\"Labels\":{\"alfred.test-image\":\"pause\"}"; do
+		name=docker.io/${spec%%|*}
+		printf '{"architecture":"amd64","os":"linux","config":{%s},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' \
+			"${spec#*|}" "$layer" >"$dir/config.json"
+		config=$(blob "$dir/config.json")
+		printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":%s},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"sha256:%s","size":%s}]}' \
+			"$config" "$(stat -c %s "$dir/config.json")" "$layer" "$layer_size" >"$dir/manifest.json"
+		manifest=$(blob "$dir/manifest.json")
+		manifests="$manifests${manifests:+,}$(printf '{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":%s,"platform":{"architecture":"amd64","os":"linux"},"annotations":{"io.containerd.image.name":"%s","org.opencontainers.image.ref.name":"%s"}}' \
+			"$manifest" "$(stat -c %s "$dir/manifest.json")" "$name" "${name##*:}")"
+	done
+	printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[%s]}' "$manifests" >"$layout/index.json"
+	printf '{"imageLayoutVersion":"1.0.0"}' >"$layout/oci-layout"
+	tar -C "$layout" -cf "$dir/images.tar" .
+	rm -rf "$rootfs" "$layout" "$dir/layer.tar" "$dir/config.json" "$dir/manifest.json"
+}
+
+# blob FILE moves FILE into the OCI layout as a blob (a copy) and prints its digest.
+blob() {
+	sum=$(sha256sum "$1" | cut -d' ' -f1)
+	cp "$1" "$layout/blobs/sha256/$sum"
+	echo "$sum"
+}
+
+ctr_k8s() { ctr --address "$CTRD_SOCK" --namespace k8s.io "$@"; }
+
+# ---------------------------------------------------------------- processes
+
+# Each service runs under setsid (it outlives this script and a Ctrl-C of the
+# caller) with its PID in $STATE/NAME.pid; its command line holds the mark
+# below, a path inside our state folder, so that a recycled PID or a process
+# of someone else is never touched.
+mark() {
+	case $1 in
+	etcd) echo "--data-dir=$STATE/etcd" ;;
+	kube-apiserver) echo "--etcd-keyfile=$PKI/apiserver-etcd-client.key" ;;
+	containerd) echo "--config=$STATE/containerd.toml" ;;
+	kube-controller-manager) echo "--kubeconfig=$STATE/controller-manager.kubeconfig" ;;
+	kube-scheduler) echo "--kubeconfig=$STATE/scheduler.kubeconfig" ;;
+	kubelet) echo "--root-dir=$STATE/kubelet" ;;
+	esac
+}
+
+ours() { pid_of "$STATE/$1.pid" "$(mark "$1")"; }
+
+# launch NAME COMMAND...: start a service in the background, log to $LOGS/NAME.log.
+launch() {
+	name=$1
+	shift
+	setsid "$@" </dev/null >"$LOGS/$name.log" 2>&1 &
+	echo $! >"$STATE/$name.pid"
+}
+
+# stop_services NAME...: SIGTERM to the services of our pidfiles, all at once,
+# then SIGKILL to those still there after 30 s.
+stop_services() {
+	pids=""
+	for name in "$@"; do
+		pid=$(ours "$name") || continue
+		log "stopping $name (pid $pid)"
+		kill -TERM "$pid" 2>/dev/null || true
+		pids="$pids $pid"
+	done
+	i=0
+	for pid in $pids; do
+		while [ -d "/proc/$pid" ] && [ $i -lt 150 ]; do
+			sleep 0.1
+			i=$((i + 1))
+		done
+		if [ -d "/proc/$pid" ]; then
+			log "pid $pid ($(tr '\0' ' ' <"/proc/$pid/cmdline" | cut -c1-60)) ignored SIGTERM for 15s; killing it"
+			kill -KILL "$pid" 2>/dev/null || true
+		fi
+	done
+	for name in "$@"; do rm -f "$STATE/$name.pid"; done
+}
+
+# fail_start reports a failed start step with the tail of a log, stops what was
+# started and exits.
+fail_start() {
+	log "start failed: $1"
+	if [ -n "${2:-}" ] && [ -f "$LOGS/$2.log" ]; then
+		log "last lines of $LOGS/$2.log:"
+		tail -n 25 "$LOGS/$2.log" >&2
+	fi
+	if [ -n "${ALFRED_K8S_KEEP_FAILED:-}" ]; then
+		die "start failed: $1 (ALFRED_K8S_KEEP_FAILED: everything left running, state in $STATE)"
+	fi
+	teardown
+	die "start failed: $1 (everything stopped; logs kept in $LOGS until the next start or stop)"
+}
+
+# wait_for NAME WHAT COMMAND...: run COMMAND until it succeeds, the service
+# NAME exits, or WAIT seconds pass.
+wait_for() {
+	name=$1 what=$2
+	shift 2
+	deadline=$(($(date +%s) + WAIT))
+	while :; do
+		"$@" >/dev/null 2>&1 && return 0
+		ours "$name" >/dev/null || fail_start "$name exited while waiting for $what" "$name"
+		[ "$(date +%s)" -lt "$deadline" ] || fail_start "$name: no $what within ${WAIT}s" "$name"
+		sleep 0.3
+	done
+}
+
+kubectl() { "$BIN/kubectl" --kubeconfig "$STATE/admin.kubeconfig" "$@"; }
+
+# ---------------------------------------------------------------- components
+
+start_etcd() {
+	mkdir -p "$STATE/etcd"
+	chmod 0700 "$STATE/etcd"
+	launch etcd etcd --name=alfred-test "$(mark etcd)" \
+		--listen-client-urls="https://127.0.0.1:$ETCD_PORT" --advertise-client-urls="https://127.0.0.1:$ETCD_PORT" \
+		--listen-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
+		--initial-cluster="alfred-test=http://127.0.0.1:$ETCD_PEER_PORT" --initial-cluster-state=new \
+		--cert-file="$PKI/etcd-server.crt" --key-file="$PKI/etcd-server.key" \
+		--client-cert-auth --trusted-ca-file="$PKI/ca.crt" \
+		--logger=zap --log-level=warn
+	wait_for etcd "health answer" curl -fsS --cacert "$PKI/ca.crt" --cert "$PKI/apiserver-etcd-client.crt" \
+		--key "$PKI/apiserver-etcd-client.key" "https://127.0.0.1:$ETCD_PORT/health"
+}
+
+start_apiserver() {
+	launch kube-apiserver "$BIN/kube-apiserver" \
+		--etcd-servers="https://127.0.0.1:$ETCD_PORT" --etcd-cafile="$PKI/ca.crt" \
+		--etcd-certfile="$PKI/apiserver-etcd-client.crt" "$(mark kube-apiserver)" \
+		--bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$APISERVER_PORT" \
+		--tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
+		--client-ca-file="$PKI/ca.crt" \
+		--kubelet-client-certificate="$PKI/apiserver-kubelet-client.crt" \
+		--kubelet-client-key="$PKI/apiserver-kubelet-client.key" \
+		--kubelet-certificate-authority="$PKI/ca.crt" \
+		--service-account-issuer=https://kubernetes.default.svc.cluster.local \
+		--service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
+		--service-cluster-ip-range="$SERVICE_RANGE" \
+		--authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
+		--allow-privileged=false --anonymous-auth=false --profiling=false \
+		--endpoint-reconciler-type=none
+}
+
+wait_apiserver() {
+	wait_for kube-apiserver "readyz answer" curl -fsS --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" \
+		--key "$PKI/admin.key" "https://127.0.0.1:$APISERVER_PORT/readyz"
+}
+
+start_containerd() {
+	mkdir -p "$STATE/containerd/root" "$STATE/containerd/state" "$STATE/cni/net.d" "$STATE/cni/ipam" "$STATE/runc"
+	cat >"$STATE/containerd.toml" <<-EOF
+		# Written by scripts/k8s.sh; deleted by its stop.
+		version = 2
+		root = "$STATE/containerd/root"
+		state = "$STATE/containerd/state"
+		disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
+		[grpc]
+		  address = "$CTRD_SOCK"
+		[ttrpc]
+		  address = "$STATE/containerd-ttrpc.sock"
+		[debug]
+		  level = "warn"
+		[plugins."io.containerd.internal.v1.opt"]
+		  path = "$STATE/containerd/opt"
+		[plugins."io.containerd.grpc.v1.cri"]
+		  sandbox_image = "docker.io/$PAUSE_IMAGE"
+		  disable_tcp_service = true
+		  stream_server_address = "127.0.0.1"
+		  stream_server_port = "0"
+		  enable_selinux = false
+		  netns_mounts_under_state_dir = true
+		  # The kubelet asks for a negative OOM score for the sandboxes (-998)
+		  # and Guaranteed Pods; lowering a score needs CAP_SYS_RESOURCE, which
+		  # root may lack (in a VM sandbox, a container): keep the scores at or
+		  # above containerd's own.
+		  restrict_oom_score_adj = true
+		  [plugins."io.containerd.grpc.v1.cri".containerd]
+		    snapshotter = "overlayfs"
+		    default_runtime_name = "runc"
+		    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+		      runtime_type = "io.containerd.runc.v2"
+		      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+		        BinaryName = "$(command -v runc)"
+		        Root = "$STATE/runc"
+		        SystemdCgroup = false
+		  [plugins."io.containerd.grpc.v1.cri".cni]
+		    bin_dir = "/usr/lib/cni"
+		    conf_dir = "$STATE/cni/net.d"
+		    max_conf_num = 1
+	EOF
+	# A bridge with no address on the host and no gateway for the Pods: they
+	# reach each other and nothing else; no IP forwarding, no masquerading.
+	cat >"$STATE/cni/net.d/10-alfred-test.conflist" <<-EOF
+		{
+		  "cniVersion": "1.0.0",
+		  "name": "alfred-test",
+		  "plugins": [
+		    {
+		      "type": "bridge",
+		      "bridge": "$BRIDGE",
+		      "isGateway": false,
+		      "ipMasq": false,
+		      "hairpinMode": false,
+		      "ipam": {
+		        "type": "host-local",
+		        "dataDir": "$STATE/cni/ipam",
+		        "ranges": [[{"subnet": "$POD_SUBNET"}]]
+		      }
+		    },
+		    {"type": "loopback"}
+		  ]
+		}
+	EOF
+	# Folders containerd's CNI library and the kubelet make outside the state
+	# folder whatever their configuration says (the CNI result cache, the
+	# device plugin socket, the legacy log symlinks): stop deletes those that
+	# did not exist before.
+	for d in $HOST_DIRS; do [ -e "$d" ] || echo "$d"; done >"$STATE/host-dirs"
+	launch containerd containerd "$(mark containerd)"
+	wait_for containerd "answer on $CTRD_SOCK" ctr --address "$CTRD_SOCK" version
+}
+
+import_images() {
+	make_images
+	ctr_k8s images import "$STATE/images/images.tar" >"$LOGS/import.log" 2>&1 ||
+		{ cat "$LOGS/import.log" >&2; fail_start "ctr images import of $STATE/images/images.tar"; }
+	for i in "$IMAGE" "$PAUSE_IMAGE"; do
+		ctr_k8s images check "name==docker.io/$i" | grep -q complete ||
+			fail_start "image docker.io/$i missing after the import: $(cat "$LOGS/import.log")"
+	done
+	rm -rf "$STATE/images"
+}
+
+start_controllers() {
+	launch kube-controller-manager "$BIN/kube-controller-manager" "$(mark kube-controller-manager)" \
+		--authentication-kubeconfig="$STATE/controller-manager.kubeconfig" \
+		--authorization-kubeconfig="$STATE/controller-manager.kubeconfig" \
+		--bind-address=127.0.0.1 --secure-port="$KCM_PORT" --leader-elect=false \
+		--use-service-account-credentials --service-account-private-key-file="$PKI/sa.key" \
+		--root-ca-file="$PKI/ca.crt" --cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
+		--service-cluster-ip-range="$SERVICE_RANGE" --profiling=false
+	launch kube-scheduler "$BIN/kube-scheduler" "$(mark kube-scheduler)" \
+		--authentication-kubeconfig="$STATE/scheduler.kubeconfig" \
+		--authorization-kubeconfig="$STATE/scheduler.kubeconfig" \
+		--bind-address=127.0.0.1 --secure-port="$SCHED_PORT" --leader-elect=false --profiling=false
+	wait_for kube-controller-manager "healthz answer" curl -fsSk "https://127.0.0.1:$KCM_PORT/healthz"
+	wait_for kube-scheduler "healthz answer" curl -fsSk "https://127.0.0.1:$SCHED_PORT/healthz"
+}
+
+# cgroup_dirs prints the cgroup v1 hierarchies (the folders of /sys/fs/cgroup
+# that hold a cgroup.procs), or /sys/fs/cgroup itself on a pure cgroup v2 host.
+cgroup_dirs() {
+	if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+		echo /sys/fs/cgroup
+		return
+	fi
+	for d in /sys/fs/cgroup/*/; do
+		d=${d%/}
+		[ "$d" = /sys/fs/cgroup/unified ] && continue
+		[ -f "$d/cgroup.procs" ] && echo "$d"
+	done
+}
+
+# make_cgroups creates the cgroup the kubelet puts the Pods under (it requires
+# it to exist in every hierarchy).
+make_cgroups() {
+	for d in $(cgroup_dirs); do
+		mkdir -p "$d/$CGROUP_ROOT"
+		if [ -f "$d/cpuset.cpus" ]; then
+			[ -n "$(cat "$d/$CGROUP_ROOT/cpuset.cpus")" ] || cat "$d/cpuset.cpus" >"$d/$CGROUP_ROOT/cpuset.cpus"
+			[ -n "$(cat "$d/$CGROUP_ROOT/cpuset.mems")" ] || cat "$d/cpuset.mems" >"$d/$CGROUP_ROOT/cpuset.mems"
+		fi
+	done
+}
+
+# remove_cgroups removes our cgroup tree, deepest first (after the kubelet and
+# the Pods are gone; a cgroup that still holds a process stays, and is named).
+remove_cgroups() {
+	# runc also mirrors the containers into the cgroup v2 hierarchy of a
+	# hybrid host (/sys/fs/cgroup/unified).
+	for d in $(cgroup_dirs) /sys/fs/cgroup/unified; do
+		[ -d "$d/$CGROUP_ROOT" ] || continue
+		find "$d/$CGROUP_ROOT" -depth -type d -exec rmdir {} \; 2>/dev/null ||
+			log "could not remove all of the cgroup $d/$CGROUP_ROOT (processes left in it?)"
+	done
+}
+
+save_sysctls() {
+	[ -f "$STATE/sysctls" ] && return 0
+	for s in $SYSCTLS; do echo "$s $(cat "/proc/sys/$s")"; done >"$STATE/sysctls"
+}
+
+restore_sysctls() {
+	[ -f "$STATE/sysctls" ] || return 0
+	while read -r s v; do
+		[ "$(cat "/proc/sys/$s")" = "$v" ] || echo "$v" >"/proc/sys/$s" || log "could not restore $s=$v"
+	done <"$STATE/sysctls"
+	rm -f "$STATE/sysctls"
+}
+
+start_kubelet() {
+	mkdir -p "$STATE/kubelet" "$STATE/pod-logs"
+	make_cgroups
+	save_sysctls
+	cat >"$STATE/kubelet.yaml" <<-EOF
+		# Written by scripts/k8s.sh; deleted by its stop.
+		apiVersion: kubelet.config.k8s.io/v1beta1
+		kind: KubeletConfiguration
+		address: 127.0.0.1
+		port: $KUBELET_PORT
+		readOnlyPort: 0
+		healthzPort: 0
+		tlsCertFile: $PKI/kubelet-server.crt
+		tlsPrivateKeyFile: $PKI/kubelet-server.key
+		rotateCertificates: false
+		serverTLSBootstrap: false
+		authentication:
+		  anonymous:
+		    enabled: false
+		  webhook:
+		    enabled: true
+		  x509:
+		    clientCAFile: $PKI/ca.crt
+		authorization:
+		  mode: Webhook
+		containerRuntimeEndpoint: unix://$CTRD_SOCK
+		cgroupDriver: cgroupfs
+		cgroupRoot: /$CGROUP_ROOT
+		failCgroupV1: false
+		failSwapOn: false
+		podLogsDir: $STATE/pod-logs
+		resolvConf: /etc/resolv.conf
+		maxPods: 50
+		registerNode: true
+		imageGCHighThresholdPercent: 100
+		imageGCLowThresholdPercent: 99
+		evictionHard:
+		  memory.available: 50Mi
+		  nodefs.available: 1%
+		  nodefs.inodesFree: 1%
+		  imagefs.available: 1%
+		  imagefs.inodesFree: 1%
+		shutdownGracePeriod: 0s
+		enableProfilingHandler: false
+		enableDebuggingHandlers: true
+		logging:
+		  verbosity: 1
+	EOF
+	launch kubelet "$BIN/kubelet" "$(mark kubelet)" --config="$STATE/kubelet.yaml" \
+		--kubeconfig="$STATE/kubelet.kubeconfig" --hostname-override="$NODE"
+	wait_for kubelet "Ready node $NODE" node_ready
+}
+
+node_ready() {
+	[ "$(kubectl get node "$NODE" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
+}
+
+# ---------------------------------------------------------------- smoke test
+
+setup_namespace() {
+	kubectl apply -f - >/dev/null <<-EOF || fail_start "creation of the namespace $NAMESPACE" kube-apiserver
+		apiVersion: v1
+		kind: Namespace
+		metadata:
+		  name: $NAMESPACE
+		  labels:
+		    pod-security.kubernetes.io/enforce: restricted
+		    pod-security.kubernetes.io/warn: restricted
+	EOF
+	# The ServiceAccount admission refuses Pods until the controller made "default".
+	wait_for kube-controller-manager "ServiceAccount $NAMESPACE/default" kubectl -n "$NAMESPACE" get serviceaccount default
+}
+
+# smoke_test runs `echo ok` in a restricted Pod of the test image and reads its
+# log back through the API server (and so the kubelet).
+smoke_test() {
+	pod=alfred-smoke
+	kubectl -n "$NAMESPACE" delete pod "$pod" --ignore-not-found --wait=true >/dev/null 2>&1 || true
+	kubectl -n "$NAMESPACE" apply -f - >/dev/null <<-EOF || fail_start "creation of the smoke Pod"
+		apiVersion: v1
+		kind: Pod
+		metadata:
+		  name: $pod
+		spec:
+		  restartPolicy: Never
+		  automountServiceAccountToken: false
+		  securityContext:
+		    runAsNonRoot: true
+		    runAsUser: 1000
+		    runAsGroup: 1000
+		    seccompProfile:
+		      type: RuntimeDefault
+		  containers:
+		  - name: smoke
+		    image: $IMAGE
+		    imagePullPolicy: Never
+		    command: ["echo", "ok"]
+		    securityContext:
+		      allowPrivilegeEscalation: false
+		      capabilities:
+		        drop: ["ALL"]
+	EOF
+	deadline=$(($(date +%s) + WAIT))
+	while :; do
+		phase=$(kubectl -n "$NAMESPACE" get pod "$pod" -o 'jsonpath={.status.phase}' 2>/dev/null) || phase=""
+		case $phase in
+		Succeeded) break ;;
+		Failed)
+			kubectl -n "$NAMESPACE" describe pod "$pod" >&2 || true
+			fail_start "the smoke Pod failed" kubelet
+			;;
+		esac
+		if [ "$(date +%s)" -ge "$deadline" ]; then
+			kubectl -n "$NAMESPACE" describe pod "$pod" >&2 || true
+			fail_start "the smoke Pod did not succeed within ${WAIT}s (phase '$phase')" kubelet
+		fi
+		sleep 0.3
+	done
+	out=$(kubectl -n "$NAMESPACE" logs "$pod" 2>&1) || fail_start "kubectl logs of the smoke Pod: $out" kube-apiserver
+	[ "$out" = ok ] || fail_start "the smoke Pod logged '$out', not 'ok'"
+	kubectl -n "$NAMESPACE" delete pod "$pod" --wait=false >/dev/null 2>&1 || true
+}
+
+# ---------------------------------------------------------------- start / stop
+
+write_env() {
+	umask 077
+	cat >"$ENVFILE" <<-EOF
+		ALFRED_TEST_KUBECONFIG=$STATE/admin.kubeconfig
+		ALFRED_TEST_K8S_NAMESPACE=$NAMESPACE
+		ALFRED_TEST_K8S_VERSION=v$VERSION
+		ALFRED_TEST_K8S_IMAGE=$IMAGE
+		ALFRED_TEST_K8S_NODE=$NODE
+	EOF
+	umask 022
+}
+
+print_env() { sed 's/^/export /' "$ENVFILE"; }
+
+running() {
+	for s in $SERVICES; do ours "$s" >/dev/null || return 1; done
+}
+
+start() {
+	[ "$(id -u)" = 0 ] || die "start needs root (containerd, the kubelet and cgroups)"
+	if running && [ -f "$ENVFILE" ]; then
+		log "cluster already running (state $STATE)"
+		print_env
+		return 0
+	fi
+	install_packages /usr/bin/etcd:etcd-server /usr/bin/containerd:containerd /usr/sbin/runc:runc \
+		/usr/lib/cni/bridge:containernetworking-plugins /usr/bin/openssl:openssl /bin/busybox:busybox-static \
+		/usr/bin/curl:curl
+	if k8s_cached; then
+		log "using the cached Kubernetes v$VERSION in $BIN"
+	else
+		build_k8s
+	fi
+	T0=$(now_ms)
+	reset_state
+	mkdir -p "$STATE" "$LOGS" || die "cannot create the state folder $STATE"
+	chmod 0711 "$STATE"
+	: >"$MARKER"
+	t=$(now_ms)
+	make_pki
+	for p in ETCD_PORT ETCD_PEER_PORT APISERVER_PORT KCM_PORT SCHED_PORT KUBELET_PORT; do pick_port $p; done
+	kubeconfig admin admin
+	kubeconfig controller-manager controller-manager
+	kubeconfig scheduler scheduler
+	kubeconfig kubelet kubelet
+	log "certificates and kubeconfigs made in $(($(now_ms) - t)) ms"
+	t=$(now_ms)
+	start_etcd
+	log "etcd $(etcd --version | sed -n 's/^etcd Version: //p') ready in $(($(now_ms) - t)) ms on 127.0.0.1:$ETCD_PORT"
+	# containerd starts and the images are imported while the API server
+	# starts (it takes the longest).
+	t_api=$(now_ms)
+	start_apiserver
+	t=$(now_ms)
+	start_containerd
+	log "containerd $(containerd --version | cut -d' ' -f3) ready in $(($(now_ms) - t)) ms"
+	t=$(now_ms)
+	import_images
+	log "imported $IMAGE and $PAUSE_IMAGE in $(($(now_ms) - t)) ms"
+	wait_apiserver
+	log "kube-apiserver v$VERSION ready in $(($(now_ms) - t_api)) ms on https://127.0.0.1:$APISERVER_PORT"
+	t=$(now_ms)
+	start_controllers
+	log "kube-controller-manager and kube-scheduler ready in $(($(now_ms) - t)) ms"
+	t=$(now_ms)
+	start_kubelet
+	log "kubelet ready, node $NODE Ready in $(($(now_ms) - t)) ms"
+	t=$(now_ms)
+	setup_namespace
+	smoke_test
+	log "smoke Pod ran 'echo ok' in $NAMESPACE in $(($(now_ms) - t)) ms"
+	write_env
+	log "cluster ready in $(($(now_ms) - T0)) ms (state $STATE, kubeconfig $STATE/admin.kubeconfig)"
+	print_env
+}
+
+# drain_pods deletes every Pod while the kubelet still runs, so that it stops
+# the containers and tears their network down itself.
+drain_pods() {
+	ours kube-apiserver >/dev/null && ours kubelet >/dev/null && ours containerd >/dev/null || return 0
+	[ -f "$STATE/admin.kubeconfig" ] || return 0
+	kubectl delete pods --all --all-namespaces --grace-period=2 --wait=false >/dev/null 2>&1 || return 0
+	i=0
+	while [ $i -lt 100 ]; do
+		[ -z "$(ctr_k8s tasks ls -q 2>/dev/null)" ] && return 0
+		sleep 0.3
+		i=$((i + 1))
+	done
+	log "some containers still run after deleting the Pods; killing them"
+}
+
+# kill_tasks kills whatever still runs in our containerd and deletes it.
+kill_tasks() {
+	ours containerd >/dev/null || return 0
+	for t in $(ctr_k8s tasks ls -q 2>/dev/null); do
+		ctr_k8s tasks kill -s SIGKILL "$t" >/dev/null 2>&1 || true
+	done
+	for t in $(ctr_k8s tasks ls -q 2>/dev/null); do
+		ctr_k8s tasks delete -f "$t" >/dev/null 2>&1 || true
+	done
+	for c in $(ctr_k8s containers ls -q 2>/dev/null); do
+		ctr_k8s containers delete "$c" >/dev/null 2>&1 || true
+	done
+}
+
+# teardown stops everything of ours and undoes the host changes; it leaves the
+# state folder (stop deletes it).
+teardown() {
+	drain_pods
+	stop_services kubelet kube-scheduler kube-controller-manager
+	kill_tasks
+	stop_services containerd kube-apiserver
+	stop_services etcd
+	# Shims outlive containerd: a shim of ours runs with our state folder in its
+	# command line (-address $CTRD_SOCK).
+	for p in $(pgrep -f "containerd-shim-runc-v2 -namespace k8s.io -address $CTRD_SOCK" 2>/dev/null || true); do
+		log "killing the leftover containerd shim pid $p"
+		kill -KILL "$p" 2>/dev/null || true
+	done
+	restore_sysctls
+	remove_cgroups
+	if [ -d "/sys/class/net/$BRIDGE" ]; then ip link delete "$BRIDGE" 2>/dev/null || log "could not delete the bridge $BRIDGE"; fi
+	# The kubelet's legacy symlinks to the container logs and the CNI results
+	# of our network, ours only; then the folders that a start made.
+	for l in /var/log/containers/*.log; do
+		[ -L "$l" ] || continue
+		case "$(readlink "$l")" in "$STATE"/*) rm -f "$l" ;; esac
+	done
+	rm -f /var/lib/cni/results/alfred-test-*
+	if [ -f "$STATE/host-dirs" ]; then
+		while read -r d; do
+			case " $HOST_DIRS " in *" $d "*) rm -rf "$d" ;; esac
+		done <"$STATE/host-dirs"
+		rm -f "$STATE/host-dirs"
+	fi
+	# Mounts under the state folder (overlay snapshots, network namespaces, Pod
+	# volumes), deepest first.
+	for m in $(awk -v s="$STATE/" 'index($2, s) == 1 { print $2 }' /proc/mounts | sort -r); do
+		umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || log "cannot unmount $m"
+	done
+}
+
+# reset_state stops what a former start left and deletes its state folder; it
+# refuses to touch a folder that this script did not make.
+reset_state() {
+	[ -e "$STATE" ] || return 0
+	if [ ! -f "$MARKER" ] && [ -n "$(ls -A "$STATE")" ]; then
+		die "not touching $STATE: it has no $(basename "$MARKER") of ours; remove it or set ALFRED_K8S_STATE"
+	fi
+	teardown
+	if awk -v s="$STATE/" 'index($2, s) == 1 { f = 1 } END { exit !f }' /proc/mounts; then
+		die "mounts remain under $STATE; not deleting it"
+	fi
+	rm -rf "$STATE"
+}
+
+stop() {
+	if [ ! -e "$STATE" ]; then
+		log "no cluster of ours (no $STATE)"
+		return 0
+	fi
+	t=$(now_ms)
+	reset_state
+	log "stopped in $(($(now_ms) - t)) ms"
+}
+
+status() {
+	rc=0
+	for s in $SERVICES; do
+		if pid=$(ours "$s"); then
+			echo "$s: running (pid $pid)"
+		else
+			echo "$s: not running"
+			rc=1
+		fi
+	done
+	if [ $rc = 0 ]; then
+		kubectl get node "$NODE" -o wide || rc=1
+	fi
+	return $rc
+}
+
+case "${1:-}" in
+start) start ;;
+stop) stop ;;
+status) status ;;
+env)
+	if ! running || [ ! -f "$ENVFILE" ]; then die "no cluster of ours is running; run: $0 start"; fi
+	print_env
+	;;
+build)
+	if k8s_cached; then log "Kubernetes v$VERSION is cached in $BIN"; else build_k8s; fi
+	;;
+*)
+	echo "usage: $0 start|env|status|stop|build" >&2
+	exit 2
+	;;
+esac
