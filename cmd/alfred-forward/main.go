@@ -151,6 +151,10 @@ func serve(ln net.Listener, socket string, stderr io.Writer) {
 	}
 }
 
+// lingerFor is how long one direction of a connection may go on after the
+// other failed.
+const lingerFor = 2 * time.Second
+
 // forward carries one connection to the socket. When the socket cannot be
 // reached, the client gets an HTTP 502 saying so.
 func forward(c net.Conn, socket string, stderr io.Writer) {
@@ -174,8 +178,11 @@ func forward(c net.Conn, socket string, stderr io.Writer) {
 }
 
 // pipe copies both ways. The end of one direction (EOF) is passed on as a
-// half-close, and the other direction goes on; an error in either direction
-// closes both at once. Both ends are closed when both directions are done.
+// half-close, and the other direction goes on. An error in one direction
+// (the server closed after answering while the client still sends) leaves
+// the other lingerFor to deliver what it carries (the answer) before both
+// ends close: closing at once would drop an answer not yet passed on. Both
+// ends are closed when both directions are done.
 func pipe(a, b net.Conn) {
 	var wg sync.WaitGroup
 	var once sync.Once
@@ -185,10 +192,18 @@ func pipe(a, b net.Conn) {
 			_ = b.Close()
 		})
 	}
+	linger := func() {
+		at := time.Now().Add(lingerFor)
+		_ = a.SetDeadline(at)
+		_ = b.SetDeadline(at)
+	}
 	half := func(dst, src net.Conn) {
 		defer wg.Done()
 		if _, err := io.Copy(dst, src); err != nil {
-			closeBoth()
+			linger()
+			// What src still sends goes nowhere; read it, so that closing
+			// src does not reset the connection under an answer in flight.
+			_, _ = io.Copy(io.Discard, src)
 			return
 		}
 		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
@@ -196,7 +211,7 @@ func pipe(a, b net.Conn) {
 				return
 			}
 		}
-		closeBoth()
+		linger()
 	}
 	wg.Add(2)
 	go half(b, a)

@@ -147,6 +147,48 @@ func TestHalfClose(t *testing.T) {
 	}
 }
 
+// TestAnswerBeforeTheEnd: a server that answers and closes while the client
+// still sends (a refusal of a request whose body it does not read): the
+// client gets the whole answer, however much it was still sending.
+func TestAnswerBeforeTheEnd(t *testing.T) {
+	dir, _ := os.MkdirTemp("", "fwd")
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "s.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	answer := []byte("HTTP/1.0 403 Forbidden\r\n\r\nexfil.example is not an allowed destination\n")
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				_, _ = c.Read(make([]byte, 64)) // the request line, no more
+				_, _ = c.Write(answer)
+				_ = c.Close()
+			}()
+		}
+	}()
+	addr := start(t, sock)
+	for _, size := range []int{64 << 10, 4 << 20} {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { _, _ = c.Write(bytes.Repeat([]byte("e"), size)) }() // fails once the forwarder gives up: fine
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		b, err := io.ReadAll(c)
+		c.Close()
+		if !bytes.Equal(b, answer) {
+			t.Errorf("sending %d bytes: got %q, %v; want the whole answer", size, b, err)
+		}
+	}
+}
+
 // TestThroughGateway: real HTTP from a TCP client, through the forwarder,
 // to a gateway session, to the mock model: the key is added, the answer
 // streams chunk by chunk, usage is counted; after the session closes the
