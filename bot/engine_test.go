@@ -253,7 +253,7 @@ func (h *harness) mailbox(iid int64) state.Mailbox {
 // waitStatus waits until the mailbox has status s and no run in progress.
 func (h *harness) waitStatus(iid int64, s Status) state.Mailbox {
 	h.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(90 * time.Second) // real CLIs in Docker on a loaded machine
 	for time.Now().Before(deadline) {
 		mb := h.mailbox(iid)
 		if mb.Status == string(s) && mb.ActiveRunID == "" {

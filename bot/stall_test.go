@@ -276,7 +276,8 @@ type reportingOnHost struct{ onHost }
 func (reportingOnHost) ReportsProgress() bool { return true }
 
 // stallHarness is a harness whose fake agent runs exec on the host with
-// AGENT_STALL_TIMEOUT=300ms; reporting says whether the adapter declares
+// AGENT_STALL_TIMEOUT=1s (long enough that a loaded machine's slow process
+// start is no stall); reporting says whether the adapter declares
 // that its CLI prints as it works.
 func stallHarness(t *testing.T, reporting bool, exec ...string) *harness {
 	t.Helper()
@@ -293,7 +294,7 @@ func stallHarness(t *testing.T, reporting bool, exec ...string) *harness {
 			}
 			return onHost{a}
 		}
-		s.settings = append(s.settings, projectSetting("AGENT_STALL_TIMEOUT", "300ms"))
+		s.settings = append(s.settings, projectSetting("AGENT_STALL_TIMEOUT", "1s"))
 	})
 }
 
@@ -310,7 +311,7 @@ func TestStalledAgentIsStoppedAndSaid(t *testing.T) {
 		t.Fatalf("%d runs, want 1: a stall is not retried", len(runs))
 	}
 	run := runs[0]
-	const why = "the agent stalled: no output for 300ms, so Alfred stopped it (AGENT_STALL_TIMEOUT)"
+	const why = "the agent stalled: no output for 1s, so Alfred stopped it (AGENT_STALL_TIMEOUT)"
 	if run.Status != state.RunFailed || !run.Stalled || !strings.HasPrefix(run.Outcome, why) {
 		t.Errorf("run: status %s stalled %v outcome %q", run.Status, run.Stalled, run.Outcome)
 	}
@@ -332,7 +333,7 @@ func TestAgentsThatShowLifeAreNotStopped(t *testing.T) {
 		reporting bool
 		exec      []string
 	}{
-		{"it keeps printing", true, []string{"sh", "-c", "for i in 1 2 3 4 5 6; do echo tick; sleep 0.1; done"}},
+		{"it keeps printing", true, []string{"sh", "-c", "i=0; while [ $i -lt 30 ]; do echo tick; sleep 0.1; i=$((i+1)); done"}}, // 3 s, past the timeout
 		{"its silence says nothing", false, []string{"sleep", "1"}},
 	}
 	for _, tt := range tests {
