@@ -125,7 +125,7 @@ func textSession(rows []SessionRow, quarantined []state.QuarantinedEvent) string
 				if s.NativeSessionID != nil {
 					session += " id `" + *s.NativeSessionID + "`"
 				}
-				session += ", " + s.Start()
+				session += ", " + r.Run.SessionStart(*s)
 			} else if r.Run.NoSession != "" {
 				// One cell: a range's "||" must not split the table row.
 				session = "none: " + strings.ReplaceAll(r.Run.NoSession, "|", `\|`)

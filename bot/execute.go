@@ -266,6 +266,9 @@ func (e *Engine) invoke(ctx context.Context, mb *state.Mailbox, run *state.Run) 
 	if err != nil {
 		return nil, ls, err
 	}
+	if h := e.handoff(mb, run, ref); h != "" { // a fresh session picks up where another left off
+		prompt += "\n" + h
+	}
 	res, err := e.callAgent(ctx, mb, run, adapter, agents.Request{Prompt: prompt, Phase: phase, Sandbox: spec, Session: ref}, ls)
 	if err != nil || res.Outcome != agents.OutcomeSucceeded || !wt.Pushable {
 		return res, ls, err
@@ -368,6 +371,7 @@ func (e *Engine) callAgent(ctx context.Context, mb *state.Mailbox, run *state.Ru
 		}
 		redactRun = func(text string) string { return redact.Secrets(e.redact(text), []string{gw.Token()}) }
 	}
+	defer e.keepSteps(mb, run, adapter, ls, redactRun) // the run's steps of its session, once the CLI has ended
 	req.Provider, req.Model, req.Runner = run.Provider, run.Model, e.cfg.Runner
 	req.Timeout = RunTimeout.Get(e.settings, scopeOf(mb))
 	watched, stop := e.watchStall(ctx, mb, run, adapter, gw)

@@ -17,6 +17,8 @@ import (
 var (
 	AgentSessionResume = boolSetting("AGENT_SESSION_RESUME", true,
 		"name each agent CLI session after the issue branch and resume it on the next run")
+	AgentSessionHandoff = boolSetting("AGENT_SESSION_HANDOFF", true,
+		"when a run's session starts fresh because the adapter changed (or the resumes of its session kept failing), its prompt carries a bounded summary of the earlier session read from its transcript, without a model")
 	RequirePlanValidation = boolSetting("REQUIRE_PLAN_VALIDATION", true,
 		"wait for ai::validate_plan after the plan; false goes straight on to development")
 	BranchPrefix = stringSetting("BRANCH_PREFIX", "agent/", "text allowed in a git branch name",
@@ -52,7 +54,7 @@ var (
 // Catalogue is every per-project setting, by key; SettingKeys gives the
 // order above.
 var Catalogue = catalogue(
-	AgentSessionResume, RequirePlanValidation, BranchPrefix,
+	AgentSessionResume, AgentSessionHandoff, RequirePlanValidation, BranchPrefix,
 	LLMMaxRetries, CIFixMaxAttempts, CIFixHardCap, ConflictFixMaxAttempts,
 	AgentAdapter, AgentProvider, AgentModel, AgentNetwork, AgentCredentialMounts, AgentEgressAllow,
 	RunTimeout, AgentStallTimeout,

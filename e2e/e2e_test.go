@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -258,6 +259,13 @@ func (s *scenario) toPullRequest() {
 	}
 	if !strings.Contains(written, "Written by the agent") {
 		t.Fatalf("the development commit lacks the agent's file: tree %q", w.files(s.mb.HeadSHA))
+	}
+	// The run keeps its steps, read from Claude Code's own transcript of the
+	// resumed session: they start after the analysis' and hold the Write.
+	dev := s.lastRun()
+	wrote := slices.ContainsFunc(dev.Steps, func(st state.RunStep) bool { return st.Kind == "edit" && strings.Contains(st.Path, "greeting-") })
+	if dev.Transcript == nil || dev.Transcript.From == 0 || !wrote {
+		t.Errorf("the development run's steps: transcript %+v, %d steps %+v", dev.Transcript, len(dev.Steps), dev.Steps)
 	}
 }
 

@@ -198,6 +198,71 @@ type Run struct {
 	// printed nor made a model request for AGENT_STALL_TIMEOUT (its
 	// Outcome says so); such a run blocks at once, never retried.
 	Stalled bool `json:"stalled,omitempty"`
+	// Steps are this run's steps of its session's transcript, as the CLI
+	// recorded them, redacted and bounded (MaxRunSteps, MaxRunStepBytes).
+	Steps []RunStep `json:"steps,omitempty"`
+	// Transcript says where Steps sit in the session's transcript, and
+	// why there are none when it could not be read; nil when no transcript
+	// was read (no named session, or a CLI that keeps none).
+	Transcript *RunTranscript `json:"transcript,omitempty"`
+	// HandoffFrom is the earlier session whose summary the prompt of this
+	// run's fresh session carried; nil without a handoff.
+	HandoffFrom *RunHandoff `json:"handoff_from,omitempty"`
+}
+
+// RunHandoff names the session a run's handoff was made from: its adapter
+// and its native id.
+type RunHandoff struct {
+	Adapter         string `json:"adapter"`
+	NativeSessionID string `json:"native_session_id"`
+}
+
+// SessionStart says how the run's session s started, as the status comment
+// and the run page put it: s.Start(), and for a run whose prompt carried a
+// handoff, "fresh (adapter changed), with a handoff from claude-code
+// session <id>".
+func (r Run) SessionStart(s LLMSession) string {
+	start := s.Start()
+	if h := r.HandoffFrom; h != nil {
+		start += ", with a handoff from " + h.Adapter + " session " + h.NativeSessionID
+	}
+	return start
+}
+
+// Bounds of the steps a run keeps.
+const (
+	MaxRunSteps     = 500
+	MaxRunStepBytes = 256 << 10
+)
+
+// RunStep is one step of a session transcript (agents.Step as the records
+// keep it): a prompt, an answer, a tool call, its result, an edit.
+type RunStep struct {
+	Kind   string    `json:"kind"`
+	At     time.Time `json:"at,omitzero"`
+	Text   string    `json:"text,omitempty"`
+	Tool   string    `json:"tool,omitempty"`
+	CallID string    `json:"call_id,omitempty"`
+	Args   string    `json:"args,omitempty"`
+	Path   string    `json:"path,omitempty"`
+	Failed bool      `json:"failed,omitempty"`
+}
+
+// Size is about how many bytes the step takes in a record.
+func (s RunStep) Size() int {
+	return len(s.Kind) + len(s.Text) + len(s.Tool) + len(s.CallID) + len(s.Args) + len(s.Path) + 64
+}
+
+// RunTranscript places a run's steps in its session's transcript: they
+// are the steps From to Total (Total, the transcript's length when the run
+// ended, is where the next run resuming the session starts), less the
+// Dropped ones past the bounds. Note says why the transcript could not be
+// read, or how the start was found when the previous run left no count.
+type RunTranscript struct {
+	From    int    `json:"from"`
+	Total   int    `json:"total"`
+	Dropped int    `json:"dropped,omitempty"`
+	Note    string `json:"note,omitempty"`
 }
 
 // RunGateway is the model gateway's account of a sealed run: the provider

@@ -61,6 +61,9 @@ var runFields = fieldTable[Run]{
 	{"no_session", func(d *jdec, r *Run) { r.NoSession = d.istr() }},
 	{"gateway", func(d *jdec, r *Run) { d.nested(&r.Gateway) }},
 	{"stalled", func(d *jdec, r *Run) { r.Stalled = d.bool() }},
+	{"steps", func(d *jdec, r *Run) { d.nested(&r.Steps) }},
+	{"transcript", func(d *jdec, r *Run) { d.nested(&r.Transcript) }},
+	{"handoff_from", func(d *jdec, r *Run) { d.nested(&r.HandoffFrom) }},
 }
 
 var sessionFields = fieldTable[LLMSession]{

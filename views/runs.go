@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"regexp"
 	"slices"
 	"time"
 
@@ -37,6 +39,7 @@ type runView struct {
 	Next     string             `json:"next_run_id,omitempty"`
 	Live     bool               `json:"live"` // still queued or running: the page refreshes itself
 	Stream   bool               `json:"-"`    // Live, and the page follows its output (live.go)
+	Timeline timeline           `json:"-"`    // Run.Steps as the page shows them
 }
 
 func (d Deps) loadRun(id string) (*runView, error) {
@@ -62,6 +65,7 @@ func (d Deps) loadRun(id string) (*runView, error) {
 		v.Next = runs[i+1].ID
 	}
 	v.Run = d.redactRun(v.Run)
+	v.Timeline = d.timelineOf(mb, v.Run, sessions)
 	return v, nil
 }
 
@@ -71,6 +75,7 @@ func (d Deps) redactRun(r state.Run) state.Run {
 	r.Log = redact.Secrets(r.Log, d.Secrets)
 	r.Result = redact.Secrets(r.Result, d.Secrets)
 	r.Outcome = redact.Secrets(r.Outcome, d.Secrets)
+	r.Steps = d.redactSteps(r.Steps)
 	if g := r.Gateway; g != nil {
 		c := *g
 		c.Refused = make([]string, len(g.Refused))
@@ -124,6 +129,8 @@ type mailboxView struct {
 	// Gateway is what the model gateway counted for the sealed runs
 	// together; nil when none was sealed.
 	Gateway *state.RunGateway `json:"gateway,omitempty"`
+	// Session: some run has steps of its session to show.
+	Session bool `json:"-"`
 }
 
 // addGateway adds a sealed run's gateway figures to the mailbox's.
@@ -144,6 +151,7 @@ type runRow struct {
 	Run     state.Run         `json:"run"`
 	Session *state.LLMSession `json:"llm_session,omitempty"`
 	usage
+	Timeline timeline `json:"-"` // the run's steps, for the session across runs
 }
 
 // usage is the tokens and cost of a run's llm sessions.
@@ -187,10 +195,13 @@ func (d Deps) loadMailbox(id string) (*mailboxView, error) {
 	for _, r := range runs {
 		row := runRow{Run: d.redactRun(r)}
 		row.Run.Log = ""
-		if _, ls, _ := d.Records.RunWithSessions(r.ID); len(ls) > 0 {
+		_, ls, _ := d.Records.RunWithSessions(r.ID)
+		if len(ls) > 0 {
 			row.Session = &ls[len(ls)-1]
 			row.usage = usageOf(ls)
 		}
+		row.Timeline = d.timelineOf(mb, row.Run, ls)
+		v.Session = v.Session || row.Timeline.Shown()
 		v.Total.add(row.usage)
 		v.addGateway(r.Gateway)
 		v.Runs = append(v.Runs, row)
@@ -264,4 +275,99 @@ func shortID(id string) string {
 		return id[:8]
 	}
 	return id
+}
+
+// redactSteps hides the secrets the service knows in a run's steps, again.
+func (d Deps) redactSteps(steps []state.RunStep) []state.RunStep {
+	if steps == nil {
+		return nil
+	}
+	out := make([]state.RunStep, len(steps))
+	for i, s := range steps {
+		s.Text = redact.Secrets(s.Text, d.Secrets)
+		s.Args = redact.Secrets(s.Args, d.Secrets)
+		s.Path = redact.Secrets(s.Path, d.Secrets)
+		out[i] = s
+	}
+	return out
+}
+
+// timeline is a run's steps as the run and mailbox pages show them.
+type timeline struct {
+	RunID string
+	Phase string
+	// Start says how the run's session started: "resumed", "fresh" or
+	// "fresh (reason)", the fallback; "" without a named session.
+	Start string
+	Steps []state.RunStep
+	// Edited are the files the run edited, once each, in order.
+	Edited []string
+	// CommitURL is the diff of the commit the run pushed on the forge, ""
+	// when it pushed none.
+	CommitURL string
+	Dropped   int
+	Note      string
+}
+
+// Shown: the timeline has something to show.
+func (t timeline) Shown() bool { return len(t.Steps) > 0 || t.Note != "" }
+
+// Resumed: the run's session resumed an earlier one.
+func (t timeline) Resumed() bool { return t.Start == "resumed" }
+
+func (d Deps) timelineOf(mb state.Mailbox, r state.Run, sessions []state.LLMSession) timeline {
+	t := timeline{RunID: r.ID, Phase: r.Phase, Steps: r.Steps}
+	if n := len(sessions); n > 0 && sessions[n-1].SessionName != nil {
+		t.Start = r.SessionStart(sessions[n-1])
+	}
+	if tr := r.Transcript; tr != nil {
+		t.Dropped, t.Note = tr.Dropped, redact.Secrets(tr.Note, d.Secrets)
+	}
+	if r.Pushed {
+		t.CommitURL = commitURL(d.forgeKind(mb.Forge), mb, r.HeadSHA)
+	}
+	for _, s := range r.Steps {
+		if s.Kind == "edit" && s.Path != "" && !slices.Contains(t.Edited, s.Path) {
+			t.Edited = append(t.Edited, s.Path)
+		}
+	}
+	return t
+}
+
+// forgeKind is the kind of the configured forge named name, "" when the
+// configuration does not say.
+func (d Deps) forgeKind(name string) string {
+	if d.Config == nil {
+		return ""
+	}
+	for _, f := range d.Config.Forges {
+		if f.Name == name {
+			return f.Kind
+		}
+	}
+	return ""
+}
+
+// forgeItem is the end of an issue's or a merge request's address on the
+// forges: GitLab's "/-/issues/7" and "/-/merge_requests/7", Forgejo's and
+// Gitea's "/issues/7" and "/pulls/7", GitHub's "/issues/7" and "/pull/7".
+var forgeItem = regexp.MustCompile(`(/-)?/(issues|merge_requests|pulls|pull)/[0-9]+/?$`)
+
+// commitURL is the address of commit sha's diff on the forge of kind (the
+// forge's kind, or "" to tell it from the mailbox's addresses): the
+// project's address, from the mailbox's issue or merge request, then
+// "/-/commit/<sha>" on GitLab, "/commit/<sha>" on Forgejo, Gitea and
+// GitHub. "" when the mailbox has no address or sha is empty.
+func commitURL(kind string, mb state.Mailbox, sha string) string {
+	for _, u := range []string{mb.IssueURL, mb.MergeRequestURL} {
+		loc := forgeItem.FindStringSubmatchIndex(u)
+		if sha == "" || loc == nil {
+			continue
+		}
+		if kind == "gitlab" || (kind == "" && loc[2] >= 0) {
+			return u[:loc[0]] + "/-/commit/" + url.PathEscape(sha)
+		}
+		return u[:loc[0]] + "/commit/" + url.PathEscape(sha)
+	}
+	return ""
 }

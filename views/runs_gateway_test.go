@@ -80,3 +80,27 @@ func TestMailboxPageGateway(t *testing.T) {
 		t.Errorf("mailbox JSON gateway %+v, %v", v.Gateway, err)
 	}
 }
+
+// TestRunPageSaysTheHandoff: a run that started fresh with a handoff from
+// another CLI's session says so where the page words the session's start.
+func TestRunPageSaysTheHandoff(t *testing.T) {
+	f := newFixture(t)
+	id := "66666666-ffff"
+	err := f.store.Update(context.Background(), func(tx *state.Tx) error {
+		t0 := time.Date(2026, 11, 30, 13, 0, 0, 0, time.UTC)
+		if err := tx.PutRun(state.Run{ID: id, MailboxID: f.mb.ID, Phase: "development", AdapterID: "codex", Runner: "image",
+			Status: state.RunSucceeded, CreatedAt: t0, StartedAt: t0, FinishedAt: t0.Add(time.Minute),
+			HandoffFrom: &state.RunHandoff{Adapter: "claude-code", NativeSessionID: "5f2c-native-1"}}); err != nil {
+			return err
+		}
+		name, why := f.mb.BranchName, "adapter_changed"
+		return tx.PutLLMSession(state.LLMSession{ID: "s9", RunID: id, MailboxID: f.mb.ID, AdapterID: "codex", SessionName: &name, ResumeFallback: &why})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body := get(t, serve(t, f.deps()).URL+"/runs/"+id)
+	if want := `<span data-test="session-mode">fresh (adapter changed), with a handoff from claude-code session 5f2c-native-1</span>`; !strings.Contains(body, want) {
+		t.Errorf("the run page lacks %q", want)
+	}
+}
