@@ -34,6 +34,8 @@
 set -eu
 # shellcheck source-path=SCRIPTDIR source=lib/pidfile.sh
 . "$(dirname "$0")/lib/pidfile.sh"
+# shellcheck source-path=SCRIPTDIR source=lib/rootfs.sh
+. "$(dirname "$0")/lib/rootfs.sh"
 # dockerd lives in /usr/sbin, which a non-login root shell may lack.
 PATH=$PATH:/usr/sbin:/sbin:/usr/bin:/bin
 export PATH
@@ -156,16 +158,7 @@ import_image() {
 	for applet in $(/bin/busybox --list); do
 		[ "$applet" = busybox ] || ln -s busybox "$rootfs/bin/$applet"
 	done
-	cat >"$rootfs/etc/passwd" <<-'EOF'
-		root:x:0:0:root:/root:/bin/sh
-		agent:x:1000:1000:agent:/home/agent:/bin/sh
-		nobody:x:65534:65534:nobody:/nonexistent:/bin/false
-	EOF
-	cat >"$rootfs/etc/group" <<-'EOF'
-		root:x:0:
-		agent:x:1000:
-		nogroup:x:65534:
-	EOF
+	write_users "$rootfs"
 	tar -C "$rootfs" --numeric-owner --owner=0 --group=0 -cf - . |
 		docker_cli import \
 			--change 'ENV PATH=/bin' \

@@ -81,6 +81,8 @@
 set -eu
 # shellcheck source-path=SCRIPTDIR source=lib/pidfile.sh
 . "$(dirname "$0")/lib/pidfile.sh"
+# shellcheck source-path=SCRIPTDIR source=lib/rootfs.sh
+. "$(dirname "$0")/lib/rootfs.sh"
 PATH=$PATH:/usr/local/go/bin:/usr/sbin:/sbin:/usr/bin:/bin
 export PATH
 
@@ -342,16 +344,7 @@ make_images() {
 	if [ ! -L "$rootfs$bbdir/sh" ] || [ ! -L "$rootfs$bbdir/echo" ]; then
 		fail_start "busybox --install made no sh or echo in the image's $bbdir"
 	fi
-	cat >"$rootfs/etc/passwd" <<-'EOF'
-		root:x:0:0:root:/root:/bin/sh
-		agent:x:1000:1000:agent:/home/agent:/bin/sh
-		nobody:x:65534:65534:nobody:/nonexistent:/bin/false
-	EOF
-	cat >"$rootfs/etc/group" <<-'EOF'
-		root:x:0:
-		agent:x:1000:
-		nogroup:x:65534:
-	EOF
+	write_users "$rootfs"
 	# The sandbox process: it waits, and exits on SIGTERM (a pause container).
 	cat >"$rootfs/pause" <<-'EOF'
 		#!/bin/sh

@@ -1,5 +1,5 @@
 # pidfile.sh: sourced by the scripts that start a service of their own
-# (dockerd.sh, gitea.sh), so that they stop only what they started.
+# (dockerd.sh, gitea.sh, k8s.sh), so that they stop only what they started.
 
 # pid_of PIDFILE MARK prints the PID written in PIDFILE when that process is
 # alive and its command line holds MARK (the option that names PIDFILE, so a
