@@ -103,17 +103,21 @@ func TestStatic(t *testing.T) {
 	}
 }
 
-// TestHalfClose: bytes go both ways, and the client's half-close reaches the
-// socket's server, whose answer still comes back.
-func TestHalfClose(t *testing.T) {
-	dir, _ := os.MkdirTemp("", "fwd")
-	defer os.RemoveAll(dir)
+// unixServer serves each connection to a unix socket with serve, then
+// closes it; it returns the socket's path.
+func unixServer(t *testing.T, serve func(net.Conn)) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "fwd") // short: a socket path has 107 bytes at most
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
 	sock := filepath.Join(dir, "s.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -122,11 +126,20 @@ func TestHalfClose(t *testing.T) {
 			}
 			go func() {
 				defer c.Close()
-				b, _ := io.ReadAll(c) // until the client's half-close
-				_, _ = c.Write(append([]byte("got:"), b...))
+				serve(c)
 			}()
 		}
 	}()
+	return sock
+}
+
+// TestHalfClose: bytes go both ways, and the client's half-close reaches the
+// socket's server, whose answer still comes back.
+func TestHalfClose(t *testing.T) {
+	sock := unixServer(t, func(c net.Conn) {
+		b, _ := io.ReadAll(c) // until the client's half-close
+		_, _ = c.Write(append([]byte("got:"), b...))
+	})
 	addr := start(t, sock)
 	for _, size := range []int{4, 1 << 20} {
 		c, err := net.Dial("tcp", addr)
@@ -151,28 +164,11 @@ func TestHalfClose(t *testing.T) {
 // still sends (a refusal of a request whose body it does not read): the
 // client gets the whole answer, however much it was still sending.
 func TestAnswerBeforeTheEnd(t *testing.T) {
-	dir, _ := os.MkdirTemp("", "fwd")
-	defer os.RemoveAll(dir)
-	sock := filepath.Join(dir, "s.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
 	answer := []byte("HTTP/1.0 403 Forbidden\r\n\r\nexfil.example is not an allowed destination\n")
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				_, _ = c.Read(make([]byte, 64)) // the request line, no more
-				_, _ = c.Write(answer)
-				_ = c.Close()
-			}()
-		}
-	}()
+	sock := unixServer(t, func(c net.Conn) {
+		_, _ = c.Read(make([]byte, 64)) // the request line, no more
+		_, _ = c.Write(answer)
+	})
 	addr := start(t, sock)
 	for _, size := range []int{64 << 10, 4 << 20} {
 		c, err := net.Dial("tcp", addr)
@@ -290,14 +286,7 @@ func httptestServer(t *testing.T, h http.HandlerFunc) string {
 
 // TestWrap: with a command, the forwarder runs it and exits as it did.
 func TestWrap(t *testing.T) {
-	dir, _ := os.MkdirTemp("", "fwd")
-	defer os.RemoveAll(dir)
-	sock := filepath.Join(dir, "s.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
+	sock := unixServer(t, func(net.Conn) {})
 	free, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -314,7 +303,7 @@ func TestWrap(t *testing.T) {
 		{"killed by a signal", []string{"--", "sh", "-c", "kill -TERM $$"}, 143, ""},
 		{"the port is up before the command", []string{"-port", port, "--", "bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/" + port}, 0, ""},
 		{"no such command", []string{"-port", "0", "--", "/nonexistent"}, 125, ""},
-		{"no socket", []string{"-socket", filepath.Join(dir, "missing.sock"), "--", "true"}, 125, ""},
+		{"no socket", []string{"-socket", filepath.Join(filepath.Dir(sock), "missing.sock"), "--", "true"}, 125, ""},
 		{"a file that is not a socket", []string{"-socket", "/etc/hostname", "--", "true"}, 125, ""},
 		{"bad port", []string{"-port", "70000", "--", "true"}, 2, ""},
 	}
