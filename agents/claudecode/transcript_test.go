@@ -18,17 +18,12 @@ const recording = "session"
 func TestRealTranscript(t *testing.T) {
 	dir := clitest.Workspace(t)
 	m := clitest.Real(t, CLI{}, mockllm.Options{Reply: "done", Shell: clitest.TranscriptShell, WriteDir: dir}, onMock)
-	s := clitest.Transcript{Mocked: m, Dir: dir}.Record(t)
-	steps, err := CLI{}.ReadTranscript(s.State, s.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clitest.CheckKinds(t, steps, agents.StepPrompt, agents.StepToolCall, agents.StepToolResult, agents.StepToolCall,
-		agents.StepToolResult, agents.StepEdit, agents.StepAssistant, agents.StepPrompt, agents.StepEdit, agents.StepAssistant)
-	if clitest.Recording() {
-		clitest.SaveRecording(t, CLI{}, s, recording, func(string) bool { return true },
-			"The mock model (Options.Shell and WriteDir) has the CLI run a command with Bash and write a file with Write for the first prompt, and write another file for the second.")
-	}
+	clitest.Transcript{Mocked: m, Dir: dir}.RecordAndCheck(t, CLI{}, clitest.TranscriptCase{Name: recording,
+		Kinds: []agents.StepKind{agents.StepPrompt, agents.StepToolCall, agents.StepToolResult,
+			agents.StepToolCall, agents.StepToolResult, agents.StepEdit, agents.StepAssistant, agents.StepPrompt,
+			agents.StepEdit, agents.StepAssistant},
+		Text: func(string) bool { return true },
+		How:  "The mock model (Options.Shell and WriteDir) has the CLI run a command with Bash and write a file with Write for the first prompt, and write another file for the second."})
 }
 
 // TestTranscript reads the recorded session (golden steps) and checks the

@@ -21,17 +21,11 @@ const patchCommand = "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: notes.
 // session in testdata/transcript.
 func TestRealTranscript(t *testing.T) {
 	m := clitest.Real(t, CLI{}, mockllm.Options{Reply: "done", Shell: patchCommand}, onMock)
-	s := clitest.Transcript{Mocked: m}.Record(t)
-	steps, err := CLI{}.ReadTranscript(s.State, s.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clitest.CheckKinds(t, steps, agents.StepPrompt, agents.StepToolCall, agents.StepEdit, agents.StepToolResult,
-		agents.StepAssistant, agents.StepPrompt, agents.StepAssistant)
-	if clitest.Recording() {
-		clitest.SaveRecording(t, CLI{}, s, recording, func(string) bool { return true },
-			"The mock model (Options.Shell) has the CLI run, with exec_command, a shell command that is an apply_patch adding notes.txt, for the first prompt; codex applies it as a patch (a FileChange).")
-	}
+	clitest.Transcript{Mocked: m}.RecordAndCheck(t, CLI{}, clitest.TranscriptCase{Name: recording,
+		Kinds: []agents.StepKind{agents.StepPrompt, agents.StepToolCall, agents.StepEdit, agents.StepToolResult,
+			agents.StepAssistant, agents.StepPrompt, agents.StepAssistant},
+		Text: func(string) bool { return true },
+		How:  "The mock model (Options.Shell) has the CLI run, with exec_command, a shell command that is an apply_patch adding notes.txt, for the first prompt; codex applies it as a patch (a FileChange)."})
 }
 
 // TestTranscript reads the recorded session (golden steps) and checks the

@@ -20,17 +20,11 @@ func TestRealTranscript(t *testing.T) {
 	m := clitest.Real(t, CLI{}, mockllm.Options{Reply: "done", Shell: clitest.TranscriptShell}, nil)
 	clitest.WithEdit(t, &m, clitest.Edit{Tool: "write_file", Args: map[string]any{"file_path": dir + "/notes.txt", "content": "one\ntwo\nthree\n"}})
 	onMock(&m)
-	s := clitest.Transcript{Mocked: m, Dir: dir}.Record(t)
-	steps, err := CLI{}.ReadTranscript(s.State, s.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clitest.CheckKinds(t, steps, agents.StepPrompt, agents.StepToolCall, agents.StepToolResult, agents.StepEdit,
-		agents.StepToolCall, agents.StepToolResult, agents.StepAssistant, agents.StepPrompt, agents.StepAssistant)
-	if clitest.Recording() {
-		clitest.SaveRecording(t, CLI{}, s, recording, func(string) bool { return true },
-			"For the first prompt the model (clitest.WithEdit in front of the mock, then the mock's Options.Shell) has the CLI write notes.txt with write_file, then run a command with run_shell_command.")
-	}
+	clitest.Transcript{Mocked: m, Dir: dir}.RecordAndCheck(t, CLI{}, clitest.TranscriptCase{Name: recording,
+		Kinds: []agents.StepKind{agents.StepPrompt, agents.StepToolCall, agents.StepToolResult, agents.StepEdit,
+			agents.StepToolCall, agents.StepToolResult, agents.StepAssistant, agents.StepPrompt, agents.StepAssistant},
+		Text: func(string) bool { return true },
+		How:  "For the first prompt the model (clitest.WithEdit in front of the mock, then the mock's Options.Shell) has the CLI write notes.txt with write_file, then run a command with run_shell_command."})
 }
 
 // TestTranscript reads the recorded session (golden steps) and checks the

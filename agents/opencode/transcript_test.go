@@ -25,16 +25,12 @@ func TestRealTranscript(t *testing.T) {
 	m := clitest.Real(t, CLI{}, mockllm.Options{Reply: "done", Shell: clitest.TranscriptShell}, nil)
 	clitest.WithEdit(t, &m, clitest.Edit{Tool: "write", Args: map[string]any{"filePath": dir + "/notes.txt", "content": "one\ntwo\nthree\n"}})
 	onMock(&m)
-	s := clitest.Transcript{Mocked: m, Dir: dir}.Record(t)
-	steps, err := CLI{}.ReadTranscript(s.State, s.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clitest.CheckKinds(t, steps, agents.StepPrompt, agents.StepToolCall, agents.StepToolResult, agents.StepEdit,
-		agents.StepToolCall, agents.StepToolResult, agents.StepAssistant, agents.StepPrompt, agents.StepAssistant)
+	s := clitest.Transcript{Mocked: m, Dir: dir}.RecordAndCheck(t, CLI{}, clitest.TranscriptCase{Name: recording,
+		Kinds: []agents.StepKind{agents.StepPrompt, agents.StepToolCall, agents.StepToolResult, agents.StepEdit,
+			agents.StepToolCall, agents.StepToolResult, agents.StepAssistant, agents.StepPrompt, agents.StepAssistant},
+		Text: func(string) bool { return false },
+		How:  "For the first prompt the model (clitest.WithEdit in front of the mock, then the mock's Options.Shell) has the CLI write notes.txt with its write tool, then run a command with bash. Only opencode.db is kept (its WAL checkpointed, lock files left out), host paths replaced in its text columns, then vacuumed."})
 	if clitest.Recording() {
-		clitest.SaveRecording(t, CLI{}, s, recording, func(string) bool { return false },
-			"For the first prompt the model (clitest.WithEdit in front of the mock, then the mock's Options.Shell) has the CLI write notes.txt with its write tool, then run a command with bash. Only opencode.db is kept (its WAL checkpointed, lock files left out), host paths replaced in its text columns, then vacuumed.")
 		scrubDB(t, filepath.Join(clitest.TranscriptDir, recording), s.Replacements(CLI{}.Descriptor().SessionStatePath))
 	}
 }

@@ -263,6 +263,40 @@ func GoldenTranscript(t *testing.T, r agents.TranscriptReader, name string) []ag
 	return steps
 }
 
+// TranscriptCase is a recording of a real transcript: the name it is saved as,
+// the kinds of steps it must hold in order (CheckKinds), and what
+// SaveRecording writes under -record (the files kept as text, and how the
+// mock model had the CLI act).
+type TranscriptCase struct {
+	Name  string
+	Kinds []agents.StepKind
+	Text  func(rel string) bool
+	How   string
+}
+
+// ReaderCLI is a CLI that reads its transcripts back.
+type ReaderCLI interface {
+	agents.CLI
+	agents.TranscriptReader
+}
+
+// RecordAndCheck records tr, reads the session back with cli's reader,
+// checks its steps hold rec.Kinds in order and, under -record, saves it as
+// rec.Name. It returns the session (for what a CLI adds to its recording).
+func (tr Transcript) RecordAndCheck(t *testing.T, cli ReaderCLI, rec TranscriptCase) Session {
+	t.Helper()
+	s := tr.Record(t)
+	steps, err := cli.ReadTranscript(s.State, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	CheckKinds(t, steps, rec.Kinds...)
+	if Recording() {
+		SaveRecording(t, cli, s, rec.Name, rec.Text, rec.How)
+	}
+	return s
+}
+
 // CheckKinds fails t unless steps hold, in this order (others between),
 // steps of the given kinds.
 func CheckKinds(t testing.TB, steps []agents.Step, kinds ...agents.StepKind) {
