@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/alchemic-studio/alfred/internal/logtest"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -23,44 +24,6 @@ import (
 
 // waitLong bounds every wait of these tests: a failure, never a measure.
 const waitLong = 30 * time.Second
-
-// logBook keeps what a logger was given, for tests that check the log.
-type logBook struct {
-	mu   sync.Mutex
-	recs []slog.Record
-}
-
-func (b *logBook) Enabled(context.Context, slog.Level) bool { return true }
-func (b *logBook) Handle(_ context.Context, r slog.Record) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.recs = append(b.recs, r)
-	return nil
-}
-func (b *logBook) WithAttrs([]slog.Attr) slog.Handler { return b }
-func (b *logBook) WithGroup(string) slog.Handler      { return b }
-
-// find returns the level of the first record with msg and every attr
-// key=value given, and whether there is one.
-func (b *logBook) find(msg string, kv ...string) (slog.Level, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, r := range b.recs {
-		if r.Message != msg {
-			continue
-		}
-		attrs := map[string]string{}
-		r.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value.String(); return true })
-		ok := true
-		for i := 0; i+1 < len(kv); i += 2 {
-			ok = ok && attrs[kv[i]] == kv[i+1]
-		}
-		if ok {
-			return r.Level, true
-		}
-	}
-	return 0, false
-}
 
 func openTestStore(t *testing.T) (*state.Store, string) {
 	t.Helper()
@@ -129,8 +92,8 @@ func (f *fakeClock) after(d time.Duration) <-chan time.Time {
 	return f.tick
 }
 
-func testDetector(st *state.Store, interval time.Duration) (*detector, *fakeClock, *logBook) {
-	book := &logBook{}
+func testDetector(st *state.Store, interval time.Duration) (*detector, *fakeClock, *logtest.Book) {
+	book := &logtest.Book{}
 	d := newDetector(st, interval, nil, slog.New(book))
 	clock := &fakeClock{tick: make(chan time.Time)}
 	d.after = clock.after
@@ -202,7 +165,7 @@ func TestDetectorWithoutSchedule(t *testing.T) {
 	if len(clock.intervals) != 0 {
 		t.Errorf("a schedule was set: %v", clock.intervals)
 	}
-	if _, ok := book.find("agents detected", "why", "request"); !ok {
+	if _, ok := book.Find("agents detected", "why", "request"); !ok {
 		t.Error("the log does not say a request made the detection")
 	}
 }
@@ -247,7 +210,7 @@ func TestDetectorRecoversAPanic(t *testing.T) {
 	case <-time.After(waitLong):
 		t.Fatal("a panic in the first detection held the runs")
 	}
-	if level, ok := book.find("panic recovered", "in", "detection", "panic", "detection broke"); !ok || level != slog.LevelError {
+	if level, ok := book.Find("panic recovered", "in", "detection", "panic", "detection broke"); !ok || level != slog.LevelError {
 		t.Errorf("panic logged: %v at %s", ok, level)
 	}
 	d.Request()
@@ -280,17 +243,10 @@ func TestRecordInstallations(t *testing.T) {
 			t.Errorf("gemini recorded as %+v", r)
 		}
 	}
-	if level, ok := book.find("agent detected", "adapter", "claude-code", "version", "2.1.197"); !ok || level != slog.LevelInfo {
+	if level, ok := book.Find("agent detected", "adapter", "claude-code", "version", "2.1.197"); !ok || level != slog.LevelInfo {
 		t.Errorf("first detection of claude-code logged: %v at %s, want info", ok, level)
 	}
-	book.mu.Lock()
-	var levels []slog.Level
-	for _, r := range book.recs {
-		if r.Message == "agent detected" {
-			levels = append(levels, r.Level)
-		}
-	}
-	book.mu.Unlock()
+	levels := book.Levels("agent detected")
 	if len(levels) < 6 || levels[3] != slog.LevelDebug || levels[4] != slog.LevelDebug {
 		t.Errorf("levels of 'agent detected': %v, want info at start, debug when the schedule finds nothing new", levels)
 	}
@@ -309,7 +265,7 @@ func TestForwardRefresh(t *testing.T) {
 		{"without forge", nil, "agent detection not requested: agents are detected only with a forge configured"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			book := &logBook{}
+			book := &logtest.Book{}
 			ctx, cancel := context.WithCancel(context.Background())
 			sigs, done := make(chan os.Signal), make(chan struct{})
 			go func() {
@@ -320,7 +276,7 @@ func TestForwardRefresh(t *testing.T) {
 			sigs <- syscall.SIGHUP // handled after the first: both were taken
 			cancel()
 			<-done
-			if level, ok := book.find(tt.want); !ok || level != slog.LevelInfo {
+			if level, ok := book.Find(tt.want); !ok || level != slog.LevelInfo {
 				t.Errorf("log: %v at %s, want %q at info", ok, level, tt.want)
 			}
 			if tt.det != nil && len(tt.det.requests) != 1 {

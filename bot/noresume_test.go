@@ -1,11 +1,10 @@
 package bot
 
 import (
-	"context"
+	"github.com/alchemic-studio/alfred/internal/logtest"
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/alchemic-studio/alfred/agents/fake"
@@ -18,39 +17,6 @@ func (su setup) logHandler() slog.Handler {
 		return su.logs
 	}
 	return slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: testLogLevel()})
-}
-
-// logBook keeps the records logged at info level and above.
-type logBook struct {
-	mu   sync.Mutex
-	recs []slog.Record
-}
-
-func (b *logBook) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
-func (b *logBook) Handle(_ context.Context, r slog.Record) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.recs = append(b.recs, r)
-	return nil
-}
-func (b *logBook) WithAttrs([]slog.Attr) slog.Handler { return b }
-func (b *logBook) WithGroup(string) slog.Handler      { return b }
-
-// levelOf returns the level of the first record msg whose attr key is value.
-func (b *logBook) levelOf(msg, key, value string) (slog.Level, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, r := range b.recs {
-		found := false
-		r.Attrs(func(a slog.Attr) bool {
-			found = found || a.Key == key && a.Value.String() == value
-			return !found
-		})
-		if r.Message == msg && found {
-			return r.Level, true
-		}
-	}
-	return 0, false
 }
 
 // TestCannotResumeSaysWhyInOneLine: when the detected CLI is outside its
@@ -82,7 +48,7 @@ func TestCannotResumeSaysWhyInOneLine(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			book := &logBook{}
+			book := &logtest.Book{Min: slog.LevelInfo}
 			h := newHarness(t, tt.opt, func(s *setup) { s.logs = book })
 			h.assign(7)
 			h.waitStatus(7, StatusWaitingValidation)
@@ -99,7 +65,7 @@ func TestCannotResumeSaysWhyInOneLine(t *testing.T) {
 			if n := strings.Count(rows[0], "|") - strings.Count(rows[0], `\|`); n != 7 {
 				t.Errorf("row %q has %d column separators, want 7", rows[0], n)
 			}
-			if level, ok := book.levelOf("no named session", "why", tt.why); !ok || level != slog.LevelInfo {
+			if level, ok := book.Find("no named session", "why", tt.why); !ok || level != slog.LevelInfo {
 				t.Errorf("log 'no named session' why=%q: found %v at %s, want info", tt.why, ok, level)
 			}
 		})

@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -114,48 +113,6 @@ func put(t *testing.T, st *state.Store, n int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-// logSink keeps the records of a logger.
-type logSink struct {
-	mu      sync.Mutex
-	records []slog.Record
-}
-
-func (s *logSink) Enabled(context.Context, slog.Level) bool { return true }
-func (s *logSink) Handle(_ context.Context, r slog.Record) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.records = append(s.records, r)
-	return nil
-}
-func (s *logSink) WithAttrs([]slog.Attr) slog.Handler { return s }
-func (s *logSink) WithGroup(string) slog.Handler      { return s }
-
-// count returns how many records at level or above hold substr in their message.
-func (s *logSink) count(level slog.Level, substr string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, r := range s.records {
-		if r.Level >= level && strings.Contains(r.Message, substr) {
-			n++
-		}
-	}
-	return n
-}
-
-// all is every record, as text, for failure messages and secret checks.
-func (s *logSink) all() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var b strings.Builder
-	for _, r := range s.records {
-		b.WriteString(r.Level.String() + " " + r.Message)
-		r.Attrs(func(a slog.Attr) bool { b.WriteString(" " + a.String()); return true })
-		b.WriteString("\n")
-	}
-	return b.String()
 }
 
 // cutProxy forwards HTTP/1.1 connections to a server and, while armed,

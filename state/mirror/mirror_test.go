@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/alchemic-studio/alfred/internal/logtest"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -18,7 +19,7 @@ import (
 
 // running starts a mirror of dir to r after Prepare, with short backoffs,
 // logging into sink; the store's commits notify it.
-func running(t *testing.T, dir string, r Remote, sink *logSink) (*Mirror, *state.Store) {
+func running(t *testing.T, dir string, r Remote, sink *logtest.Book) (*Mirror, *state.Store) {
 	t.Helper()
 	log := slog.New(sink)
 	start, err := Prepare(context.Background(), dir, r, log)
@@ -47,7 +48,7 @@ func TestPushAfterWrites(t *testing.T) {
 	g := newGitServer(t)
 	bare, r := g.repo(t, "alfred-state")
 	dir := filepath.Join(t.TempDir(), "state.git")
-	sink := &logSink{}
+	sink := &logtest.Book{}
 	m, st := running(t, dir, r, sink)
 
 	var lat []time.Duration
@@ -73,15 +74,15 @@ func TestPushAfterWrites(t *testing.T) {
 	if pushed := lastPushed(dir, r); pushed != st.Tip() {
 		t.Fatalf("recorded push %q, want %s", pushed, st.Tip())
 	}
-	if sink.count(slog.LevelWarn, "") != 0 {
-		t.Fatalf("warnings while all went well:\n%s", sink.all())
+	if sink.Count(slog.LevelWarn, "") != 0 {
+		t.Fatalf("warnings while all went well:\n%s", sink.Text())
 	}
 }
 
 // pushedState mirrors a state of 500 records and 31 commits to r.
 func pushedState(t *testing.T, bare string, r Remote) *state.Store {
 	t.Helper()
-	_, st := running(t, filepath.Join(t.TempDir(), "state.git"), r, &logSink{})
+	_, st := running(t, filepath.Join(t.TempDir(), "state.git"), r, &logtest.Book{})
 	err := st.Update(context.Background(), func(tx *state.Tx) error {
 		for i := range 500 {
 			if err := tx.Put(fmt.Sprintf("notes/%04d.json", i), map[string]any{"format_version": 1, "n": i}); err != nil {
@@ -161,7 +162,7 @@ func TestARemoteThatRejects(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "state.git")
-	sink := &logSink{}
+	sink := &logtest.Book{}
 	m, st := running(t, dir, r, sink)
 	for i := range 10 {
 		t0 := time.Now()
@@ -178,14 +179,14 @@ func TestARemoteThatRejects(t *testing.T) {
 	if !s.NextTry.After(s.FailingSince) {
 		t.Fatalf("no next try: %+v", s)
 	}
-	if n := sink.count(slog.LevelWarn, "state mirror push failed"); n != 1 {
-		t.Fatalf("%d warnings for %d failures, want 1 (once per change):\n%s", n, s.Failures, sink.all())
+	if n := sink.Count(slog.LevelWarn, "state mirror push failed"); n != 1 {
+		t.Fatalf("%d warnings for %d failures, want 1 (once per change):\n%s", n, s.Failures, sink.Text())
 	}
 	os.Remove(hook)
 	eventually(t, "the push once the remote accepts", func() bool { return tipOf(bare) == st.Tip() })
 	eventually(t, "caught up", func() bool { s := m.Status(); return s.Err == nil && s.Behind == 0 })
-	if n := sink.count(slog.LevelInfo, "state mirror pushes again"); n != 1 {
-		t.Fatalf("%d recovery lines, want 1:\n%s", n, sink.all())
+	if n := sink.Count(slog.LevelInfo, "state mirror pushes again"); n != 1 {
+		t.Fatalf("%d recovery lines, want 1:\n%s", n, sink.Text())
 	}
 }
 
@@ -193,13 +194,13 @@ func TestARemoteThatIsAhead(t *testing.T) {
 	g := newGitServer(t)
 	bare, r := g.repo(t, "alfred-state")
 	dirA := filepath.Join(t.TempDir(), "a", "state.git")
-	mA, stA := running(t, dirA, r, &logSink{})
+	mA, stA := running(t, dirA, r, &logtest.Book{})
 	put(t, stA, 1)
 	eventually(t, "A pushed", func() bool { return tipOf(bare) == stA.Tip() })
 
 	// Another process restores the remote elsewhere and writes there.
 	dirB := filepath.Join(t.TempDir(), "b", "state.git")
-	mB, stB := running(t, dirB, r, &logSink{})
+	mB, stB := running(t, dirB, r, &logtest.Book{})
 	put(t, stB, 2)
 	eventually(t, "B pushed", func() bool { return tipOf(bare) == stB.Tip() })
 	mB.Close(context.Background())
@@ -242,7 +243,7 @@ func TestANetworkCutInTheMiddleOfAPush(t *testing.T) {
 			proxy := newCutProxy(t, strings.TrimPrefix(g.srv.URL, "http://"), tt.answer)
 			r.URL = proxy.url(r.URL)
 			dir := filepath.Join(t.TempDir(), "state.git")
-			sink := &logSink{}
+			sink := &logtest.Book{}
 			m, st := running(t, dir, r, sink)
 			put(t, st, 1)
 			eventually(t, "the first push", func() bool { return m.Status().RemoteTip == st.Tip() })
@@ -257,8 +258,8 @@ func TestANetworkCutInTheMiddleOfAPush(t *testing.T) {
 				t.Fatalf("remote at %s, want %s", tipOf(bare), st.Tip())
 			}
 			gitT(t, bare, "fsck", "--strict", "--no-progress")
-			if sink.count(slog.LevelWarn, "state mirror push failed") != 1 || sink.count(slog.LevelInfo, "pushes again") != 1 {
-				t.Fatalf("want one failure and one recovery line:\n%s", sink.all())
+			if sink.Count(slog.LevelWarn, "state mirror push failed") != 1 || sink.Count(slog.LevelInfo, "pushes again") != 1 {
+				t.Fatalf("want one failure and one recovery line:\n%s", sink.Text())
 			}
 		})
 	}
@@ -277,7 +278,7 @@ func TestAgainstTheForgejoFake(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "state.git")
-	_, st := running(t, dir, r, &logSink{})
+	_, st := running(t, dir, r, &logtest.Book{})
 	for i := range 5 {
 		put(t, st, i)
 	}
@@ -292,15 +293,15 @@ func TestAgainstTheForgejoFake(t *testing.T) {
 	// A wrong token: the push fails, and no message shows the token.
 	wrong := r
 	wrong.Password = "wrong-token-4242"
-	sink := &logSink{}
+	sink := &logtest.Book{}
 	m, st2 := running(t, fresh, wrong, sink)
 	put(t, st2, 99)
 	eventually(t, "the refusal", func() bool { return m.Status().Err != nil })
 	if err := m.Status().Err; strings.Contains(err.Error(), "wrong-token-4242") || !strings.Contains(err.Error(), "401") {
 		t.Fatalf("push with a wrong token: %v", err)
 	}
-	if strings.Contains(sink.all(), "wrong-token-4242") || tipOf(bare) != st.Tip() {
-		t.Fatalf("the log shows the token, or the push went through:\n%s", sink.all())
+	if strings.Contains(sink.Text(), "wrong-token-4242") || tipOf(bare) != st.Tip() {
+		t.Fatalf("the log shows the token, or the push went through:\n%s", sink.Text())
 	}
 }
 
