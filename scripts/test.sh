@@ -4,8 +4,10 @@
 # Docker packages come with scripts/dockerd.sh), starts a private Docker daemon
 # and a real Gitea (scripts/gitea.sh), installs the agent CLIs from the npm
 # registry, builds the bot and agent images on a Debian root filesystem made
-# with debootstrap (scripts/images.sh), runs every test and stops the daemon
-# and the Gitea it started.
+# with debootstrap (scripts/images.sh), starts a single-node Kubernetes cluster
+# (scripts/k8s.sh; its components are built from the Go module proxy in the
+# background from the start, the first time, then cached), runs every test and
+# stops the daemon, the Gitea and the cluster it started.
 # Nothing here skips: a missing part fails the run.
 # Arguments name the packages to test (default ./...; make e2e gives ./e2e/).
 set -euo pipefail
@@ -32,13 +34,25 @@ git config --global user.email >/dev/null || git config --global user.email "tes
 log "lint"
 make --no-print-directory lint
 
+# The Kubernetes components take the longest to build (20-60 min the first
+# time on two cores): the build runs in the background while the rest is made.
+k8s_build_log=$(mktemp /tmp/alfred-k8s-build.XXXXXX)
+log "building the Kubernetes components in the background (log: $k8s_build_log)"
+bash scripts/k8s.sh build >"$k8s_build_log" 2>&1 &
+k8s_build=$!
+stop_all() {
+	kill "$k8s_build" 2>/dev/null || true
+	bash scripts/k8s.sh stop >/dev/null 2>&1 || true
+	bash scripts/gitea.sh stop || true
+	bash scripts/dockerd.sh stop || true
+}
+trap stop_all EXIT
+
 log "starting a private Docker daemon"
-trap 'bash scripts/dockerd.sh stop || true' EXIT
 docker_env=$(bash scripts/dockerd.sh start) # a failed start stops the run here
 eval "$docker_env"
 
 log "starting a real Gitea (built from its Go module the first time, then cached)"
-trap 'bash scripts/gitea.sh stop || true; bash scripts/dockerd.sh stop || true' EXIT
 gitea_env=$(bash scripts/gitea.sh start) # a failed build or start stops the run here
 eval "$gitea_env"
 
@@ -49,6 +63,15 @@ eval "$clis_env"
 log "building the bot and agent images (about 10 min the first time, seconds when cached)"
 images_env=$(bash scripts/images.sh) # a failed build stops the run here, naming the step
 eval "$images_env"
+
+log "waiting for the Kubernetes build, then starting the cluster"
+if ! wait "$k8s_build"; then
+	tail -n 30 "$k8s_build_log" >&2
+	log "the Kubernetes build failed (whole log: $k8s_build_log)"
+	exit 1
+fi
+k8s_env=$(bash scripts/k8s.sh start) # a failed start stops the run here
+eval "$k8s_env"
 
 log "go test ${*:-./...}"
 go test -count=1 -timeout 45m "${@:-./...}"
