@@ -35,7 +35,7 @@ func TestServeTwoForges(t *testing.T) {
 		"ALFRED_RUNNER": "host",
 	}
 	glProject := "gl:" + gl.Project().FullName()
-	if code, out, errOut := alfred(t, env, "labels", "sync", "-project", glProject); code != 0 || !strings.Contains(out, "17 labels created") || len(gl.Labels()) != 17 {
+	if code, out, errOut := alfred(t, env, "labels", "sync", "-project", glProject); code != 0 || !strings.Contains(out, "19 labels created") || len(gl.Labels()) != 19 {
 		t.Fatalf("labels sync on the GitLab: %d %q %q (%d labels there)", code, out, errOut, len(gl.Labels()))
 	}
 	if code, _, errOut := alfred(t, env, "labels", "sync", "-project", "alice/demo"); code != 2 || !strings.Contains(errOut, "several forges are configured (forgejo, gl)") {

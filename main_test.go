@@ -204,10 +204,10 @@ func TestLabelsSyncAgainstForgejo(t *testing.T) {
 		"ALFRED_FORGE_TOKEN": forgejotest.BotToken,
 	}
 	code, out, errOut := alfred(t, env, "labels", "sync", "-project", "alice/demo")
-	if code != 0 || !strings.Contains(out, "17 labels created, 0 updated") {
+	if code != 0 || !strings.Contains(out, "19 labels created, 0 updated") {
 		t.Fatalf("first sync: %d %q %q", code, out, errOut)
 	}
-	if code, out, _ := alfred(t, env, "labels", "sync", "-project", "alice/demo"); code != 0 || !strings.Contains(out, "0 labels created, 0 updated, 17 already right") {
+	if code, out, _ := alfred(t, env, "labels", "sync", "-project", "alice/demo"); code != 0 || !strings.Contains(out, "0 labels created, 0 updated, 19 already right") {
 		t.Fatalf("second sync is not idempotent: %d %q", code, out)
 	}
 	if code, _, errOut := alfred(t, env, "labels", "sync"); code != 2 || !strings.Contains(errOut, "-project") {

@@ -20,6 +20,8 @@ const (
 	KindAnswer              = "answer"
 	KindNothingToDo         = "nothing_to_do" // a run found its work already done
 	KindSession             = "session"       // the status comment, edited in place
+	KindBudgetPaused        = "budget_paused" // the issue reached its cost budget
+	KindBudgetStep          = "budget_step"   // a person granted one more budget step
 )
 
 func textAcknowledgement(author string) string {

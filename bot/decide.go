@@ -53,6 +53,9 @@ type actions struct {
 	checkMR  string       // after the step: check the merge request, for this trigger
 	note     string       // why the decision moves nothing, for the log
 	mrResult string       // the run's result, for the body of a merge request it opens
+	// resume is the step the budget held back, taken again (from its status)
+	// instead of step, after ai::budget_step.
+	resume *state.PausedStep
 }
 
 // said is a managed comment: its kind, its cause (one comment per kind and
@@ -88,6 +91,8 @@ func decideCommand(mb state.Mailbox, c Command, actor, delivery string, r rules)
 		return mb, a
 	case CommandRetry, CommandRetryOnce, CommandRetryUntilGreen:
 		return decideRetry(mb, c, delivery, r, a)
+	case CommandBudgetStep:
+		return decideBudgetStep(mb, actor, delivery, a)
 	}
 	return mb, a
 }

@@ -32,6 +32,17 @@ type scripted struct {
 
 	mu      sync.Mutex
 	replies []string // answers of the next runs, in place of the fake's
+	// tokens and usd, when tokens is set, replace what each run reports
+	// having used (the fake's: the prompt's and the reply's lengths, no cost).
+	tokens int64
+	usd    float64
+}
+
+// Spend makes every run report tokens (as input) and usd.
+func (s *scripted) Spend(tokens int64, usd float64) {
+	s.mu.Lock()
+	s.tokens, s.usd = tokens, usd
+	s.mu.Unlock()
 }
 
 // ReplyNext makes the next run answer text.
@@ -54,6 +65,9 @@ func (s *scripted) Run(ctx context.Context, req agents.Request) (*agents.Result,
 	defer s.mu.Unlock()
 	if err == nil && len(s.replies) > 0 {
 		res.Text, s.replies = s.replies[0], s.replies[1:]
+	}
+	if err == nil && s.tokens > 0 {
+		res.InputTokens, res.OutputTokens, res.CostUSD = s.tokens, 0, s.usd
 	}
 	return res, err
 }

@@ -357,6 +357,9 @@ func (e *Engine) apply(ctx context.Context, mb *state.Mailbox, next state.Mailbo
 			return err
 		}
 	}
+	if a.resume != nil {
+		return e.resume(ctx, mb, *a.resume)
+	}
 	if a.step == "" {
 		return e.save(ctx, mb)
 	}
@@ -404,12 +407,17 @@ func (e *Engine) step(ctx context.Context, mb *state.Mailbox, s Step, phase agen
 	if !ok {
 		return fmt.Errorf("lifecycle: no step %q in the table", s)
 	}
-	if !t.allows(Status(mb.Status)) {
-		return fmt.Errorf("lifecycle: step %s is not declared from status %q", s, mb.Status)
-	}
 	run := t.Run
 	if run == phaseFailed {
 		run = phase
+	}
+	if run != "" {
+		if held, err := e.holdBack(ctx, mb, s, run, trigger, extra); held || err != nil {
+			return err
+		}
+	}
+	if !t.allows(Status(mb.Status)) {
+		return fmt.Errorf("lifecycle: step %s is not declared from status %q", s, mb.Status)
 	}
 	if e.stepped != nil {
 		e.stepped(s)

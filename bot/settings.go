@@ -49,6 +49,10 @@ var (
 		"wall-clock limit of one run")
 	AgentStallTimeout = durationSetting("AGENT_STALL_TIMEOUT", 2*time.Minute,
 		"a run whose CLI neither prints nor makes a model request for this long is stopped, and the thread says why")
+	AgentBudgetTokens = stringSetting("AGENT_BUDGET_TOKENS", "", "a whole number of tokens, or empty",
+		"budget of one issue in tokens (input and output, the gateway's count for sealed runs): at or over it, no run starts and the issue is paused until ai::budget_step grants this much again; empty: no limit", checkBudget(false))
+	AgentBudgetUSD = stringSetting("AGENT_BUDGET_USD", "", "an amount in dollars such as 2.50, or empty",
+		"budget of one issue in dollars, as the CLIs report their cost (runs of a CLI that reports none count nothing and are listed as unpriced): at or over it, no run starts and the issue is paused until ai::budget_step; empty: no limit", checkBudget(true))
 )
 
 // Catalogue is every per-project setting, by key; SettingKeys gives the
@@ -57,7 +61,7 @@ var Catalogue = catalogue(
 	AgentSessionResume, AgentSessionHandoff, RequirePlanValidation, BranchPrefix,
 	LLMMaxRetries, CIFixMaxAttempts, CIFixHardCap, ConflictFixMaxAttempts,
 	AgentAdapter, AgentProvider, AgentModel, AgentNetwork, AgentCredentialMounts, AgentEgressAllow,
-	RunTimeout, AgentStallTimeout,
+	RunTimeout, AgentStallTimeout, AgentBudgetTokens, AgentBudgetUSD,
 )
 
 // splitHosts reads AGENT_EGRESS_ALLOW's list.

@@ -29,6 +29,7 @@ const (
 	StatusInReview           Status = "in_review"
 	StatusDone               Status = "done"
 	StatusBlocked            Status = "blocked"
+	StatusPaused             Status = "paused"
 )
 
 // statusNew stands for a mailbox that does not exist yet, as a From.
@@ -44,6 +45,7 @@ const (
 	CommandRetry           Command = "retry"
 	CommandRetryOnce       Command = "retry_once"
 	CommandRetryUntilGreen Command = "retry_until_green"
+	CommandBudgetStep      Command = "budget_step"
 )
 
 // Flow is what the type label asks of an issue.
@@ -104,12 +106,14 @@ var (
 		{StatusInReview, WaitsWork, "bfd4f2", "CI is green; the pull request waits for review (set by the bot)"},
 		{StatusDone, WaitsNobody, "0e8a16", "Merged or closed (set by the bot)"},
 		{StatusBlocked, WaitsPerson, "b60205", "Alfred gave up; the blocking comment says which label unblocks it (set by the bot)"},
+		{StatusPaused, WaitsPerson, "d4c5f9", "The issue reached its cost budget; ai::budget_step lets Alfred go on (set by the bot)"},
 	}
 	commandDefs = []CommandDef{
 		{CommandValidatePlan, "d93f0b", "Start development from the posted plan"},
 		{CommandRetry, "e99695", "Retry the failed phase with counters reset"},
 		{CommandRetryOnce, "f9d0c4", "Allow exactly one more attempt of the failed phase"},
 		{CommandRetryUntilGreen, "c2e0c6", "Keep fixing CI until it is green, up to a hard cap"},
+		{CommandBudgetStep, "bfdadc", "Grant the issue one more step of its cost budget and go on"},
 	}
 	types = []TypeDef{
 		{"task", FlowTask, "0052cc", "Alfred runs the whole flow: analysis, plan, development"},
@@ -139,6 +143,9 @@ type Transition struct {
 // phaseFailed stands for the phase of the run that failed, as a Run.
 const phaseFailed agents.Phase = "(the failed phase)"
 
+// phaseHeld stands for the run the budget held back (budget.go), as a Run.
+const phaseHeld agents.Phase = "(the run held back)"
+
 // The steps.
 const (
 	StepStart            Step = "start"
@@ -162,6 +169,8 @@ const (
 	StepRetryAnalysis    Step = "retry_analysis"
 	StepRetryDevelopment Step = "retry_development"
 	StepFinished         Step = "finished"
+	StepBudgetPaused     Step = "budget_paused"
+	StepBudgetStep       Step = "budget_step"
 )
 
 // transitions is the lifecycle table.
@@ -187,6 +196,8 @@ var transitions = []Transition{
 	{StepRetryAnalysis, nil, "ai::retry, ai::retry_once, ai::retry_until_green after analysis or answer", phaseFailed, StatusFunctionalAnalysis, ""},
 	{StepRetryDevelopment, nil, "ai::retry, ai::retry_once, ai::retry_until_green after a writing phase", phaseFailed, StatusInDevelopment, ""},
 	{StepFinished, nil, "merged or closed", "", StatusDone, ""},
+	{StepBudgetPaused, nil, "a run would start with the issue's spend at or over its budget", "", StatusPaused, "AGENT_BUDGET_TOKENS"},
+	{StepBudgetStep, []Status{StatusPaused}, "ai::budget_step: back to the status the run was held in", phaseHeld, "", ""},
 }
 
 // transition returns the row of step.

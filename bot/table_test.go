@@ -87,7 +87,7 @@ func TestLabels(t *testing.T) {
 // every status reached by some row.
 func TestTable(t *testing.T) {
 	known := append(Statuses(), statusNew)
-	phases := append(agents.Phases(), phaseFailed, "")
+	phases := append(agents.Phases(), phaseFailed, phaseHeld, "")
 	steps := map[Step]bool{}
 	reached := map[Status]bool{}
 	for _, tr := range transitions {

@@ -51,7 +51,7 @@ func TestE2EDeployed(t *testing.T) {
 
 	owner, name, _ := strings.Cut(w.project(), "/")
 	s := &scenario{t: t, w: w, b: b.view(), docker: d.Host, instance: instance, owner: owner, name: name}
-	if out := b.run("labels", "sync", "-project", w.project()); !strings.Contains(out, "17 labels created") {
+	if out := b.run("labels", "sync", "-project", w.project()); !strings.Contains(out, "19 labels created") {
 		t.Fatalf("labels sync: %s", out)
 	}
 	b.serve()

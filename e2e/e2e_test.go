@@ -64,7 +64,7 @@ func start(t *testing.T, w world) *scenario {
 	b := newBot(t, w.forgeEnv(), dockerHost, image, instance)
 	owner, name, _ := strings.Cut(w.project(), "/")
 	s := &scenario{t: t, w: w, b: b, docker: dockerHost, instance: instance, owner: owner, name: name}
-	if out := b.run("labels", "sync", "-project", w.project()); !strings.Contains(out, "17 labels created") {
+	if out := b.run("labels", "sync", "-project", w.project()); !strings.Contains(out, "19 labels created") {
 		t.Fatalf("labels sync: %s", out)
 	}
 	b.serve()

@@ -74,7 +74,7 @@ ALFRED_WEBHOOK_SECRETS=%s
 		p := s.w.project()
 		i := strings.LastIndex(p, "/")
 		s.owner, s.name = p[:i], p[i+1:]
-		if out := b.run("labels", "sync", "-project", s.forge+":"+p); !strings.Contains(out, "17 labels created") {
+		if out := b.run("labels", "sync", "-project", s.forge+":"+p); !strings.Contains(out, "19 labels created") {
 			t.Fatalf("labels sync on %s: %s", s.forge, out)
 		}
 	}

@@ -152,8 +152,70 @@ type Mailbox struct {
 	// Quarantined are the events whose handling failed (an error or a
 	// panic) every time it was tried; ai::retry handles them again.
 	Quarantined []QuarantinedEvent `json:"quarantined,omitempty"`
-	CreatedAt   time.Time          `json:"created_at"`
-	UpdatedAt   time.Time          `json:"updated_at"`
+	// Budget is the issue's cost budget as the engine last checked it,
+	// before a run; nil while no budget applies.
+	Budget    *Budget   `json:"budget,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Budget is an issue's cost budget (AGENT_BUDGET_TOKENS, AGENT_BUDGET_USD)
+// with the steps people granted, and the step it paused, if it did.
+type Budget struct {
+	// Tokens and USD are the limits with the granted steps; 0 is no limit.
+	Tokens int64   `json:"tokens,omitempty"`
+	USD    float64 `json:"usd,omitempty"`
+	// Steps counts the budget steps granted (ai::budget_step): each adds
+	// the setting's amount once more.
+	Steps int `json:"steps,omitempty"`
+	// Paused is the step of the lifecycle the budget held back, taken again
+	// when a step is granted; nil when the mailbox is not paused.
+	Paused *PausedStep `json:"paused,omitempty"`
+}
+
+// PausedStep is a step of the lifecycle held back, with what it needs to be
+// taken later: the status it was taken from and the run's phase, trigger and
+// input.
+type PausedStep struct {
+	Step    string    `json:"step"`
+	From    string    `json:"from"`
+	Phase   string    `json:"phase,omitempty"`
+	Trigger string    `json:"trigger,omitempty"`
+	Input   string    `json:"input,omitempty"`
+	At      time.Time `json:"at"`
+}
+
+// Spend is what runs cost, as counted against a budget: tokens (input and
+// output) and dollars, and how many runs used tokens without a known price.
+type Spend struct {
+	Tokens   int64   `json:"tokens"`
+	USD      float64 `json:"usd"`
+	Unpriced int     `json:"unpriced,omitempty"`
+}
+
+// SpendOf is what one run cost: its tokens as the model gateway counted
+// them when the run was sealed (the gateway sees every request, whatever
+// the CLI reports), else as its CLI reported them; its dollars as the CLI
+// reported them (Alfred keeps no price table). A run that used tokens with
+// no dollar figure counts as unpriced.
+func SpendOf(run Run, sessions []LLMSession) Spend {
+	var sp Spend
+	for _, s := range sessions {
+		sp.Tokens += s.InputTokens + s.OutputTokens
+		sp.USD += s.CostUSD
+	}
+	if g := run.Gateway; g != nil && g.InputTokens+g.OutputTokens > 0 {
+		sp.Tokens = g.InputTokens + g.OutputTokens
+	}
+	if sp.Tokens > 0 && sp.USD == 0 {
+		sp.Unpriced = 1
+	}
+	return sp
+}
+
+// Add sums two spends.
+func (s Spend) Add(o Spend) Spend {
+	return Spend{Tokens: s.Tokens + o.Tokens, USD: s.USD + o.USD, Unpriced: s.Unpriced + o.Unpriced}
 }
 
 // Key returns the mailbox's forge identity.

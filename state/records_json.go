@@ -32,6 +32,7 @@ var mailboxFields = fieldTable[Mailbox]{
 	{"review_seen_id", func(d *jdec, m *Mailbox) { m.ReviewSeenID = d.int64() }},
 	{"head_sha", func(d *jdec, m *Mailbox) { m.HeadSHA = d.str() }},
 	{"quarantined", func(d *jdec, m *Mailbox) { d.nested(&m.Quarantined) }},
+	{"budget", func(d *jdec, m *Mailbox) { d.nested(&m.Budget) }},
 	{"created_at", func(d *jdec, m *Mailbox) { m.CreatedAt = d.time() }},
 	{"updated_at", func(d *jdec, m *Mailbox) { m.UpdatedAt = d.time() }},
 }

@@ -129,6 +129,9 @@ type mailboxView struct {
 	// Gateway is what the model gateway counted for the sealed runs
 	// together; nil when none was sealed.
 	Gateway *state.RunGateway `json:"gateway,omitempty"`
+	// Spend is what the runs cost as the issue's budget counts it
+	// (state.SpendOf: the gateway's tokens for sealed runs).
+	Spend state.Spend `json:"spend"`
 	// Session: some run has steps of its session to show.
 	Session bool `json:"-"`
 }
@@ -203,6 +206,7 @@ func (d Deps) loadMailbox(id string) (*mailboxView, error) {
 		row.Timeline = d.timelineOf(mb, row.Run, ls)
 		v.Session = v.Session || row.Timeline.Shown()
 		v.Total.add(row.usage)
+		v.Spend = v.Spend.Add(state.SpendOf(r, ls))
 		v.addGateway(r.Gateway)
 		v.Runs = append(v.Runs, row)
 	}
