@@ -20,6 +20,15 @@
 // nothing of its own unless something fails. Without one it prints
 // "alfred-forward: listening on 127.0.0.1:<port>" on stderr once ready.
 //
+// In a Pod of the kubernetes runner, which has no network, the gateway's
+// socket is brought in by a relay the runner starts in the Pod's helper
+// container through the API server:
+//
+//	alfred-forward -relay PATH   # listen on the unix socket PATH, carry each
+//	                             # connection over stdin/stdout (internal/tunnel)
+//
+// The relay writes nothing else on stdout and exits 0 when stdin ends.
+//
 // -port (or ALFRED_FORWARD_PORT) defaults to 47080; 0 picks a free port.
 // -socket (or ALFRED_FORWARD_SOCKET) defaults to /run/alfred/gateway.sock.
 // A missing socket, a port in use or a command that cannot start exit 125.
@@ -38,6 +47,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/alchemic-studio/alfred/internal/tunnel"
 )
 
 const (
@@ -55,8 +66,12 @@ func run(args []string, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	port := fs.Int("port", envInt("ALFRED_FORWARD_PORT", defaultPort), "port to listen on at 127.0.0.1 (0: any free port); env ALFRED_FORWARD_PORT")
 	socket := fs.String("socket", envStr("ALFRED_FORWARD_SOCKET", defaultSocket), "unix socket of the model gateway; env ALFRED_FORWARD_SOCKET")
+	relay := fs.String("relay", "", "listen on this unix socket and carry its connections over stdin and stdout (the kubernetes runner's tunnel)")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *relay != "" {
+		return relayOn(*relay, os.Stdin, os.Stdout, stderr)
 	}
 	if *port < 0 || *port > 65535 {
 		fmt.Fprintf(stderr, "alfred-forward: -port %d: want 0..65535\n", *port)
@@ -218,4 +233,22 @@ func pipe(a, b net.Conn) {
 	go half(a, b)
 	wg.Wait()
 	closeBoth()
+}
+
+// relayOn listens on the unix socket path (a stale socket file is replaced)
+// and carries its connections over r and w until r ends.
+func relayOn(path string, r io.Reader, w io.Writer, stderr io.Writer) int {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
+		_ = os.Remove(path)
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		fmt.Fprintf(stderr, "alfred-forward: relay: %v\n", err)
+		return exitSetup
+	}
+	if err := tunnel.Serve(ln, r, w); err != nil {
+		fmt.Fprintf(stderr, "alfred-forward: relay: %v\n", err)
+		return 1
+	}
+	return 0
 }

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/alchemic-studio/alfred/agents/mockllm"
 	"github.com/alchemic-studio/alfred/gateway"
+	"github.com/alchemic-studio/alfred/internal/tunnel"
 )
 
 var (
@@ -336,4 +338,69 @@ func TestWrap(t *testing.T) {
 			t.Errorf("%v %s", err, out)
 		}
 	})
+}
+
+// TestRelay: the relay mode, as the kubernetes runner starts it in a Pod:
+// the forwarder's socket is a relay whose connections travel over its stdin
+// and stdout to a tunnel.Dial on the other side, here to an HTTP server;
+// the end of stdin ends the relay with status 0.
+func TestRelay(t *testing.T) {
+	upstream := unixServer(t, func(c net.Conn) {
+		req, err := http.ReadRequest(bufio.NewReader(c))
+		if err != nil {
+			return
+		}
+		body := "relayed " + req.URL.Path
+		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\nConnection: close\r\n\r\n"+body)
+	})
+	dir, err := os.MkdirTemp("", "relay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "gateway.sock")
+	cmd := exec.Command(binary(t), "-relay", sock)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = tunnel.Dial(stdout, stdin, func() (net.Conn, error) { return net.Dial("unix", upstream) }) }()
+	addr := start(t, waitSocket(t, sock)) // the forwarder in front, as in the agent container
+	res, err := http.Get("http://" + addr + "/anthropic/v1/messages")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if string(got) != "relayed /anthropic/v1/messages" {
+		t.Fatalf("through the relay: %q", got)
+	}
+	_ = stdin.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("relay exit: %v (%s)", err, stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("the relay did not end with its stdin")
+	}
+}
+
+// waitSocket waits until path is a socket, and returns it.
+func waitSocket(t *testing.T, path string) string {
+	t.Helper()
+	for range 200 {
+		if fi, err := os.Stat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			return path
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("%s never became a socket", path)
+	return ""
 }
