@@ -16,6 +16,12 @@
 #                           its pidfile PID), undo what it changed on the host and
 #                           delete the state folder (never the cache)
 #   scripts/k8s.sh build    only build (or find cached) the Kubernetes binaries
+#   scripts/k8s.sh import IMAGE...
+#                           copy images of the suite's Docker daemon (ALFRED_TEST_DOCKER_HOST,
+#                           scripts/dockerd.sh) into the running cluster's containerd:
+#                           `docker save`, then `ctr -n k8s.io images import`; Pods use
+#                           them by the same name with imagePullPolicy: Never (alfred:abc
+#                           is docker.io/library/alfred:abc to both). Timings on stderr.
 #
 # From a shell (a failed start must stop the chain: `eval "$(...)"` alone would
 # hide it, since eval of nothing succeeds):
@@ -780,6 +786,65 @@ smoke_test() {
 	kubectl -n "$NAMESPACE" delete pod "$pod" --wait=false >/dev/null 2>&1 || true
 }
 
+# ---------------------------------------------------------------- import
+
+# image_ref prints the full name containerd gives IMAGE (as Docker does):
+# docker.io/library/ for a bare name, docker.io/ for a name without a registry
+# host, :latest without a tag or digest.
+image_ref() {
+	ref=$1
+	case ${ref%%/*} in
+	"$ref") ref=docker.io/library/$ref ;;
+	*.* | *:* | localhost) ;;
+	*) ref=docker.io/$ref ;;
+	esac
+	case ${ref##*/} in
+	*:* | *@*) ;;
+	*) ref=$ref:latest ;;
+	esac
+	echo "$ref"
+}
+
+# import_docker_images IMAGE... copies the images from the suite's Docker
+# daemon into the running cluster's containerd, one archive at a time (under
+# the state folder, deleted after each).
+import_docker_images() {
+	[ $# -gt 0 ] || die "import: name at least one image: $0 import IMAGE..."
+	if ! running || [ ! -f "$ENVFILE" ]; then die "import: no cluster of ours is running; run: $0 start"; fi
+	host=${ALFRED_TEST_DOCKER_HOST:-}
+	[ -n "$host" ] || die "import: ALFRED_TEST_DOCKER_HOST is unset: start the suite's Docker daemon (scripts/dockerd.sh start) and export what it prints"
+	command -v docker >/dev/null 2>&1 || die "import: the docker CLI is missing (Debian's docker.io, which scripts/dockerd.sh installs)"
+	T0=$(now_ms)
+	archive=$STATE/import.$$.tar
+	trap 'rm -f "$archive"' EXIT
+	trap 'exit 1' INT TERM HUP
+	for image in "$@"; do
+		# The cluster's own images are made by start, not the daemon's
+		# namesakes (scripts/dockerd.sh's test image differs from ours).
+		case $(image_ref "$image") in
+		"$(image_ref "$IMAGE")" | "$(image_ref "$PAUSE_IMAGE")") die "import: $image is the cluster's own image (start makes it); not replacing it" ;;
+		esac
+	done
+	for image in "$@"; do
+		t=$(now_ms)
+		DOCKER_HOST=$host docker image inspect --format '{{.Id}}' "$image" >/dev/null 2>&1 ||
+			die "import: $image is not an image of the Docker daemon at $host (scripts/images.sh builds the suite's)"
+		DOCKER_HOST=$host docker save -o "$archive" "$image" || die "import: docker save $image failed"
+		size=$(($(stat -c %s "$archive") / 1048576))
+		t_save=$(($(now_ms) - t))
+		t=$(now_ms)
+		out=$(ctr_k8s images import "$archive" 2>&1) || die "import: ctr images import of $image failed: $out"
+		ref=$(image_ref "$image")
+		ctr_k8s images check "name==$ref" | grep -q complete ||
+			die "import: $ref is missing from the cluster's containerd after the import: $out"
+		rm -f "$archive"
+		log "imported $image ($size MiB) as $ref: docker save $t_save ms, ctr import $(($(now_ms) - t)) ms"
+	done
+	rm -f "$archive"
+	trap - EXIT INT TERM HUP
+	log "imported $# image(s) in $(($(now_ms) - T0)) ms"
+}
+
 # ---------------------------------------------------------------- start / stop
 
 write_env() {
@@ -972,11 +1037,15 @@ env)
 	if ! running || [ ! -f "$ENVFILE" ]; then die "no cluster of ours is running; run: $0 start"; fi
 	print_env
 	;;
+import)
+	shift
+	import_docker_images "$@"
+	;;
 build)
 	if k8s_cached; then log "Kubernetes v$VERSION is cached in $BIN"; else build_k8s; fi
 	;;
 *)
-	echo "usage: $0 start|env|status|stop|build" >&2
+	echo "usage: $0 start|env|status|stop|build|import IMAGE..." >&2
 	exit 2
 	;;
 esac
