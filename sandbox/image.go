@@ -12,7 +12,6 @@ import (
 	"maps"
 	"math"
 	"path"
-	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -384,11 +383,8 @@ func (r *ImageRunner) remove(ctx context.Context, idOrName string) error {
 
 // containerConfig turns a Spec into the container's configuration.
 func (r *ImageRunner) containerConfig(spec *Spec) (*container.Config, *container.HostConfig, error) {
-	if spec.Image == "" {
-		return nil, nil, errors.New("sandbox: no image")
-	}
-	if spec.UID <= 0 || spec.GID <= 0 {
-		return nil, nil, fmt.Errorf("sandbox: the container user %d:%d must not be root", spec.UID, spec.GID)
+	if err := CheckContainerSpec(spec); err != nil {
+		return nil, nil, err
 	}
 	mounts, tmpfs, err := containerMounts(spec)
 	if err != nil {
@@ -473,144 +469,25 @@ func positiveOr(v, def int64) int64 {
 
 // containerMounts lays out the bind mounts and the tmpfs folders of a Spec.
 func containerMounts(spec *Spec) ([]mount.Mount, map[string]string, error) {
-	l := &layout{uid: spec.UID, gid: spec.GID, tmpfs: map[string]string{}, seen: map[string]string{}}
-	if err := l.bindAll(spec); err != nil {
+	l, err := ContainerLayout(spec)
+	if err != nil {
 		return nil, nil, err
 	}
-	if err := l.claim(AgentHome, "HOME"); err != nil {
-		return nil, nil, err
+	mounts := make([]mount.Mount, 0, len(l.Mounts))
+	for _, m := range l.Mounts {
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: m.Host, Target: m.Container, ReadOnly: m.ReadOnly})
 	}
-	l.tmpfs[AgentHome] = l.owned(0o700, 0)
-	if s := spec.Session; s != nil {
-		if err := l.session(*s, spec.Credentials); err != nil {
-			return nil, nil, err
-		}
+	tmpfs := make(map[string]string, len(l.Tmpfs))
+	for _, t := range l.Tmpfs {
+		tmpfs[t.Path] = tmpfsOptions(spec.UID, spec.GID, t.Mode, t.Size)
 	}
-	if err := l.extraTmpfs(spec.Tmpfs); err != nil {
-		return nil, nil, err
-	}
-	return l.mounts, l.tmpfs, nil
+	return mounts, tmpfs, nil
 }
 
-// layout gathers the mounts of a container, refusing two at one path.
-type layout struct {
-	uid, gid int               // the owner of the tmpfs folders
-	mounts   []mount.Mount     // the bind mounts
-	tmpfs    map[string]string // container path -> tmpfs options
-	seen     map[string]string // container path -> what is mounted there
-}
-
-// claim reserves the container path p for what.
-func (l *layout) claim(p, what string) error {
-	if prior, ok := l.seen[p]; ok {
-		return fmt.Errorf("sandbox: %s and %s are both mounted at %s", prior, what, p)
-	}
-	l.seen[p] = what
-	return nil
-}
-
-// bind adds the bind mount m, named what in errors. Its container path must
-// not hide HOME.
-func (l *layout) bind(m Mount, what string, readOnly bool) error {
-	if !filepath.IsAbs(m.Host) {
-		return fmt.Errorf("sandbox: %s host path %q is not absolute", what, m.Host)
-	}
-	if !path.IsAbs(m.Container) {
-		return fmt.Errorf("sandbox: %s container path %q is not absolute", what, m.Container)
-	}
-	target := path.Clean(m.Container)
-	if target == "/" || target == AgentHome || isUnder(AgentHome, target) {
-		return fmt.Errorf("sandbox: %s container path %q would hide %s", what, m.Container, AgentHome)
-	}
-	if err := l.claim(target, what); err != nil {
-		return err
-	}
-	l.mounts = append(l.mounts, mount.Mount{Type: mount.TypeBind, Source: m.Host, Target: target, ReadOnly: readOnly})
-	return nil
-}
-
-// bindAll binds the worktree at WorkspacePath, the credential mounts
-// read-only and the other binds as they say, none of them overlapping the
-// worktree.
-func (l *layout) bindAll(spec *Spec) error {
-	if w := spec.Worktree; w != nil {
-		if w.Container != "" && path.Clean(w.Container) != WorkspacePath {
-			return fmt.Errorf("sandbox: the worktree is mounted at %s, not %q", WorkspacePath, w.Container)
-		}
-		wt := *w
-		wt.Container = WorkspacePath
-		if err := l.bind(wt, "worktree", w.ReadOnly); err != nil {
-			return err
-		}
-	}
-	for _, c := range spec.Credentials {
-		if PathsOverlap(c.Container, WorkspacePath) {
-			return fmt.Errorf("sandbox: credential mount %q overlaps %s", c.Container, WorkspacePath)
-		}
-		if err := l.bind(c, "credential mount", true); err != nil {
-			return err
-		}
-	}
-	for _, b := range spec.Binds {
-		if PathsOverlap(b.Container, WorkspacePath) {
-			return fmt.Errorf("sandbox: bind mount %q overlaps %s", b.Container, WorkspacePath)
-		}
-		if err := l.bind(b, "bind mount", b.ReadOnly); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// session binds the session mount s read-write under HOME, clear of the
-// credential mounts, and makes every folder between HOME and it a tmpfs of
-// the container user (Docker would create them as root).
-func (l *layout) session(s Mount, credentials []Mount) error {
-	target := path.Clean(s.Container)
-	if !path.IsAbs(s.Container) || !isUnder(target, AgentHome) {
-		return fmt.Errorf("sandbox: session path %q is not under %s", s.Container, AgentHome)
-	}
-	for _, c := range credentials {
-		if PathsOverlap(c.Container, target) {
-			return fmt.Errorf("sandbox: session path %s overlaps credential mount %s", target, c.Container)
-		}
-	}
-	if err := l.bind(s, "session", false); err != nil {
-		return err
-	}
-	// Every folder from HOME (excluded) down to the session's parent.
-	for dir := path.Dir(target); dir != AgentHome; dir = path.Dir(dir) {
-		if err := l.claim(dir, "session parent"); err != nil {
-			return err
-		}
-		l.tmpfs[dir] = l.owned(0o700, 0)
-	}
-	return nil
-}
-
-// extraTmpfs adds the Spec's own tmpfs folders.
-func (l *layout) extraTmpfs(list []Tmpfs) error {
-	for _, t := range list {
-		target := path.Clean(t.Path)
-		if !path.IsAbs(t.Path) || target == "/" {
-			return fmt.Errorf("sandbox: tmpfs path %q must be an absolute folder other than /", t.Path)
-		}
-		if err := l.claim(target, "tmpfs"); err != nil {
-			return err
-		}
-		mode := t.Mode
-		if mode == 0 {
-			mode = 0o700
-		}
-		l.tmpfs[target] = l.owned(mode, t.Size)
-	}
-	return nil
-}
-
-// owned is the options of a tmpfs owned by the container user with mode and,
+// tmpfsOptions is the options of a tmpfs owned by uid:gid with mode and,
 // when size is positive, that size limit.
-func (l *layout) owned(mode uint32, size int64) string {
-	opts := fmt.Sprintf("uid=%d,gid=%d,mode=%o,exec", l.uid, l.gid, mode)
+func tmpfsOptions(uid, gid int, mode uint32, size int64) string {
+	opts := fmt.Sprintf("uid=%d,gid=%d,mode=%o,exec", uid, gid, mode)
 	if size > 0 {
 		opts += fmt.Sprintf(",size=%d", size)
 	}

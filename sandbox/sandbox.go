@@ -107,9 +107,20 @@ type Result struct {
 	Duration time.Duration
 }
 
+// Network names a Spec may carry besides a Docker network's.
+const (
+	NetworkNone = "none" // only loopback (Docker); all traffic denied (Kubernetes)
+	NetworkPod  = "pod"  // the cluster's Pod network (the kubernetes runner only)
+)
+
+// InContainer tells whether the runner named name runs each Spec in a
+// container of its own ("image": Docker, "kubernetes": a Pod), where a
+// session folder is mounted and HOME is the agent's; "host" does not.
+func InContainer(name string) bool { return name == "image" || name == "kubernetes" }
+
 // Runner runs one Spec to its end and cleans up after it, whatever the outcome.
 type Runner interface {
-	// Name is "image" or "host".
+	// Name is "image", "kubernetes" or "host".
 	Name() string
 	// Run starts the process and waits for it. An error means the sandbox could
 	// not be set up or torn down; a process that fails or times out is a Result.

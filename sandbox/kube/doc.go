@@ -1,9 +1,17 @@
-// Package kube will hold the Kubernetes runner: a sandbox runner that runs
-// the agent's commands as Pods of a Kubernetes cluster instead of containers
-// of a Docker daemon.
+// Package kube owns the Kubernetes runner: a sandbox.Runner that runs each
+// Spec as a fresh Pod of a cluster, reached through its API server only.
 //
-// For now it holds only the tests that prove the test cluster works from Go
-// with client-go: the cluster scripts/k8s.sh starts (etcd, kube-apiserver,
-// kube-controller-manager, kube-scheduler, containerd and a kubelet, on
-// loopback), named by ALFRED_TEST_KUBECONFIG.
+// The engine hands every runner the same Spec, whose worktree, session folder
+// and credential files are paths on the bot's machine. The Kubernetes runner
+// keeps that contract without shared storage: it copies the worktree, the
+// session folder and stdin into the Pod (exec + tar through the API server,
+// like kubectl cp) before the agent starts, the credentials as a Secret, and
+// copies the worktree (when read-write) and the session folder back after the
+// agent ended, however it ended. A Pod may therefore land on any node.
+//
+// The package owns the Pod and what goes with it for one run (a Secret for
+// the credentials, a NetworkPolicy that denies all traffic when the Spec asks
+// for no network), their removal after the run, and the removal of the
+// leftovers of a bot that crashed (Cleanup). See README.md for the layout of
+// the Pod and what differs from the Docker runner.
 package kube

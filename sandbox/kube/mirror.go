@@ -1,0 +1,304 @@
+package kube
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path"
+	"strings"
+)
+
+// maxStderrBytes bounds the stderr kept from the copy-out.
+const maxStderrBytes = 64 << 20
+
+// copyOut is what the copy-out brought back.
+type copyOut struct {
+	stderr    []byte
+	hasStderr bool
+}
+
+// copyBack copies the agent's stderr file, the worktree (when read-write)
+// and the session folder out of the Pod (tar in the helper) and makes the
+// host folders equal to them. Host entries the Pod no longer has are
+// removed only when the whole stream arrived.
+func (r *Runner) copyBack(ctx context.Context, p *plan, log *slog.Logger) (copyOut, error) {
+	// The copy-out first raises doneFlag, which ends the stderr tail.
+	args := []string{"/bin/sh", "-c", ": >" + doneFlag + " && exec tar -cf - -C " + stageDir + ` "$@"`, "tar", volRun + "/" + subDir + "/stderr"}
+	var mirrors []*mirror
+	if wt := p.worktree; wt != nil && !wt.ReadOnly {
+		args = append(args, volWorkspace+"/"+subDir)
+		mirrors = append(mirrors, &mirror{prefix: volWorkspace + "/" + subDir, host: wt.Host})
+	}
+	if s := p.session; s != nil {
+		args = append(args, volSession+"/"+subDir)
+		mirrors = append(mirrors, &mirror{prefix: volSession + "/" + subDir, host: s.Host})
+	}
+	for _, m := range mirrors {
+		if err := m.open(p.spec.UID, p.spec.GID); err != nil {
+			return copyOut{}, err
+		}
+		defer m.root.Close()
+	}
+	pr, pw := io.Pipe()
+	read := make(chan readResult, 1)
+	go func() {
+		out, err := readCopy(pr, mirrors, log)
+		pr.CloseWithError(err)
+		read <- readResult{out, err}
+	}()
+	err := r.exec(ctx, p.name, ctrHelper, args, nil, pw)
+	pw.CloseWithError(err)
+	res := <-read
+	if err == nil && res.err == nil {
+		err = finish(mirrors)
+	}
+	return res.out, errors.Join(err, res.err)
+}
+
+type readResult struct {
+	out copyOut
+	err error
+}
+
+// readCopy applies the copy-out tar to the mirrors and keeps stderr.
+func readCopy(r io.Reader, mirrors []*mirror, log *slog.Logger) (copyOut, error) {
+	var out copyOut
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, fmt.Errorf("kube: read the copy-out: %w", err)
+		}
+		name := strings.TrimPrefix(h.Name, "./")
+		if name == volRun+"/"+subDir+"/stderr" {
+			out.stderr, err = io.ReadAll(io.LimitReader(tr, maxStderrBytes))
+			out.hasStderr = err == nil
+			continue
+		}
+		if m := mirrorOf(mirrors, name); m != nil {
+			if err := m.apply(h, name, tr); err != nil {
+				log.Warn("copy-out entry not applied", "entry", name, "err", err)
+				m.incomplete = true
+			}
+		}
+	}
+}
+
+func mirrorOf(mirrors []*mirror, name string) *mirror {
+	for _, m := range mirrors {
+		if strings.TrimSuffix(name, "/") == m.prefix || strings.HasPrefix(name, m.prefix+"/") {
+			return m
+		}
+	}
+	return nil
+}
+
+// finish removes what each complete mirror did not see and sets the modes
+// of its folders.
+func finish(mirrors []*mirror) error {
+	var errs []error
+	for _, m := range mirrors {
+		errs = append(errs, m.finish())
+	}
+	return errors.Join(errs...)
+}
+
+// mirror makes the host folder host equal to the tar entries under prefix,
+// never writing outside it: every path goes through an os.Root, symlinks
+// are made as symlinks and never followed out, absolute and ".." names are
+// refused, and set-id bits are dropped.
+type mirror struct {
+	prefix, host string
+	root         *os.Root
+	uid, gid     int
+	chown        bool            // the bot is root: entries go to the agent's user, as in a bind mount
+	seen         map[string]bool // relative paths the Pod has
+	dirModes     map[string]fs.FileMode
+	incomplete   bool
+}
+
+func (m *mirror) open(uid, gid int) error {
+	root, err := os.OpenRoot(m.host)
+	if err != nil {
+		return fmt.Errorf("kube: copy-out to %s: %w", m.host, err)
+	}
+	m.root, m.uid, m.gid, m.chown = root, uid, gid, os.Geteuid() == 0
+	m.seen, m.dirModes = map[string]bool{".": true}, map[string]fs.FileMode{}
+	return nil
+}
+
+// relOf is the path of entry name under the mirror, or an error.
+func (m *mirror) relOf(name string) (string, error) {
+	rest := strings.TrimPrefix(strings.TrimPrefix(name, m.prefix), "/")
+	if rest == "" {
+		return ".", nil
+	}
+	rel := path.Clean(rest)
+	if path.IsAbs(rest) || !fs.ValidPath(rel) {
+		return "", fmt.Errorf("refused path %q", name)
+	}
+	return rel, nil
+}
+
+// apply makes the host entry of tar entry h.
+func (m *mirror) apply(h *tar.Header, name string, r io.Reader) error {
+	rel, err := m.relOf(name)
+	if err != nil || rel == "." {
+		return err
+	}
+	for d := rel; d != "."; d = path.Dir(d) {
+		m.seen[d] = true
+	}
+	mode := fs.FileMode(h.Mode) & fs.ModePerm
+	switch h.Typeflag {
+	case tar.TypeDir:
+		return m.dir(rel, mode)
+	case tar.TypeReg:
+		return m.file(rel, mode, h, r)
+	case tar.TypeSymlink:
+		return m.symlink(rel, h.Linkname)
+	case tar.TypeLink:
+		return m.link(rel, h.Linkname)
+	}
+	delete(m.seen, rel) // devices, fifos: not copied
+	return nil
+}
+
+// clear removes what is at rel unless it is of the kind keep says.
+func (m *mirror) clear(rel string, keep func(fs.FileMode) bool) (exists bool, err error) {
+	fi, err := m.root.Lstat(rel)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if keep(fi.Mode()) {
+		return true, nil
+	}
+	return false, m.root.RemoveAll(rel)
+}
+
+func (m *mirror) dir(rel string, mode fs.FileMode) error {
+	exists, err := m.clear(rel, fs.FileMode.IsDir)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		if err := m.root.Mkdir(rel, 0o700); err != nil {
+			return err
+		}
+	}
+	m.dirModes[rel] = mode
+	return m.own(rel)
+}
+
+func (m *mirror) file(rel string, mode fs.FileMode, h *tar.Header, r io.Reader) error {
+	if _, err := m.clear(rel, fs.FileMode.IsRegular); err != nil {
+		return err
+	}
+	f, err := m.root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, r)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err := m.root.Chmod(rel, mode); err != nil {
+		return err
+	}
+	if err := m.root.Chtimes(rel, h.ModTime, h.ModTime); err != nil {
+		return err
+	}
+	return m.own(rel)
+}
+
+// symlink makes rel a symlink to target, which is kept as the agent made
+// it (it may point anywhere: nothing here follows it).
+func (m *mirror) symlink(rel, target string) error {
+	if fi, err := m.root.Lstat(rel); err == nil {
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			if old, err := m.root.Readlink(rel); err == nil && old == target {
+				return nil
+			}
+		}
+		if err := m.root.RemoveAll(rel); err != nil {
+			return err
+		}
+	}
+	if err := m.root.Symlink(target, rel); err != nil {
+		return err
+	}
+	return m.own(rel)
+}
+
+// link makes rel a hard link to an entry of the same mirror.
+func (m *mirror) link(rel, target string) error {
+	to, err := m.relOf(strings.TrimPrefix(target, "./"))
+	if err != nil || to == "." || !strings.HasPrefix(strings.TrimPrefix(target, "./"), m.prefix+"/") {
+		return fmt.Errorf("refused hard link %q to %q", rel, target)
+	}
+	if _, err := m.clear(rel, func(fs.FileMode) bool { return false }); err != nil {
+		return err
+	}
+	return m.root.Link(to, rel)
+}
+
+func (m *mirror) own(rel string) error {
+	if !m.chown {
+		return nil
+	}
+	return m.root.Lchown(rel, m.uid, m.gid)
+}
+
+// finish removes the host entries the Pod did not have (when the stream was
+// complete) and sets the folders' modes, deepest first.
+func (m *mirror) finish() error {
+	if m.incomplete {
+		return fmt.Errorf("kube: copy-out to %s incomplete: nothing removed", m.host)
+	}
+	var stale []string
+	err := fs.WalkDir(m.root.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !m.seen[rel] {
+			stale = append(stale, rel)
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+		}
+		return nil
+	})
+	for _, rel := range stale {
+		err = errors.Join(err, m.root.RemoveAll(rel))
+	}
+	dirs := sortedDirs(boolKeys(m.dirModes))
+	for i := len(dirs) - 1; i >= 0; i-- {
+		err = errors.Join(err, m.root.Chmod(dirs[i], m.dirModes[dirs[i]]))
+	}
+	if err != nil {
+		return fmt.Errorf("kube: copy-out to %s: %w", m.host, err)
+	}
+	return nil
+}
+
+func boolKeys(modes map[string]fs.FileMode) map[string]bool {
+	keys := make(map[string]bool, len(modes))
+	for k := range modes {
+		keys[k] = true
+	}
+	return keys
+}

@@ -1,0 +1,131 @@
+package kube
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// drainTimeout bounds the wait for the log stream to end after the agent did.
+const drainTimeout = 10 * time.Second
+
+// stderrTail follows the agent's stderr file in the helper as it grows.
+var stderrTail = []string{"/bin/sh", "-c", tailScript}
+
+// tailEndTimeout bounds the wait for the stderr tail to end by itself after
+// the agent did; after it, it is cut.
+const tailEndTimeout = 3 * time.Second
+
+// capture keeps a copy of a stream and forwards it to the Spec's writer. A
+// failing forward writer is dropped so the copy and the process keep going.
+type capture struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	w   io.Writer
+}
+
+func (c *capture) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.buf.Write(p)
+	if c.w != nil {
+		if _, err := c.w.Write(p); err != nil {
+			c.w = nil
+		}
+	}
+	return len(p), nil
+}
+
+// Bytes returns a copy of what was captured so far.
+func (c *capture) Bytes() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return bytes.Clone(c.buf.Bytes())
+}
+
+// output streams the agent's stdout (its container log, thanks to the
+// wrapper) and its stderr (the file the wrapper writes, followed in the
+// helper) to the Spec's writers as they come.
+type output struct {
+	stdout, stderr *capture
+	stopLog        context.CancelFunc
+	stopTail       context.CancelFunc
+	logDone        chan struct{}
+	tailDone       chan struct{}
+}
+
+// startOutput starts following both streams; ctx must outlive a canceled run.
+func (r *Runner) startOutput(ctx context.Context, p *plan, w *podWatch, log *slog.Logger) *output {
+	o := &output{
+		stdout: &capture{w: p.spec.Stdout}, stderr: &capture{w: p.spec.Stderr},
+		logDone: make(chan struct{}), tailDone: make(chan struct{}),
+	}
+	logCtx, stopLog := context.WithCancel(ctx)
+	tailCtx, stopTail := context.WithCancel(ctx)
+	o.stopLog, o.stopTail = stopLog, stopTail
+	go func() {
+		defer close(o.logDone)
+		stream, err := r.client.CoreV1().Pods(r.namespace).GetLogs(p.name, &corev1.PodLogOptions{Container: ctrAgent, Follow: true}).Stream(logCtx)
+		if err != nil {
+			log.Warn("cannot follow the agent's log", "err", err)
+			return
+		}
+		defer stream.Close()
+		if _, err := io.Copy(o.stdout, stream); err != nil && logCtx.Err() == nil {
+			log.Warn("the agent's log stream broke", "err", err)
+		}
+	}()
+	go func() {
+		defer close(o.tailDone)
+		if _, err := w.until(tailCtx, running(ctrHelper)); err != nil {
+			return
+		}
+		err := r.exec(tailCtx, p.name, ctrHelper, stderrTail, nil, o.stderr)
+		if err != nil && tailCtx.Err() == nil {
+			log.Debug("stderr tail ended", "err", err)
+		}
+	}()
+	return o
+}
+
+// finishLog waits for the log stream to end (the agent has ended).
+func (o *output) finishLog(log *slog.Logger) {
+	select {
+	case <-o.logDone:
+	case <-time.After(drainTimeout):
+		log.Warn("the agent's log stream did not end after the agent; closing it")
+		o.stopLog()
+		<-o.logDone
+	}
+	o.stopLog()
+}
+
+// finishTail waits for the stderr tail to end, which the copy-out's start
+// asks it to; one still running after tailEndTimeout is cut.
+func (o *output) finishTail() {
+	select {
+	case <-o.tailDone:
+	case <-time.After(tailEndTimeout):
+		o.stopTail()
+		<-o.tailDone
+	}
+	o.stopTail()
+}
+
+// stderrFrom settles stderr once the copy-out brought the whole file: what
+// the tail had not forwarded yet is forwarded now.
+func (o *output) stderrFrom(c copyOut) []byte {
+	streamed := o.stderr.Bytes()
+	if !c.hasStderr {
+		return streamed
+	}
+	if len(c.stderr) > len(streamed) {
+		_, _ = o.stderr.Write(c.stderr[len(streamed):])
+	}
+	return c.stderr
+}

@@ -1,0 +1,168 @@
+package kube
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// stageCommand extracts the staging tar under stageDir with the modes it
+// carries (umask 0), then raises the flag that lets the agent start.
+var stageCommand = []string{"/bin/sh", "-c", "umask 0 && tar -xf - -C " + stageDir + " && echo $$ >" + stagedFlag}
+
+// stage copies stdin, HOME's folders, the worktree, the session folder and
+// the tmpfs folders into the Pod's volumes, through a tar stream extracted
+// in the stage container.
+func (r *Runner) stage(ctx context.Context, p *plan, w *podWatch) error {
+	pr, pw := io.Pipe()
+	written := make(chan error, 1)
+	go func() {
+		err := writeStaging(pw, p)
+		pw.CloseWithError(err)
+		written <- err
+	}()
+	err := r.exec(ctx, p.name, ctrStage, stageCommand, pr, nil)
+	pr.Close() // unblocks the writer when tar ended early
+	if werr := <-written; werr != nil && !errors.Is(werr, io.ErrClosedPipe) {
+		return fmt.Errorf("kube: stage the run's files: %w", werr)
+	}
+	if err == nil {
+		return nil
+	}
+	// The stage container ends as soon as the flag appears, which may cut
+	// the exec's own end short: its clean exit proves the staging complete.
+	waitCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, werr := w.until(waitCtx, stageDone); werr == nil {
+		return nil
+	}
+	return fmt.Errorf("kube: stage the run's files: %w", err)
+}
+
+func stageDone(p *corev1.Pod) (bool, error) {
+	s := status(p, ctrStage)
+	return s != nil && s.State.Terminated != nil && s.State.Terminated.ExitCode == 0, nil
+}
+
+// writeStaging writes the staging tar of p: names are relative to stageDir.
+func writeStaging(out io.Writer, p *plan) error {
+	tw := &tarWriter{tw: tar.NewWriter(out), uid: p.spec.UID, gid: p.spec.GID, now: time.Now().Truncate(time.Second)}
+	tw.dir(volRun+"/"+subDir, 0o700)
+	tw.file(volRun+"/"+subDir+"/stdin", 0o600, p.stdin)
+	tw.file(volRun+"/"+subDir+"/stderr", 0o600, nil)
+	tw.dir(volHome+"/"+subDir, 0o700)
+	for _, d := range p.homeDirs {
+		tw.dir(volHome+"/"+subDir+"/"+d, 0o700)
+	}
+	if wt := p.worktree; wt != nil {
+		tw.tree(volWorkspace+"/"+subDir, wt.Host)
+	}
+	if s := p.session; s != nil {
+		tw.tree(volSession+"/"+subDir, s.Host)
+	}
+	for _, t := range p.tmpfs {
+		tw.dir(t.name+"/"+subDir, t.Mode)
+	}
+	if tw.err != nil {
+		return tw.err
+	}
+	return tw.tw.Close()
+}
+
+// tarWriter writes entries owned by uid:gid until the first error.
+type tarWriter struct {
+	tw       *tar.Writer
+	uid, gid int
+	now      time.Time
+	err      error
+}
+
+func (w *tarWriter) header(h *tar.Header) bool {
+	if w.err != nil {
+		return false
+	}
+	h.Uid, h.Gid = w.uid, w.gid
+	if h.ModTime.IsZero() {
+		h.ModTime = w.now
+	}
+	w.err = w.tw.WriteHeader(h)
+	return w.err == nil
+}
+
+func (w *tarWriter) dir(name string, mode uint32) {
+	w.header(&tar.Header{Typeflag: tar.TypeDir, Name: name + "/", Mode: int64(mode & 0o777)})
+}
+
+func (w *tarWriter) file(name string, mode int64, data []byte) {
+	if w.header(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: mode, Size: int64(len(data))}) {
+		_, w.err = w.tw.Write(data)
+	}
+}
+
+// tree writes the host folder host under name: folders, regular files and
+// symlinks (as symlinks), modes and modification times kept; nothing is
+// read outside host.
+func (w *tarWriter) tree(name, host string) {
+	if w.err != nil {
+		return
+	}
+	root, err := os.OpenRoot(host)
+	if err != nil {
+		w.err = err
+		return
+	}
+	defer root.Close()
+	err = fs.WalkDir(root.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		w.entry(root, path.Join(name, rel), rel, d)
+		return w.err
+	})
+	if err != nil && w.err == nil {
+		w.err = fmt.Errorf("%s: %w", host, err)
+	}
+}
+
+// entry writes one entry of a tree.
+func (w *tarWriter) entry(root *os.Root, name, rel string, d fs.DirEntry) {
+	fi, err := d.Info()
+	if err != nil {
+		w.err = err
+		return
+	}
+	h := &tar.Header{Name: name, Mode: int64(fi.Mode().Perm()), ModTime: fi.ModTime().Truncate(time.Second)}
+	switch {
+	case fi.IsDir():
+		h.Typeflag, h.Name = tar.TypeDir, name+"/"
+		w.header(h)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		if h.Linkname, w.err = root.Readlink(rel); w.err == nil {
+			h.Typeflag = tar.TypeSymlink
+			w.header(h)
+		}
+	case fi.Mode().IsRegular():
+		h.Typeflag, h.Size = tar.TypeReg, fi.Size()
+		w.copyFile(root, rel, h)
+	}
+}
+
+func (w *tarWriter) copyFile(root *os.Root, rel string, h *tar.Header) {
+	f, err := root.Open(rel)
+	if err != nil {
+		w.err = err
+		return
+	}
+	defer f.Close()
+	if w.header(h) {
+		_, w.err = io.CopyN(w.tw, f, h.Size)
+	}
+}
