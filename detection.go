@@ -228,7 +228,7 @@ const refreshWait = 2 * time.Minute
 func newRefresher(c *config.Config, runner sandbox.Runner, adapters map[string]agents.Adapter, ranges map[string]string, log *slog.Logger) refresher {
 	r := refresher{stateDir: c.StateDir, runner: runner.Name(), detect: detectWith(c, runner, adapters, ranges),
 		ranges: map[string]string{}, signal: hangUp, wait: refreshWait, poll: time.Second, now: time.Now, log: log}
-	if r.runner == "image" {
+	if sandbox.InContainer(r.runner) {
 		r.image = c.AgentImage
 	}
 	for _, cli := range localCLIs(adapters) {

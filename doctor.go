@@ -355,9 +355,12 @@ func (d *doctor) publicURL() string {
 // (or on the host, with the host runner).
 func (d *doctor) checkSandbox(ctx context.Context) []checkLine {
 	var out []checkLine
-	if d.c.Runner == "host" {
+	switch d.c.Runner {
+	case "host":
 		out = append(out, okLine("runner", "host runner: agents run as plain processes, no Docker needed; sessions never resume"))
-	} else {
+	case "kubernetes":
+		out = append(out, okLine("runner", "kubernetes runner: a Pod per run; the CLIs are detected in Pods of the agent image below"))
+	default:
 		out = append(out, d.checkImage(ctx)...)
 		if !out[len(out)-1].OK {
 			return out
@@ -365,10 +368,13 @@ func (d *doctor) checkSandbox(ctx context.Context) []checkLine {
 	}
 	runner, err := newRunner(ctx, d.c, d.log)
 	if err != nil {
+		if d.c.Runner == "kubernetes" {
+			return append(out, failLine("kubernetes", err.Error(), "check ALFRED_KUBECONFIG and ALFRED_K8S_NAMESPACE, and that the bot may reach the API server"))
+		}
 		return append(out, failLine("docker", err.Error(), "start the Docker daemon, or set ALFRED_DOCKER_HOST to its address"))
 	}
-	if ir, ok := runner.(*sandbox.ImageRunner); ok {
-		defer ir.Close()
+	if c, ok := runner.(interface{ Close() error }); ok {
+		defer c.Close()
 	}
 	adapters, err := newAdapters(d.c)
 	if err != nil {
@@ -421,7 +427,7 @@ func (d *doctor) checkAgents(ctx context.Context, runner sandbox.Runner, clis []
 			absent = append(absent, in.AdapterID)
 		case in.ResumableSessions:
 			out = append(out, okLine(name, in.Version+", resumes sessions"))
-		case in.Runner == "image":
+		case sandbox.InContainer(in.Runner):
 			out = append(out, failLine(name, in.Version+" does not resume sessions: "+in.Reason,
 				"install a version in "+in.VerifiedRange+" in the agent image, or accept that its runs start over"))
 		default:

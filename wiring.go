@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/oauth2"
 	"golang.org/x/sys/unix"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/agents/api"
@@ -34,6 +35,7 @@ import (
 	"github.com/alchemic-studio/alfred/gateway"
 	"github.com/alchemic-studio/alfred/metrics"
 	"github.com/alchemic-studio/alfred/sandbox"
+	"github.com/alchemic-studio/alfred/sandbox/kube"
 	"github.com/alchemic-studio/alfred/state"
 	"github.com/alchemic-studio/alfred/views"
 )
@@ -82,8 +84,16 @@ func newForge(c *config.Config, fc config.Forge, m *metrics.Metrics) (forges.For
 
 // newRunner builds the configured sandbox runner.
 func newRunner(ctx context.Context, c *config.Config, log *slog.Logger) (sandbox.Runner, error) {
-	if c.Runner == "host" {
+	switch c.Runner {
+	case "host":
 		return sandbox.NewHostRunner(sandbox.HostOptions{}), nil
+	case "kubernetes":
+		r, err := kube.New(ctx, kube.Options{Kubeconfig: c.Kube.Config, Namespace: c.Kube.Namespace, Instance: c.Instance,
+			RequestCPU: resource.MustParse(c.Kube.CPURequest), RequestMemory: resource.MustParse(c.Kube.MemoryRequest), Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("kubernetes runner: %w", err)
+		}
+		return r, nil
 	}
 	r, err := sandbox.NewImageRunner(ctx, sandbox.ImageOptions{Host: c.DockerHost, Instance: c.Instance, Logger: log})
 	if err != nil {
@@ -92,12 +102,14 @@ func newRunner(ctx context.Context, c *config.Config, log *slog.Logger) (sandbox
 	return r, nil
 }
 
-// removeLeftovers removes the agent containers a crashed bot left behind.
-// Only serve calls it: a subcommand beside a running server must not.
+// removeLeftovers removes the agent containers (or Pods) a crashed bot left
+// behind. Only serve calls it: a subcommand beside a running server must not.
 func removeLeftovers(ctx context.Context, r sandbox.Runner) error {
-	if ir, ok := r.(*sandbox.ImageRunner); ok {
-		if _, err := ir.Cleanup(ctx); err != nil {
-			return fmt.Errorf("remove leftover agent containers: %w", err)
+	if c, ok := r.(interface {
+		Cleanup(context.Context) (int, error)
+	}); ok {
+		if _, err := c.Cleanup(ctx); err != nil {
+			return fmt.Errorf("remove leftover agent sandboxes: %w", err)
 		}
 	}
 	return nil
@@ -370,7 +382,13 @@ func adoptSessions(c *config.Config, data string, log *slog.Logger) error {
 // settingDefaults are the per-project settings' defaults the service
 // configuration replaces.
 func settingDefaults(c *config.Config) map[string]string {
-	return map[string]string{bot.AgentCredentialMounts.Key(): c.CredentialMounts}
+	d := map[string]string{bot.AgentCredentialMounts.Key(): c.CredentialMounts}
+	if c.Runner == "kubernetes" {
+		// Runs in Pods are not sealed yet: their CLIs reach their models
+		// over the cluster's Pod network, unless a project chooses none.
+		d[bot.AgentNetwork.Key()] = sandbox.NetworkPod
+	}
+	return d
 }
 
 // ready reports whether the state store can take writes.

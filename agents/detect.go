@@ -62,7 +62,7 @@ func Detect(ctx context.Context, runner sandbox.Runner, base sandbox.Spec, clis 
 
 func detectOne(ctx context.Context, runner sandbox.Runner, base sandbox.Spec, d Descriptor, override string) Installation {
 	inst := Installation{AdapterID: d.ID, Runner: runner.Name(), VerifiedRange: d.VerifiedRange}
-	if runner.Name() == "image" {
+	if sandbox.InContainer(runner.Name()) {
 		inst.Image = base.Image
 	}
 	if override != "" {
@@ -112,7 +112,7 @@ func resumable(caps Capabilities, runner string, v *semver.Version, rng string) 
 	if !caps.ResumableSessions {
 		return false, "the adapter does not resume sessions"
 	}
-	if runner != "image" {
+	if !sandbox.InContainer(runner) {
 		return false, "the " + runner + " runner never resumes sessions"
 	}
 	con, err := semver.NewConstraint(rng)

@@ -47,11 +47,11 @@ const maxRecordedRefusals = 100
 // adapter that cannot run sealed is an error that says how to fix it: its
 // CLI would reach no model. The caller closes the session with unseal.
 func (e *Engine) seal(runID string, scope Scope, adapter agents.Adapter, spec *sandbox.Spec) (*gateway.Session, error) {
-	if e.cfg.Seal == nil || e.cfg.Seal.Gateway == nil || e.cfg.Runner.Name() != "image" {
-		return nil, nil
-	}
 	l, ok := adapter.(interface{ Descriptor() agents.Descriptor }) // the local CLIs
-	if !ok {
+	if ok && spec.Network == "none" && e.cfg.Runner.Name() == "kubernetes" {
+		return nil, fmt.Errorf("%s %w on Kubernetes yet: with AGENT_NETWORK none its Pod may reach nothing, not even its model; set AGENT_NETWORK to %s to run it unsealed on the cluster's Pod network", adapter.ID(), errUnsealable, sandbox.NetworkPod)
+	}
+	if !ok || e.cfg.Seal == nil || e.cfg.Seal.Gateway == nil || e.cfg.Runner.Name() != "image" {
 		return nil, nil
 	}
 	if spec.Network != "none" {

@@ -98,3 +98,25 @@ func TestSealDropsCredentialMounts(t *testing.T) {
 		}
 	}
 }
+
+// TestSealOnKubernetes: runs in Pods are not sealed yet. A local CLI on
+// network none is refused with the way out (AGENT_NETWORK pod); on pod it
+// runs unsealed, its spec untouched.
+func TestSealOnKubernetes(t *testing.T) {
+	claude, err := claudecode.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := sealingEngine(t, namedRunner("kubernetes"), "", "anthropic", "http://127.0.0.1:1")
+	sc := Scope{Forge: "forgejo", Owner: "alice", Project: "demo"}
+	spec := e.cfg.Sandbox
+	spec.Network = "none"
+	if s, err := e.seal("run-1", sc, claude, &spec); s != nil || !errors.Is(err, errUnsealable) || !strings.Contains(err.Error(), "set AGENT_NETWORK to pod") {
+		t.Fatalf("network none on Kubernetes: session %v, err %v", s, err)
+	}
+	spec.Network = sandbox.NetworkPod
+	before := spec
+	if s, err := e.seal("run-2", sc, claude, &spec); s != nil || err != nil || spec.Network != sandbox.NetworkPod || len(spec.Binds) != len(before.Binds) || len(spec.Prefix) != 0 {
+		t.Fatalf("network pod on Kubernetes: session %v, err %v, spec %+v", s, err, spec)
+	}
+}

@@ -73,8 +73,8 @@ func NotApplicable(in SessionInput) string {
 			return in.Installation.Reason
 		}
 		return "the detected CLI version is outside the verified range"
-	case in.Runner != "image":
-		return "the host runner never resumes sessions"
+	case !sandbox.InContainer(in.Runner):
+		return "the " + in.Runner + " runner never resumes sessions"
 	case in.Mailbox.Kind != state.KindIssue:
 		return "only issue mailboxes keep sessions"
 	case in.Mailbox.BranchName == "":

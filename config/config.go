@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/Masterminds/semver/v3"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // Config is the validated start-up configuration of `alfred serve` and of the
@@ -41,8 +42,10 @@ type Config struct {
 	ForgeCallBudget  time.Duration
 	ForgeEventBudget time.Duration
 
-	Runner           string
-	DockerHost       string
+	Runner     string
+	DockerHost string
+	// Kube is where the kubernetes runner puts its Pods.
+	Kube             Kube
 	Instance         string
 	AgentImage       string
 	MaxParallelRuns  int
@@ -182,9 +185,21 @@ var Settings = []Setting{
 		Help: "longest time the handling of one event may take on the forge, all its calls together; past it the event is quarantined",
 		set:  func(c *Config, v string) error { return setDuration(&c.ForgeEventBudget, v) }, get: func(c *Config) string { return c.ForgeEventBudget.String() }},
 
-	{Flag: "runner", Env: "ALFRED_RUNNER", Default: "image", Accepts: "image or host",
-		Help: "where agent CLIs run: a Docker container (image) or a plain process (host, never resumes sessions)",
-		set:  func(c *Config, v string) error { return setOneOf(&c.Runner, v, "image", "host") }, get: func(c *Config) string { return c.Runner }},
+	{Flag: "runner", Env: "ALFRED_RUNNER", Default: "image", Accepts: "image, kubernetes or host",
+		Help: "where agent CLIs run: a Docker container (image), a Pod of a Kubernetes cluster (kubernetes) or a plain process (host, never resumes sessions)",
+		set:  func(c *Config, v string) error { return setOneOf(&c.Runner, v, "image", "kubernetes", "host") }, get: func(c *Config) string { return c.Runner }},
+	{Flag: "kubeconfig", Env: "ALFRED_KUBECONFIG", Default: "", Accepts: "a kubeconfig file, or empty",
+		Help: "cluster of the kubernetes runner; empty: the cluster the bot runs in (its service account)",
+		set:  func(c *Config, v string) error { c.Kube.Config = v; return nil }, get: func(c *Config) string { return c.Kube.Config }},
+	{Flag: "k8s-namespace", Env: "ALFRED_K8S_NAMESPACE", Default: "", Accepts: "a namespace, or empty",
+		Help: "namespace of the kubernetes runner's Pods; empty: the bot's own namespace in the cluster, else default",
+		set:  func(c *Config, v string) error { c.Kube.Namespace = v; return nil }, get: func(c *Config) string { return c.Kube.Namespace }},
+	{Flag: "k8s-cpu-request", Env: "ALFRED_K8S_CPU_REQUEST", Default: "100m", Accepts: "a Kubernetes CPU quantity such as 250m",
+		Help: "CPU each run Pod requests from the scheduler (its limit is the run's, one CPU by default)",
+		set:  func(c *Config, v string) error { return setQuantity(&c.Kube.CPURequest, v) }, get: func(c *Config) string { return c.Kube.CPURequest }},
+	{Flag: "k8s-memory-request", Env: "ALFRED_K8S_MEMORY_REQUEST", Default: "256Mi", Accepts: "a Kubernetes memory quantity such as 512Mi",
+		Help: "memory each run Pod requests from the scheduler (its limit is the run's, 2 GiB by default)",
+		set:  func(c *Config, v string) error { return setQuantity(&c.Kube.MemoryRequest, v) }, get: func(c *Config) string { return c.Kube.MemoryRequest }},
 	{Flag: "docker-host", Env: "ALFRED_DOCKER_HOST", Default: "", Accepts: "a Docker daemon address such as unix:///var/run/docker.sock; empty uses DOCKER_HOST",
 		Help: "Docker daemon of the image runner",
 		set:  func(c *Config, v string) error { c.DockerHost = v; return nil }, get: func(c *Config) string { return c.DockerHost }},
@@ -418,7 +433,7 @@ func (c *Config) check() error {
 		return fmt.Errorf("setting ALFRED_METRICS_LISTEN: %s is ALFRED_LISTEN's address; leave it empty to serve /metrics there", c.MetricsListen)
 	}
 	if c.Gateway == "on" && c.Runner != "image" {
-		return fmt.Errorf("setting ALFRED_GATEWAY: on needs ALFRED_RUNNER=image (a host process cannot be sealed)")
+		return fmt.Errorf("setting ALFRED_GATEWAY: on needs ALFRED_RUNNER=image (a host process cannot be sealed, and runs on Kubernetes are not sealed yet)")
 	}
 	if c.Forge.Name == "" {
 		c.Forge.Name = c.Forge.Kind
@@ -890,4 +905,21 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(ids)
 	return ids
+}
+
+// Kube is the kubernetes runner's cluster and what its Pods ask for.
+type Kube struct {
+	Config        string // kubeconfig file; empty: in-cluster
+	Namespace     string // empty: the bot's own namespace
+	CPURequest    string // a Kubernetes quantity
+	MemoryRequest string
+}
+
+// setQuantity takes a Kubernetes resource quantity (100m, 0.5, 256Mi, 1G).
+func setQuantity(dst *string, v string) error {
+	if _, err := resource.ParseQuantity(v); err != nil {
+		return fmt.Errorf("%q is not a Kubernetes quantity such as 250m or 512Mi", v)
+	}
+	*dst = v
+	return nil
 }

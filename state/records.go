@@ -388,7 +388,7 @@ func (s LLMSession) Start() string {
 type AgentInstallation struct {
 	FormatVersion     int       `json:"format_version"`
 	AdapterID         string    `json:"adapter_id"`
-	Runner            string    `json:"runner"` // "image" or "host"
+	Runner            string    `json:"runner"` // "image", "kubernetes" or "host"
 	Image             string    `json:"image"`  // empty for the host runner
 	Version           string    `json:"version"`
 	ResumableSessions bool      `json:"resumable_sessions"`
@@ -397,8 +397,8 @@ type AgentInstallation struct {
 }
 
 func (a AgentInstallation) path() (string, error) {
-	if a.AdapterID == "" || (a.Runner != "image" && a.Runner != "host") {
-		return "", fmt.Errorf("agent installation %q/%q: adapter_id and runner image|host are required", a.AdapterID, a.Runner)
+	if a.AdapterID == "" || (a.Runner != "image" && a.Runner != "kubernetes" && a.Runner != "host") {
+		return "", fmt.Errorf("agent installation %q/%q: adapter_id and runner image|kubernetes|host are required", a.AdapterID, a.Runner)
 	}
 	img := a.Image
 	if img == "" {

@@ -58,7 +58,7 @@ func (d Deps) resumable(a Agent, inst *state.AgentInstallation) (bool, string) {
 		return false, "the adapter does not declare resumable sessions"
 	case inst == nil:
 		return false, "not detected on the " + d.Runner + " runner"
-	case d.Runner != "image":
+	case d.Runner == "host":
 		return false, "the host runner never resumes sessions"
 	case !inst.ResumableSessions:
 		if inst.Reason != "" {
