@@ -89,7 +89,8 @@ func newRunner(ctx context.Context, c *config.Config, log *slog.Logger) (sandbox
 		return sandbox.NewHostRunner(sandbox.HostOptions{}), nil
 	case "kubernetes":
 		r, err := kube.New(ctx, kube.Options{Kubeconfig: c.Kube.Config, Namespace: c.Kube.Namespace, Instance: c.Instance,
-			RequestCPU: resource.MustParse(c.Kube.CPURequest), RequestMemory: resource.MustParse(c.Kube.MemoryRequest), Logger: log})
+			RequestCPU: resource.MustParse(c.Kube.CPURequest), RequestMemory: resource.MustParse(c.Kube.MemoryRequest),
+			Relay: c.GatewayForwarder, Logger: log})
 		if err != nil {
 			return nil, fmt.Errorf("kubernetes runner: %w", err)
 		}
@@ -382,13 +383,7 @@ func adoptSessions(c *config.Config, data string, log *slog.Logger) error {
 // settingDefaults are the per-project settings' defaults the service
 // configuration replaces.
 func settingDefaults(c *config.Config) map[string]string {
-	d := map[string]string{bot.AgentCredentialMounts.Key(): c.CredentialMounts}
-	if c.Runner == "kubernetes" {
-		// Runs in Pods are not sealed yet: their CLIs reach their models
-		// over the cluster's Pod network, unless a project chooses none.
-		d[bot.AgentNetwork.Key()] = sandbox.NetworkPod
-	}
-	return d
+	return map[string]string{bot.AgentCredentialMounts.Key(): c.CredentialMounts}
 }
 
 // ready reports whether the state store can take writes.

@@ -48,10 +48,7 @@ const maxRecordedRefusals = 100
 // CLI would reach no model. The caller closes the session with unseal.
 func (e *Engine) seal(runID string, scope Scope, adapter agents.Adapter, spec *sandbox.Spec) (*gateway.Session, error) {
 	l, ok := adapter.(interface{ Descriptor() agents.Descriptor }) // the local CLIs
-	if ok && spec.Network == "none" && e.cfg.Runner.Name() == "kubernetes" {
-		return nil, fmt.Errorf("%s %w on Kubernetes yet: with AGENT_NETWORK none its Pod may reach nothing, not even its model; set AGENT_NETWORK to %s to run it unsealed on the cluster's Pod network", adapter.ID(), errUnsealable, sandbox.NetworkPod)
-	}
-	if !ok || e.cfg.Seal == nil || e.cfg.Seal.Gateway == nil || e.cfg.Runner.Name() != "image" {
+	if !ok || e.cfg.Seal == nil || e.cfg.Seal.Gateway == nil || !sandbox.InContainer(e.cfg.Runner.Name()) {
 		return nil, nil
 	}
 	if spec.Network != "none" {

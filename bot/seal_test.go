@@ -35,6 +35,7 @@ func TestSealRules(t *testing.T) {
 		refused  string // part of the error; empty: no error
 	}{
 		{"default network none: sealed", claude, nil, true, ""},
+		{"on Kubernetes too: sealed", claude, nil, true, ""},
 		{"a network chosen: unsealed with its key", claude, []state.SettingOverride{projectSetting("AGENT_NETWORK", "bridge")}, false, ""},
 		{"a CLI that cannot run sealed", unsealable, nil, false, "fake cannot run sealed: it has no way to reach its model"},
 		{"another provider asked", claude, []state.SettingOverride{projectSetting("AGENT_PROVIDER", "openai")}, false, "with provider openai: sealed, it calls anthropic"},
@@ -42,7 +43,11 @@ func TestSealRules(t *testing.T) {
 		{"a model of the provider served", claude, []state.SettingOverride{projectSetting("AGENT_MODEL", "anthropic/claude-x")}, true, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e, _ := sealingEngine(t, namedRunner("image"), "", "anthropic", "http://127.0.0.1:1")
+			runner := namedRunner("image")
+			if strings.Contains(tc.name, "Kubernetes") {
+				runner = "kubernetes"
+			}
+			e, _ := sealingEngine(t, runner, "", "anthropic", "http://127.0.0.1:1")
 			e.cfg.Seal.Withheld = map[string]string{"ANTHROPIC_API_KEY": "sk-held"}
 			e.settings.Overrides = staticOverrides(tc.settings)
 			sc := Scope{Forge: "forgejo", Owner: "alice", Project: "demo"}
@@ -96,27 +101,5 @@ func TestSealDropsCredentialMounts(t *testing.T) {
 		if !slices.Equal(spec.Credentials, want) {
 			t.Errorf("network %s: credential mounts %v; want %v", network, spec.Credentials, want)
 		}
-	}
-}
-
-// TestSealOnKubernetes: runs in Pods are not sealed yet. A local CLI on
-// network none is refused with the way out (AGENT_NETWORK pod); on pod it
-// runs unsealed, its spec untouched.
-func TestSealOnKubernetes(t *testing.T) {
-	claude, err := claudecode.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, _ := sealingEngine(t, namedRunner("kubernetes"), "", "anthropic", "http://127.0.0.1:1")
-	sc := Scope{Forge: "forgejo", Owner: "alice", Project: "demo"}
-	spec := e.cfg.Sandbox
-	spec.Network = "none"
-	if s, err := e.seal("run-1", sc, claude, &spec); s != nil || !errors.Is(err, errUnsealable) || !strings.Contains(err.Error(), "set AGENT_NETWORK to pod") {
-		t.Fatalf("network none on Kubernetes: session %v, err %v", s, err)
-	}
-	spec.Network = sandbox.NetworkPod
-	before := spec
-	if s, err := e.seal("run-2", sc, claude, &spec); s != nil || err != nil || spec.Network != sandbox.NetworkPod || len(spec.Binds) != len(before.Binds) || len(spec.Prefix) != 0 {
-		t.Fatalf("network pod on Kubernetes: session %v, err %v, spec %+v", s, err, spec)
 	}
 }

@@ -38,7 +38,7 @@ var (
 	AgentModel = stringSetting("AGENT_MODEL", "", "a model name, or empty",
 		"model handed to the adapter (empty: the adapter's default)", nil)
 	AgentNetwork = stringSetting("AGENT_NETWORK", "none", "none, or a Docker network name (pod with the kubernetes runner)",
-		"network of agent containers: none (the default) seals them, no network device but loopback and their model reached only through Alfred's gateway, which keeps the provider key; a Docker network (bridge, host, ...) runs them unsealed, the key in the container and the network open to whatever the agent is told to do; with the kubernetes runner the default is pod (the cluster's Pod network, unsealed: runs in Pods are not sealed yet), and none denies the Pod all traffic", nonEmpty)
+		"network of agent containers: none (the default) seals them, no network device but loopback and their model reached only through Alfred's gateway, which keeps the provider key; a Docker network (bridge, host, ...) runs them unsealed, the key in the container and the network open to whatever the agent is told to do; with the kubernetes runner none denies the Pod all traffic (a NetworkPolicy; the gateway's socket is relayed through the API server) and pod is the cluster's Pod network, unsealed", nonEmpty)
 	AgentCredentialMounts = stringSetting("AGENT_CREDENTIAL_MOUNTS", "", "adapter=/host/path:/home/agent/path, comma-separated",
 		"read-only credential mounts (default: the service's -credential-mounts)",
 		func(v string) error { _, err := sandbox.ParseCredentialMounts(v); return err })

@@ -78,7 +78,7 @@ type Config struct {
 	// all are accepted; empty: derived from OAuthClientSecret.
 	SessionKeys []string
 
-	// Gateway is ALFRED_GATEWAY: "auto" (on with the image runner), "on"
+	// Gateway is ALFRED_GATEWAY: "auto" (on with the image and kubernetes runners), "on"
 	// or "off". On, the runs of the CLIs that can run sealed, on the
 	// default AGENT_NETWORK none, have no network in their container and
 	// reach their model through Alfred's model gateway, which holds the
@@ -281,7 +281,7 @@ var Settings = []Setting{
 			return nil
 		}, get: func(c *Config) string { return strings.Join(c.SessionKeys, ",") }},
 	{Flag: "gateway", Env: "ALFRED_GATEWAY", Default: "auto", Accepts: "auto, on or off",
-		Help: "the model gateway that seals agent runs: no network in their container (AGENT_NETWORK none, the default), model requests through Alfred, which keeps the provider keys ALFRED_AGENT_ENV offers (Anthropic always; OpenAI, Gemini and xAI when their key is offered) to itself; auto: on with the image runner (a host process cannot be sealed)",
+		Help: "the model gateway that seals agent runs: no network in their container (AGENT_NETWORK none, the default), model requests through Alfred, which keeps the provider keys ALFRED_AGENT_ENV offers (Anthropic always; OpenAI, Gemini and xAI when their key is offered) to itself; auto: on with the image and kubernetes runners (a host process cannot be sealed)",
 		set:  func(c *Config, v string) error { return setOneOf(&c.Gateway, v, "auto", "on", "off") },
 		get:  func(c *Config) string { return c.Gateway }},
 	{Flag: "gateway-forwarder", Env: "ALFRED_GATEWAY_FORWARDER", Default: "", Accepts: "an absolute path on the Docker daemon's host, or empty",
@@ -296,9 +296,9 @@ var Settings = []Setting{
 }
 
 // Sealing tells whether the model gateway is on: ALFRED_GATEWAY on, or
-// auto with the image runner.
+// auto with a runner other than host.
 func (c *Config) Sealing() bool {
-	return c.Gateway == "on" || c.Gateway == "auto" && c.Runner == "image"
+	return c.Gateway == "on" || c.Gateway == "auto" && c.Runner != "host"
 }
 
 // FileFlag and FileEnv name the optional configuration file: lines of
@@ -432,8 +432,8 @@ func (c *Config) check() error {
 	if c.MetricsListen != "" && c.MetricsListen == c.Listen {
 		return fmt.Errorf("setting ALFRED_METRICS_LISTEN: %s is ALFRED_LISTEN's address; leave it empty to serve /metrics there", c.MetricsListen)
 	}
-	if c.Gateway == "on" && c.Runner != "image" {
-		return fmt.Errorf("setting ALFRED_GATEWAY: on needs ALFRED_RUNNER=image (a host process cannot be sealed, and runs on Kubernetes are not sealed yet)")
+	if c.Gateway == "on" && c.Runner == "host" {
+		return fmt.Errorf("setting ALFRED_GATEWAY: on needs ALFRED_RUNNER image or kubernetes (a host process cannot be sealed)")
 	}
 	if c.Forge.Name == "" {
 		c.Forge.Name = c.Forge.Kind

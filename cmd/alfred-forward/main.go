@@ -31,7 +31,8 @@
 //
 // -port (or ALFRED_FORWARD_PORT) defaults to 47080; 0 picks a free port.
 // -socket (or ALFRED_FORWARD_SOCKET) defaults to /run/alfred/gateway.sock.
-// A missing socket, a port in use or a command that cannot start exit 125.
+// A socket still missing after 10 s (a relay in a Pod may be starting), a
+// port in use or a command that cannot start exit 125.
 package main
 
 import (
@@ -77,7 +78,7 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "alfred-forward: -port %d: want 0..65535\n", *port)
 		return 2
 	}
-	if fi, err := os.Stat(*socket); err != nil || fi.Mode()&os.ModeSocket == 0 {
+	if fi, err := awaitSocket(*socket, socketWait); err != nil || fi.Mode()&os.ModeSocket == 0 {
 		fmt.Fprintf(stderr, "alfred-forward: %s is not the gateway's socket (is it mounted?): %v\n", *socket, orMode(err, fi))
 		return exitSetup
 	}
@@ -123,6 +124,22 @@ func run(args []string, stderr io.Writer) int {
 	default:
 		fmt.Fprintf(stderr, "alfred-forward: %v\n", err)
 		return exitSetup
+	}
+}
+
+// socketWait is how long the forwarder waits for a socket that is not there
+// yet: in a Pod, the relay that makes it starts beside the agent.
+const socketWait = 10 * time.Second
+
+// awaitSocket stats path until it exists, at most for d.
+func awaitSocket(path string, d time.Duration) (os.FileInfo, error) {
+	deadline := time.Now().Add(d)
+	for {
+		fi, err := os.Stat(path)
+		if err == nil || !errors.Is(err, os.ErrNotExist) || time.Now().After(deadline) {
+			return fi, err
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

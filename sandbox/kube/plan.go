@@ -50,6 +50,7 @@ type plan struct {
 	session  *sandbox.LayoutMount
 	creds    []credential
 	tmpfs    []tmpfsVolume
+	binds    []bindDir
 	homeDirs []string // folders to make under HOME (relative, parents first), mode 0700
 }
 
@@ -88,9 +89,6 @@ func (r *Runner) plan(spec *sandbox.Spec) (*plan, error) {
 func checkSpec(spec *sandbox.Spec) error {
 	if err := sandbox.CheckContainerSpec(spec); err != nil {
 		return err
-	}
-	if len(spec.Binds) > 0 {
-		return ErrBindsOnKube
 	}
 	for k := range spec.Env {
 		if strings.HasPrefix(k, "KUBERNETES_") {
@@ -138,6 +136,10 @@ func (p *plan) addMounts(l *sandbox.Layout) error {
 			}
 			p.session = &m
 			addHomeDirs(dirs, m.Container, true)
+		case sandbox.KindBind:
+			if err := p.addBind(m); err != nil {
+				return err
+			}
 		case sandbox.KindCredential:
 			c, err := readCredential(m.Mount, len(p.creds))
 			if err != nil {

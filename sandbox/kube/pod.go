@@ -204,6 +204,9 @@ func volumes(p *plan) (vols []corev1.Volume, stage, agent []corev1.VolumeMount) 
 	for _, t := range p.tmpfs {
 		add(t.name, memory(t.Size), t.Path, false)
 	}
+	for _, bd := range p.binds {
+		add(bd.name, disk, bd.dir, false)
+	}
 	for n := range p.creds {
 		v, m := credentialVolume(p, n)
 		vols, agent = append(vols, v), append(agent, m)

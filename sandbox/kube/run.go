@@ -50,6 +50,10 @@ func (r *Runner) runPod(ctx, teardown context.Context, p *plan, objs *made, log 
 		return nil, err
 	}
 	defer w.stop()
+	// The relays start with the helper, beside the agent, whose forwarder
+	// waits for their sockets.
+	relays := r.startRelays(teardown, p, w, log)
+	defer relays.stop()
 	if err := r.start(ctx, p, w, log); err != nil {
 		return nil, err
 	}
@@ -57,6 +61,7 @@ func (r *Runner) runPod(ctx, teardown context.Context, p *plan, objs *made, log 
 	log.Debug("agent started", "since_create", started.Sub(t0))
 	out := r.startOutput(teardown, p, w, log)
 	outcome, code, waitErr := r.await(ctx, teardown, p, w, log)
+	relays.stop()
 	out.finishLog(log)
 	duration := time.Since(started)
 	log.Debug("agent ended", "outcome", outcome, "duration", duration)

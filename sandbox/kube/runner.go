@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -42,10 +41,6 @@ var (
 	DefaultRequestMemory = resource.MustParse("256Mi")
 )
 
-// ErrBindsOnKube refuses a Spec with Binds: the model gateway's socket lives
-// on the bot's machine and cannot be bound into a Pod (yet).
-var ErrBindsOnKube = errors.New("kube: a Pod cannot bind host paths (Spec.Binds: the model gateway's socket needs the image runner)")
-
 // teardownTimeout bounds each call made after a run ends, which must not
 // depend on the caller's (possibly canceled) context.
 const teardownTimeout = 30 * time.Second
@@ -78,6 +73,10 @@ type Options struct {
 	// StartTimeout bounds the wait for the Pod to be scheduled, its image
 	// pulled and the agent started; 0 means DefaultStartTimeout.
 	StartTimeout time.Duration
+	// Relay is a static alfred-forward on the bot's machine, copied into
+	// the Pods that relay the model gateway's socket (see binds.go); empty:
+	// the image's alfred-forward, found on its PATH.
+	Relay string
 	// Logger receives debug and warning records; nil means slog.Default().
 	Logger *slog.Logger
 }

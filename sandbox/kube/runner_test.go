@@ -20,18 +20,22 @@ type testRunner struct {
 	c testCluster
 }
 
-func newTestRunner(t testing.TB) *testRunner {
+func newTestRunner(t testing.TB, edit ...func(*Options)) *testRunner {
 	t.Helper()
 	c := clusterEnv(t)
 	instance := "test-" + randomHex(4)
-	r, err := New(context.Background(), Options{
+	opts := Options{
 		Kubeconfig:      os.Getenv("ALFRED_TEST_KUBECONFIG"),
 		Namespace:       c.namespace,
 		Instance:        instance,
 		KillGrace:       time.Second,
 		ImagePullPolicy: corev1.PullNever, // no registry: the image was imported into containerd
 		StartTimeout:    time.Minute,
-	})
+	}
+	for _, e := range edit {
+		e(&opts)
+	}
+	r, err := New(context.Background(), opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -25,7 +25,7 @@ func (r *Runner) stage(ctx context.Context, p *plan, w *podWatch) error {
 	pr, pw := io.Pipe()
 	written := make(chan error, 1)
 	go func() {
-		err := writeStaging(pw, p)
+		err := r.writeStaging(pw, p)
 		pw.CloseWithError(err)
 		written <- err
 	}()
@@ -53,7 +53,7 @@ func stageDone(p *corev1.Pod) (bool, error) {
 }
 
 // writeStaging writes the staging tar of p: names are relative to stageDir.
-func writeStaging(out io.Writer, p *plan) error {
+func (r *Runner) writeStaging(out io.Writer, p *plan) error {
 	tw := &tarWriter{tw: tar.NewWriter(out), uid: p.spec.UID, gid: p.spec.GID, now: time.Now().Truncate(time.Second)}
 	tw.dir(volRun+"/"+subDir, 0o700)
 	tw.file(volRun+"/"+subDir+"/stdin", 0o600, p.stdin)
@@ -71,6 +71,7 @@ func writeStaging(out io.Writer, p *plan) error {
 	for _, t := range p.tmpfs {
 		tw.dir(t.name+"/"+subDir, t.Mode)
 	}
+	r.stageBinds(tw, p)
 	if tw.err != nil {
 		return tw.err
 	}
@@ -152,6 +153,28 @@ func (w *tarWriter) entry(root *os.Root, name, rel string, d fs.DirEntry) {
 	case fi.Mode().IsRegular():
 		h.Typeflag, h.Size = tar.TypeReg, fi.Size()
 		w.copyFile(root, rel, h)
+	}
+}
+
+// hostFile writes the host file at host (followed if a symlink: the bot's
+// own configuration) under name with mode.
+func (w *tarWriter) hostFile(name, host string, mode int64) {
+	if w.err != nil {
+		return
+	}
+	f, err := os.Open(host)
+	if err != nil {
+		w.err = err
+		return
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		w.err = err
+		return
+	}
+	if w.header(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: mode, Size: fi.Size()}) {
+		_, w.err = io.CopyN(w.tw, f, fi.Size())
 	}
 }
 
