@@ -56,12 +56,19 @@ type scenario struct {
 	webhookToAgent time.Duration
 }
 
+// startOption changes where the bot runs its agents: it gets the agent
+// image and the instance, and returns settings that replace the bot's.
+type startOption func(t *testing.T, image, instance string) []string
+
 // start builds the agent image and the bot, syncs the labels, starts the bot
 // with its webhook set on the forge, and waits for Claude Code's detection.
-func start(t *testing.T, w world) *scenario {
+func start(t *testing.T, w world, opts ...startOption) *scenario {
 	t.Helper()
 	dockerHost, image, instance := agentImage(t)
 	b := newBot(t, w.forgeEnv(), dockerHost, image, instance)
+	for _, o := range opts {
+		b.env = append(b.env, o(t, image, instance)...) // the last value of a variable wins
+	}
 	owner, name, _ := strings.Cut(w.project(), "/")
 	s := &scenario{t: t, w: w, b: b, docker: dockerHost, instance: instance, owner: owner, name: name}
 	if out := b.run("labels", "sync", "-project", w.project()); !strings.Contains(out, "19 labels created") {

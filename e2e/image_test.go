@@ -85,7 +85,8 @@ func buildImage(t *testing.T, dockerHost, claude, tag string) {
 		}
 		file(dst, 0o755, data)
 	}
-	for _, c := range []string{"sh", "sleep", "cat", "touch", "date", "rm", "ls", "id"} {
+	// tar and tail: the kubernetes runner stages files and follows stderr with them.
+	for _, c := range []string{"sh", "sleep", "cat", "touch", "date", "rm", "ls", "id", "tar", "tail"} {
 		tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: "bin/" + c, Linkname: "busybox", Mode: 0o777})
 	}
 	file("/usr/local/bin/claude", 0o755, []byte(wrapper))
