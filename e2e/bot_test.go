@@ -18,7 +18,7 @@ import (
 
 // need reads a variable make test sets; without it the test fails (it skips
 // only under -short).
-func need(t *testing.T, name, why string) string {
+func need(t testing.TB, name, why string) string {
 	t.Helper()
 	v := os.Getenv(name)
 	if v == "" {
@@ -32,7 +32,7 @@ func need(t *testing.T, name, why string) string {
 
 // bot is the built alfred binary with its environment, and the serve process.
 type bot struct {
-	t     *testing.T
+	t     testing.TB
 	bin   string
 	env   []string
 	addr  string
@@ -85,7 +85,7 @@ func (b *bot) kill() {
 	b.cmd.Wait()
 }
 
-func dumpLog(t *testing.T, path string) {
+func dumpLog(t testing.TB, path string) {
 	if t.Failed() {
 		b, _ := os.ReadFile(path)
 		t.Logf("alfred's log:\n%s", b)
@@ -102,7 +102,7 @@ func (b *bot) look(f func(st *state.Store)) {
 	f(st)
 }
 
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
@@ -114,7 +114,7 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Fatalf("timed out waiting for %s", what)
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +125,7 @@ func freeAddr(t *testing.T) string {
 
 // agentImage builds the e2e agent image (the real Claude Code and the mock
 // model) into the private daemon, under a tag of its own instance.
-func agentImage(t *testing.T) (dockerHost, image, instance string) {
+func agentImage(t testing.TB) (dockerHost, image, instance string) {
 	t.Helper()
 	dockerHost = need(t, "ALFRED_TEST_DOCKER_HOST", "the private Docker daemon of scripts/dockerd.sh")
 	clis := need(t, "ALFRED_AGENT_CLIS_BIN", "the agent CLIs of scripts/agent-clis.sh")
@@ -133,7 +133,12 @@ func agentImage(t *testing.T) (dockerHost, image, instance string) {
 	if err != nil {
 		t.Fatalf("claude: %v", err)
 	}
-	instance = "e2e-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")) + "-" + randomSuffix(t)
+	instance = "e2e-" + strings.Map(func(r rune) rune { // a tag, a label value
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(t.Name())) + "-" + randomSuffix(t)
 	image = "alfred-e2e/claude:" + instance
 	buildImage(t, dockerHost, claude, image)
 	t.Cleanup(func() { exec.Command("docker", "-H", dockerHost, "rmi", "-f", image).Run() })
@@ -143,7 +148,7 @@ func agentImage(t *testing.T) (dockerHost, image, instance string) {
 // newBot builds the binary and sets up its environment: the forge's
 // variables, the private daemon and the agent image, a mock model key that
 // must never show.
-func newBot(t *testing.T, forgeEnv []string, dockerHost, image, instance string) *bot {
+func newBot(t testing.TB, forgeEnv []string, dockerHost, image, instance string) *bot {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "alfred")
 	if out, err := exec.Command("go", "build", "-o", bin, "..").CombinedOutput(); err != nil {
@@ -168,7 +173,7 @@ func newBot(t *testing.T, forgeEnv []string, dockerHost, image, instance string)
 // startModel starts the mock model on this machine's loopback: the
 // upstream provider of the bot's gateway, which the agents' sealed
 // containers reach only through it.
-func startModel(t *testing.T) *mockllm.Server {
+func startModel(t testing.TB) *mockllm.Server {
 	model := mockllm.Start(mockllm.Options{Reply: agentReply, WriteDir: "/workspace",
 		ReadOnlyPhrase: "Do not change any file", ResolvePhrase: "left conflicts"})
 	t.Cleanup(model.Close)

@@ -35,7 +35,7 @@ type dockerCLI = dockertest.CLI
 // test reads the state branch from the host), listening on loopback of the
 // host's network, where the forge fake and the mock model are.
 type botContainer struct {
-	t        *testing.T
+	t        testing.TB
 	d        dockerCLI
 	image    string
 	name     string
@@ -49,7 +49,7 @@ type botContainer struct {
 // newBotContainer prepares the data folder and the options; nothing runs yet.
 // Its cleanup removes every container of the test, and fails the test when one
 // cannot be removed.
-func newBotContainer(t *testing.T, d dockerCLI, image, instance string, env []string) *botContainer {
+func newBotContainer(t testing.TB, d dockerCLI, image, instance string, env []string) *botContainer {
 	t.Helper()
 	sock, ok := strings.CutPrefix(d.Host, "unix://")
 	if !ok {

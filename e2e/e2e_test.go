@@ -39,7 +39,7 @@ func TestE2E(t *testing.T) {
 
 // scenario is one issue worked from assignment to review by the built bot.
 type scenario struct {
-	t        *testing.T
+	t        testing.TB
 	w        world
 	b        *bot
 	docker   string
@@ -56,18 +56,19 @@ type scenario struct {
 	webhookToAgent time.Duration
 }
 
-// startOption changes where the bot runs its agents: it gets the agent
-// image and the instance, and returns settings that replace the bot's.
-type startOption func(t *testing.T, image, instance string) []string
+// startOption changes how the bot runs (where its agents run, what its
+// model is): it gets the bot before it starts, the agent image and the
+// instance, and returns settings that replace the bot's.
+type startOption func(t testing.TB, b *bot, image, instance string) []string
 
 // start builds the agent image and the bot, syncs the labels, starts the bot
 // with its webhook set on the forge, and waits for Claude Code's detection.
-func start(t *testing.T, w world, opts ...startOption) *scenario {
+func start(t testing.TB, w world, opts ...startOption) *scenario {
 	t.Helper()
 	dockerHost, image, instance := agentImage(t)
 	b := newBot(t, w.forgeEnv(), dockerHost, image, instance)
 	for _, o := range opts {
-		b.env = append(b.env, o(t, image, instance)...) // the last value of a variable wins
+		b.env = append(b.env, o(t, b, image, instance)...) // the last value of a variable wins
 	}
 	owner, name, _ := strings.Cut(w.project(), "/")
 	s := &scenario{t: t, w: w, b: b, docker: dockerHost, instance: instance, owner: owner, name: name}
@@ -470,7 +471,7 @@ func contains(list []string, s string) bool {
 }
 
 // seedRepo makes the bare repository with one commit on main.
-func seedRepo(t *testing.T, bare string) {
+func seedRepo(t testing.TB, bare string) {
 	t.Helper()
 	work := t.TempDir()
 	for _, args := range [][]string{

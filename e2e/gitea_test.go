@@ -95,12 +95,12 @@ func TestE2EGitea(t *testing.T) {
 // asks for a person's permission, which the bot does before obeying them);
 // alice acts through the API.
 type giteaWorld struct {
-	t    *testing.T
+	t    testing.TB
 	in   *giteatest.Instance
 	repo *giteatest.Repo
 }
 
-func newGiteaWorld(t *testing.T) *giteaWorld {
+func newGiteaWorld(t testing.TB) *giteaWorld {
 	in := giteatest.FromEnv(t)
 	repo := in.NewRepo(t, in.User.Login)
 	repo.SetPermission(t, in.Bot.Login, forges.PermissionAdmin)

@@ -31,7 +31,7 @@ exec /opt/claude/claude "$@"
 // that binary, the gateway's forwarder built from cmd/alfred-forward (runs
 // are sealed by default: the model is the mock on the host, behind the bot's
 // gateway), and the wrapper; then `docker import`s it as tag.
-func buildImage(t *testing.T, dockerHost, claude, tag string) {
+func buildImage(t testing.TB, dockerHost, claude, tag string) {
 	t.Helper()
 	fwd := filepath.Join(t.TempDir(), "alfred-forward")
 	build := exec.Command("go", "build", "-trimpath", "-o", fwd, "../cmd/alfred-forward")

@@ -41,13 +41,13 @@ func TestE2EKubernetes(t *testing.T) {
 
 // kube is the test cluster.
 type kube struct {
-	t          *testing.T
+	t          testing.TB
 	kubeconfig string
 	namespace  string
 	client     kubernetes.Interface
 }
 
-func newKube(t *testing.T) *kube {
+func newKube(t testing.TB) *kube {
 	t.Helper()
 	k := &kube{t: t,
 		kubeconfig: need(t, "ALFRED_TEST_KUBECONFIG", "the test cluster of scripts/k8s.sh start"),
@@ -64,7 +64,7 @@ func newKube(t *testing.T) *kube {
 
 // option imports the agent image into the cluster's containerd (no
 // registry) and points the bot at the cluster.
-func (k *kube) option(t *testing.T, image, instance string) []string {
+func (k *kube) option(t testing.TB, _ *bot, image, _ string) []string {
 	t.Helper()
 	imp := exec.Command("bash", "../scripts/k8s.sh", "import", image)
 	if out, err := imp.CombinedOutput(); err != nil {

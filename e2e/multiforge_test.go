@@ -347,7 +347,7 @@ func cmpErr(errs ...error) error {
 // (acme/platform/demo) whose git is a bare repository the test made, served
 // over HTTP; alice, a developer of the project, acts there.
 type gitlabWorld struct {
-	t    *testing.T
+	t    testing.TB
 	gl   *gitlabtest.Server
 	bare string
 	next int64
@@ -358,7 +358,7 @@ var _ world = (*gitlabWorld)(nil)
 // gitlabPerson is the project's person on GitLab.
 const gitlabPerson = "alice"
 
-func newGitLabWorld(t *testing.T) *gitlabWorld {
+func newGitLabWorld(t testing.TB) *gitlabWorld {
 	gl := gitlabtest.NewServer(t)
 	bare := filepath.Join(t.TempDir(), "demo.git")
 	seedRepo(t, bare)

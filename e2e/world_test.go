@@ -46,13 +46,13 @@ type world interface {
 // fakeWorld is the world on forgejotest, whose git is a bare repository the
 // test made, served over HTTP.
 type fakeWorld struct {
-	t    *testing.T
+	t    testing.TB
 	fj   *forgejotest.Server
 	bare string
 	next int64
 }
 
-func newFakeWorld(t *testing.T) *fakeWorld {
+func newFakeWorld(t testing.TB) *fakeWorld {
 	fj := forgejotest.NewServer(t)
 	bare := filepath.Join(t.TempDir(), "demo.git")
 	seedRepo(t, bare)
@@ -120,7 +120,7 @@ func gitLsTree(repo, sha string) []string {
 	return strings.Fields(string(out))
 }
 
-func randomSuffix(t *testing.T) string {
+func randomSuffix(t testing.TB) string {
 	b := make([]byte, 4)
 	if _, err := rand.Read(b); err != nil {
 		t.Fatal(err)

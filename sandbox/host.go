@@ -79,7 +79,7 @@ func (r *HostRunner) Run(ctx context.Context, spec Spec) (*Result, error) {
 	if p.stdinR != nil { // a nil *os.File would close fd 0; no Stdin is /dev/null
 		cmd.Stdin = p.stdinR
 	}
-	stdout, stderr := newCapture(spec.Stdout), newCapture(spec.Stderr)
+	stdout, stderr := NewCapture(spec.Stdout), NewCapture(spec.Stderr)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("sandbox: start %q: %w", spec.Argv[0], err)
 	}

@@ -277,7 +277,7 @@ func (r *ImageRunner) runContainer(ctx, teardown context.Context, id string, spe
 // attachment is a container's attached streams and what came out of them.
 type attachment struct {
 	conn           types.HijackedResponse
-	stdout, stderr *capture
+	stdout, stderr *Capture
 	copied         chan struct{} // closed when the output stream has ended
 }
 
@@ -292,7 +292,7 @@ func (r *ImageRunner) attach(ctx context.Context, id string, spec *Spec, log *sl
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: attach to container: %w", err)
 	}
-	a := &attachment{conn: conn, stdout: newCapture(spec.Stdout), stderr: newCapture(spec.Stderr), copied: make(chan struct{})}
+	a := &attachment{conn: conn, stdout: NewCapture(spec.Stdout), stderr: NewCapture(spec.Stderr), copied: make(chan struct{})}
 	go func() {
 		defer close(a.copied)
 		if _, err := stdcopy.StdCopy(a.stdout, a.stderr, conn.Reader); err != nil {

@@ -58,17 +58,19 @@ func envList(env map[string]string) []string {
 	return list
 }
 
-// capture keeps a copy of a stream and forwards it to the Spec's writer. A
-// failing forward writer is dropped so the copy and the process keep going.
-type capture struct {
+// Capture keeps a copy of a stream and forwards it to the Spec's writer,
+// for every runner. A failing forward writer is dropped so the copy and the
+// process keep going.
+type Capture struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 	w   io.Writer
 }
 
-func newCapture(w io.Writer) *capture { return &capture{w: w} }
+// NewCapture forwards to w (nil: keeps the copy only).
+func NewCapture(w io.Writer) *Capture { return &Capture{w: w} }
 
-func (c *capture) Write(p []byte) (int, error) {
+func (c *Capture) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.buf.Write(p)
@@ -81,7 +83,7 @@ func (c *capture) Write(p []byte) (int, error) {
 }
 
 // Bytes returns a copy of what was captured so far.
-func (c *capture) Bytes() []byte {
+func (c *Capture) Bytes() []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return bytes.Clone(c.buf.Bytes())

@@ -8,8 +8,10 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 )
 
@@ -115,43 +117,37 @@ func (r *Runner) Cleanup(ctx context.Context) (int, error) {
 }
 
 func (r *Runner) listPods(ctx context.Context, o metav1.ListOptions) func() ([]metav1.ObjectMeta, error) {
-	return func() ([]metav1.ObjectMeta, error) {
-		l, err := r.client.CoreV1().Pods(r.namespace).List(ctx, o)
-		if err != nil {
-			return nil, err
-		}
-		metas := make([]metav1.ObjectMeta, 0, len(l.Items))
-		for _, it := range l.Items {
-			metas = append(metas, it.ObjectMeta)
-		}
-		return metas, nil
-	}
+	return func() ([]metav1.ObjectMeta, error) { return metasOf(r.client.CoreV1().Pods(r.namespace).List(ctx, o)) }
 }
 
 func (r *Runner) listSecrets(ctx context.Context, o metav1.ListOptions) func() ([]metav1.ObjectMeta, error) {
 	return func() ([]metav1.ObjectMeta, error) {
-		l, err := r.client.CoreV1().Secrets(r.namespace).List(ctx, o)
-		if err != nil {
-			return nil, err
-		}
-		metas := make([]metav1.ObjectMeta, 0, len(l.Items))
-		for _, it := range l.Items {
-			metas = append(metas, it.ObjectMeta)
-		}
-		return metas, nil
+		return metasOf(r.client.CoreV1().Secrets(r.namespace).List(ctx, o))
 	}
 }
 
 func (r *Runner) listPolicies(ctx context.Context, o metav1.ListOptions) func() ([]metav1.ObjectMeta, error) {
 	return func() ([]metav1.ObjectMeta, error) {
-		l, err := r.client.NetworkingV1().NetworkPolicies(r.namespace).List(ctx, o)
+		return metasOf(r.client.NetworkingV1().NetworkPolicies(r.namespace).List(ctx, o))
+	}
+}
+
+// metasOf is the names and labels of a list's objects, whatever their kind.
+func metasOf(list runtime.Object, err error) ([]metav1.ObjectMeta, error) {
+	if err != nil {
+		return nil, err
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, err
+	}
+	metas := make([]metav1.ObjectMeta, 0, len(items))
+	for _, it := range items {
+		a, err := meta.Accessor(it)
 		if err != nil {
 			return nil, err
 		}
-		metas := make([]metav1.ObjectMeta, 0, len(l.Items))
-		for _, it := range l.Items {
-			metas = append(metas, it.ObjectMeta)
-		}
-		return metas, nil
+		metas = append(metas, metav1.ObjectMeta{Name: a.GetName(), Labels: a.GetLabels()})
 	}
+	return metas, nil
 }

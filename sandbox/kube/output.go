@@ -1,13 +1,12 @@
 package kube
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
-	"sync"
 	"time"
 
+	"github.com/alchemic-studio/alfred/sandbox"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -21,38 +20,11 @@ var stderrTail = []string{"/bin/sh", "-c", tailScript}
 // the agent did; after it, it is cut.
 const tailEndTimeout = 3 * time.Second
 
-// capture keeps a copy of a stream and forwards it to the Spec's writer. A
-// failing forward writer is dropped so the copy and the process keep going.
-type capture struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-	w   io.Writer
-}
-
-func (c *capture) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.buf.Write(p)
-	if c.w != nil {
-		if _, err := c.w.Write(p); err != nil {
-			c.w = nil
-		}
-	}
-	return len(p), nil
-}
-
-// Bytes returns a copy of what was captured so far.
-func (c *capture) Bytes() []byte {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return bytes.Clone(c.buf.Bytes())
-}
-
 // output streams the agent's stdout (its container log, thanks to the
 // wrapper) and its stderr (the file the wrapper writes, followed in the
 // helper) to the Spec's writers as they come.
 type output struct {
-	stdout, stderr *capture
+	stdout, stderr *sandbox.Capture
 	stopLog        context.CancelFunc
 	stopTail       context.CancelFunc
 	logDone        chan struct{}
@@ -62,7 +34,7 @@ type output struct {
 // startOutput starts following both streams; ctx must outlive a canceled run.
 func (r *Runner) startOutput(ctx context.Context, p *plan, w *podWatch, log *slog.Logger) *output {
 	o := &output{
-		stdout: &capture{w: p.spec.Stdout}, stderr: &capture{w: p.spec.Stderr},
+		stdout: sandbox.NewCapture(p.spec.Stdout), stderr: sandbox.NewCapture(p.spec.Stderr),
 		logDone: make(chan struct{}), tailDone: make(chan struct{}),
 	}
 	logCtx, stopLog := context.WithCancel(ctx)

@@ -1,0 +1,204 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alchemic-studio/alfred/state"
+)
+
+// The benchmarks of the runners, end to end (issue 17): the built bot, the
+// Forgejo fake, the real Claude Code sealed behind the gateway, on the
+// image runner (the private Docker daemon) and on the kubernetes runner (the
+// test cluster), side by side in one command:
+//
+//	go test ./e2e -run '^$' -bench . -benchtime 4x -count 3
+//
+// BenchmarkWebhookToAgent: from the assignment's webhook to the agent's
+// first model request (the CLI runs in its container), one issue at a time.
+// BenchmarkSixteenRuns: 16 issues assigned at once, ALFRED_MAX_PARALLEL_RUNS
+// 16: the wall time until every analysis is done, and the bot's own CPU time
+// and peak memory meanwhile (its agents run in containers or Pods, not in it).
+
+func BenchmarkWebhookToAgent(b *testing.B) {
+	for _, runner := range []string{"image", "kubernetes"} {
+		b.Run("runner="+runner, func(b *testing.B) {
+			s, seen := benchScenario(b, runner, 1)
+			var took []time.Duration
+			b.ResetTimer()
+			for i := range b.N {
+				title := fmt.Sprintf("Bench %d %s", i, randomSuffix(b)) // three words: what the proxy looks for
+				n := s.w.openIssue(title, "The demo should greet its users.", "type::task")
+				t0 := time.Now()
+				s.w.assign(n)
+				took = append(took, seen.await(b, title).Sub(t0))
+				s.waitIssue(n, "waiting_validation")
+			}
+			b.ReportMetric(float64(median(took).Milliseconds()), "ms-to-agent")
+		})
+	}
+}
+
+func BenchmarkSixteenRuns(b *testing.B) {
+	const runs = 16
+	for _, runner := range []string{"image", "kubernetes"} {
+		b.Run("runner="+runner, func(b *testing.B) {
+			s, _ := benchScenario(b, runner, runs)
+			pid := s.b.cmd.Process.Pid
+			var wall, cpu []time.Duration
+			var peak int64
+			b.ResetTimer()
+			for range b.N {
+				issues := make([]int64, runs)
+				for i := range issues {
+					issues[i] = s.w.openIssue(fmt.Sprintf("Sixteen %d %s", i, randomSuffix(b)), "The demo should greet its users.", "type::task")
+				}
+				cpu0, t0 := cpuTime(b, pid), time.Now()
+				stop := sampleRSS(pid, &peak)
+				for _, n := range issues {
+					s.w.assign(n)
+				}
+				for _, n := range issues {
+					s.waitIssue(n, "waiting_validation")
+				}
+				wall = append(wall, time.Since(t0))
+				stop()
+				cpu = append(cpu, cpuTime(b, pid)-cpu0)
+			}
+			b.ReportMetric(median(wall).Seconds(), "s-wall")
+			b.ReportMetric(median(cpu).Seconds(), "s-bot-cpu")
+			b.ReportMetric(float64(peak)/(1<<20), "MiB-bot-peak-rss")
+		})
+	}
+}
+
+// benchScenario starts the bot on runner with parallel runs at once, its
+// model behind a proxy that notes when each issue's first request came.
+func benchScenario(b *testing.B, runner string, parallel int) (*scenario, *firstSeen) {
+	seen := &firstSeen{at: map[string]time.Time{}}
+	opts := []startOption{func(testing.TB, *bot, string, string) []string {
+		return []string{"ALFRED_MAX_PARALLEL_RUNS=" + strconv.Itoa(parallel)}
+	}, seen.proxy}
+	if runner == "kubernetes" {
+		opts = append(opts, newKube(b).option)
+	}
+	return start(b, newFakeWorld(b), opts...), seen
+}
+
+// waitIssue waits until issue n has status and no run in progress.
+func (s *scenario) waitIssue(n int64, status string) {
+	s.n = n
+	s.key = state.MailboxKey{Forge: "forgejo", Owner: s.owner, Project: s.name, Kind: state.KindIssue, IID: n}
+	s.waitStatus(status)
+}
+
+// firstSeen is a proxy in front of the mock model noting when a request
+// first named each title it is asked about.
+type firstSeen struct {
+	model *url.URL
+	mu    sync.Mutex
+	at    map[string]time.Time
+}
+
+// proxy puts the recorder between the gateway and the bot's model.
+func (f *firstSeen) proxy(t testing.TB, b *bot, _, _ string) []string {
+	u, err := url.Parse(b.model.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.model = u
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	return []string{"ANTHROPIC_BASE_URL=" + srv.URL}
+}
+
+func (f *firstSeen) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	now := time.Now()
+	f.mu.Lock()
+	for _, title := range benchTitle.FindAllString(string(body), -1) {
+		if _, ok := f.at[title]; !ok {
+			f.at[title] = now
+		}
+	}
+	f.mu.Unlock()
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	httputil.NewSingleHostReverseProxy(f.model).ServeHTTP(w, r)
+}
+
+// benchTitle finds the titles of BenchmarkWebhookToAgent's issues in a request.
+var benchTitle = regexp.MustCompile(`Bench [0-9]+ [0-9a-f]{8}`)
+
+// await waits for the first request naming title.
+func (f *firstSeen) await(t testing.TB, title string) time.Time {
+	t.Helper()
+	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		f.mu.Lock()
+		at, ok := f.at[title]
+		f.mu.Unlock()
+		if ok {
+			return at
+		}
+	}
+	t.Fatalf("the model never saw %q", title)
+	return time.Time{}
+}
+
+// cpuTime is the user and system CPU time of process pid so far.
+func cpuTime(t testing.TB, pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+2:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64) // fields 14 and 15 of stat, after pid and comm
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * (time.Second / 100) // USER_HZ
+}
+
+// sampleRSS notes the highest resident memory of pid in peak (bytes) every
+// 50 ms until the returned function is called.
+func sampleRSS(pid int, peak *int64) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			if raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+				for _, line := range strings.Split(string(raw), "\n") {
+					if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+						kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+						*peak = max(*peak, kb<<10)
+					}
+				}
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
