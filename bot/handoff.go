@@ -65,18 +65,9 @@ func (e *Engine) handoff(mb *state.Mailbox, run *state.Run, ref *agents.SessionR
 // runID that had a named session with a native id, and every earlier run
 // of that session, oldest first.
 func (e *Engine) previousSession(mailboxID, runID string) (state.RunHandoff, []state.Run, bool) {
-	runs, err := e.store.Runs(mailboxID)
-	if err != nil {
-		e.log.Warn("read runs for the handoff", "mailbox", mailboxID, "run", runID, "err", err)
-	}
-	end := len(runs)
-	if i := slices.IndexFunc(runs, func(r state.Run) bool { return r.ID == runID }); i >= 0 {
-		end = i
-	}
 	var from state.RunHandoff
 	var out []state.Run
-	for i := end - 1; i >= 0; i-- {
-		r, sessions, _ := e.store.RunWithSessions(runs[i].ID)
+	for r, sessions := range e.runsBefore(mailboxID, runID, "the handoff") {
 		s, ok := nativeSession(sessions)
 		switch {
 		case !ok:

@@ -3,6 +3,7 @@ package bot
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 
 	"github.com/alchemic-studio/alfred/agents"
@@ -77,16 +78,7 @@ func counted(r state.Run) bool { return r.Transcript != nil && r.Transcript.Tota
 // previousInSession is the latest run of the mailbox before runID whose
 // llm session has native id native with adapterID.
 func (e *Engine) previousInSession(mailboxID, runID, adapterID, native string) (state.Run, bool) {
-	runs, err := e.store.Runs(mailboxID)
-	if err != nil {
-		e.log.Warn("read runs for the transcript", "mailbox", mailboxID, "run", runID, "err", err)
-	}
-	end := len(runs)
-	if i := slices.IndexFunc(runs, func(r state.Run) bool { return r.ID == runID }); i >= 0 {
-		end = i
-	}
-	for i := end - 1; i >= 0; i-- {
-		r, sessions, _ := e.store.RunWithSessions(runs[i].ID)
+	for r, sessions := range e.runsBefore(mailboxID, runID, "the transcript") {
 		for _, s := range sessions {
 			if s.AdapterID == adapterID && s.NativeSessionID != nil && *s.NativeSessionID == native {
 				return r, true
@@ -94,6 +86,28 @@ func (e *Engine) previousInSession(mailboxID, runID, adapterID, native string) (
 		}
 	}
 	return state.Run{}, false
+}
+
+// runsBefore yields the mailbox's runs before runID (all of them when it is
+// not among them), newest first, each with its llm sessions; what says in
+// the log what they were read for when the runs cannot be read.
+func (e *Engine) runsBefore(mailboxID, runID, what string) iter.Seq2[state.Run, []state.LLMSession] {
+	return func(yield func(state.Run, []state.LLMSession) bool) {
+		runs, err := e.store.Runs(mailboxID)
+		if err != nil {
+			e.log.Warn("read runs for "+what, "mailbox", mailboxID, "run", runID, "err", err)
+		}
+		end := len(runs)
+		if i := slices.IndexFunc(runs, func(r state.Run) bool { return r.ID == runID }); i >= 0 {
+			end = i
+		}
+		for i := end - 1; i >= 0; i-- {
+			r, sessions, _ := e.store.RunWithSessions(runs[i].ID)
+			if !yield(r, sessions) {
+				return
+			}
+		}
+	}
 }
 
 // lastPrompt is the index of the transcript's last prompt, 0 when it has

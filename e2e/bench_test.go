@@ -108,7 +108,7 @@ func (s *scenario) waitIssue(n int64, status string) {
 // firstSeen is a proxy in front of the mock model noting when a request
 // first named each title it is asked about.
 type firstSeen struct {
-	model *url.URL
+	model *httputil.ReverseProxy
 	mu    sync.Mutex
 	at    map[string]time.Time
 }
@@ -119,7 +119,7 @@ func (f *firstSeen) proxy(t testing.TB, b *bot, _, _ string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.model = u
+	f.model = httputil.NewSingleHostReverseProxy(u)
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
 	return []string{"ANTHROPIC_BASE_URL=" + srv.URL}
@@ -137,7 +137,7 @@ func (f *firstSeen) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Unlock()
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
-	httputil.NewSingleHostReverseProxy(f.model).ServeHTTP(w, r)
+	f.model.ServeHTTP(w, r)
 }
 
 // benchTitle finds the titles of BenchmarkWebhookToAgent's issues in a request.

@@ -1,6 +1,7 @@
 package gemini
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/alchemic-studio/alfred/agents"
@@ -69,20 +70,11 @@ func TestReplay(t *testing.T) {
 			for _, s := range c.steps() {
 				got = append(got, string(s.Kind)+" "+s.Text)
 			}
-			if c.SessionID != "s1" || len(got) != len(tt.want) || (len(got) > 0 && !equal(got, tt.want)) {
+			if c.SessionID != "s1" || len(got) != len(tt.want) || !slices.Equal(got, tt.want) {
 				t.Errorf("session %q, steps %q, want s1, %q", c.SessionID, got, tt.want)
 			}
 		})
 	}
-}
-
-func equal(a, b []string) bool {
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // FuzzReplay: no session file makes the replay panic.

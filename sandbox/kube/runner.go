@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -134,7 +135,7 @@ func loadConfig(opts Options) (*rest.Config, string, error) {
 			b, _ := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 			ns = strings.TrimSpace(string(b))
 		}
-		return config, cmpOr(ns, "default"), nil
+		return config, cmp.Or(ns, "default"), nil
 	}
 	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
 		&clientcmd.ClientConfigLoadingRules{ExplicitPath: opts.Kubeconfig}, &clientcmd.ConfigOverrides{})
@@ -148,11 +149,11 @@ func loadConfig(opts Options) (*rest.Config, string, error) {
 			return nil, "", fmt.Errorf("kube: namespace of kubeconfig %s: %w", opts.Kubeconfig, err)
 		}
 	}
-	return config, cmpOr(ns, "default"), nil
+	return config, cmp.Or(ns, "default"), nil
 }
 
 func withDefaults(opts Options) Options {
-	opts.Instance = cmpOr(opts.Instance, "default")
+	opts.Instance = cmp.Or(opts.Instance, "default")
 	if opts.KillGrace <= 0 {
 		opts.KillGrace = sandbox.DefaultKillGrace
 	}
@@ -193,13 +194,6 @@ func (r *Runner) Running() int { return int(r.running.Load()) }
 
 // Namespace returns the namespace of the runner's Pods.
 func (r *Runner) Namespace() string { return r.namespace }
-
-func cmpOr(s, def string) string {
-	if s != "" {
-		return s
-	}
-	return def
-}
 
 func randomHex(n int) string {
 	b := make([]byte, n)
