@@ -11,9 +11,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/alchemic-studio/alfred/internal/gitcmd"
 	"io"
 	"maps"
-	"os/exec"
 	"slices"
 	"sort"
 	"strings"
@@ -272,11 +272,13 @@ func (s *Store) Verify(ctx context.Context, w io.Writer) (int, error) {
 
 // gitFsck runs git fsck on the repository; its output says what is wrong.
 func gitFsck(ctx context.Context, dir string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", "--git-dir", dir, "fsck", "--full", "--strict", "--no-dangling", "--no-progress")
-	cmd.Env = append(cmd.Environ(), "LC_ALL=C", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
-	out, err := cmd.CombinedOutput()
+	out, err := gitcmd.Run(ctx, gitcmd.Cmd{GitDir: dir}, "fsck", "--full", "--strict", "--no-dangling", "--no-progress")
 	if err != nil {
-		return strings.TrimSpace(string(out)) + " (" + err.Error() + ")", err
+		var gerr *gitcmd.Error
+		if errors.As(err, &gerr) {
+			out = strings.TrimSpace(out + "\n" + gerr.Stderr)
+		}
+		return strings.TrimSpace(out) + " (" + err.Error() + ")", err
 	}
 	return "", nil
 }
@@ -574,8 +576,9 @@ func repack(ctx context.Context, dir string, res *CompactResult) error {
 	res.PacksBefore = len(before)
 	loose, _ := gitIn(ctx, dir, "count-objects")
 	fmt.Sscanf(loose, "%d objects", &res.LooseBefore)
-	if _, err := gitIn(ctx, dir, "-c", "repack.writeBitmaps=false", "-c", "pack.writeReverseIndex=false", "-c", "core.fsync=all", "-c", "pack.compression=0", // stored: the store copies objects out of packs without zlib
-		"repack", "-a", "-d", "-f", "-q", "--window=0", "--depth=0"); err != nil {
+	repack := gitcmd.Cmd{GitDir: dir, Config: []string{"repack.writeBitmaps=false", "pack.writeReverseIndex=false", "core.fsync=all",
+		"pack.compression=0"}} // stored: the store copies objects out of packs without zlib
+	if _, err := gitcmd.Run(ctx, repack, "repack", "-a", "-d", "-f", "-q", "--window=0", "--depth=0"); err != nil {
 		return fmt.Errorf("compact: repack: %w", err)
 	}
 	if _, err := gitIn(ctx, dir, "prune", "--expire=now"); err != nil {
@@ -591,15 +594,7 @@ func repack(ctx context.Context, dir string, res *CompactResult) error {
 	return nil
 }
 
-// gitIn runs the git CLI on the repository dir.
+// gitIn runs the git CLI on the repository dir (internal/gitcmd).
 func gitIn(ctx context.Context, dir string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"--git-dir", dir}, args...)...)
-	cmd.Env = append(cmd.Environ(), "LC_ALL=C", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return string(out), fmt.Errorf("git %s: %w: %s", args[0], err, strings.TrimSpace(stderr.String()))
-	}
-	return string(out), nil
+	return gitcmd.Run(ctx, gitcmd.Cmd{GitDir: dir}, args...)
 }

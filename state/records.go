@@ -154,9 +154,24 @@ type Mailbox struct {
 	Quarantined []QuarantinedEvent `json:"quarantined,omitempty"`
 	// Budget is the issue's cost budget as the engine last checked it,
 	// before a run; nil while no budget applies.
-	Budget    *Budget   `json:"budget,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	Budget *Budget `json:"budget,omitempty"`
+	// Validated is what ai::validate_plan approved: the development and
+	// every run after it use that plan, and hold when it or the issue's
+	// description changed since; nil before a validation.
+	Validated *Validation `json:"validated,omitempty"`
+	CreatedAt time.Time   `json:"created_at"`
+	UpdatedAt time.Time   `json:"updated_at"`
+}
+
+// Validation binds a plan validation to what was validated: the bot's plan
+// comment (its id and the SHA-256 of its body) and the SHA-256 of the
+// issue's description outside the bot's section, who validated and when.
+type Validation struct {
+	PlanCommentID int64     `json:"plan_comment_id"`
+	PlanSHA256    string    `json:"plan_sha256"`
+	BodySHA256    string    `json:"body_sha256"`
+	By            string    `json:"by"`
+	At            time.Time `json:"at"`
 }
 
 // Budget is an issue's cost budget (AGENT_BUDGET_TOKENS, AGENT_BUDGET_USD)
@@ -270,7 +285,30 @@ type Run struct {
 	// HandoffFrom is the earlier session whose summary the prompt of this
 	// run's fresh session carried; nil without a handoff.
 	HandoffFrom *RunHandoff `json:"handoff_from,omitempty"`
+	// Held is the change the run left that was not pushed because it
+	// broke a rule of what may leave the sandbox; nil when none was held.
+	Held *RunHeld `json:"held,omitempty"`
+	// PlanChanged says what changed since ai::validate_plan (the plan
+	// comment, the description) when the run was not started for it.
+	PlanChanged string `json:"plan_changed,omitempty"`
 }
+
+// RunHeld is a change held for a person: which files and why, and the
+// patch of what the agent left (redacted, at most MaxHeldPatch bytes), so
+// nothing it wrote is lost.
+type RunHeld struct {
+	Files []HeldFile `json:"files"`
+	Patch string     `json:"patch,omitempty"`
+}
+
+// HeldFile is one file of a held change and why it was held.
+type HeldFile struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// MaxHeldPatch bounds the patch a held change keeps on its run.
+const MaxHeldPatch = 256 << 10
 
 // RunHandoff names the session a run's handoff was made from: its adapter
 // and its native id.

@@ -33,6 +33,7 @@ var mailboxFields = fieldTable[Mailbox]{
 	{"head_sha", func(d *jdec, m *Mailbox) { m.HeadSHA = d.str() }},
 	{"quarantined", func(d *jdec, m *Mailbox) { d.nested(&m.Quarantined) }},
 	{"budget", func(d *jdec, m *Mailbox) { d.nested(&m.Budget) }},
+	{"validated", func(d *jdec, m *Mailbox) { d.nested(&m.Validated) }},
 	{"created_at", func(d *jdec, m *Mailbox) { m.CreatedAt = d.time() }},
 	{"updated_at", func(d *jdec, m *Mailbox) { m.UpdatedAt = d.time() }},
 }
@@ -65,6 +66,8 @@ var runFields = fieldTable[Run]{
 	{"steps", func(d *jdec, r *Run) { d.nested(&r.Steps) }},
 	{"transcript", func(d *jdec, r *Run) { d.nested(&r.Transcript) }},
 	{"handoff_from", func(d *jdec, r *Run) { d.nested(&r.HandoffFrom) }},
+	{"held", func(d *jdec, r *Run) { d.nested(&r.Held) }},
+	{"plan_changed", func(d *jdec, r *Run) { r.PlanChanged = d.str() }},
 }
 
 var sessionFields = fieldTable[LLMSession]{

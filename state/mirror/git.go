@@ -1,16 +1,13 @@
 package mirror
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
-	"os/exec"
-	"strconv"
 	"strings"
+
+	"github.com/alchemic-studio/alfred/internal/gitcmd"
 )
 
 // Remote is where the state branch is mirrored and how to authenticate.
@@ -64,69 +61,26 @@ func Redact(raw string) string {
 
 func (r Remote) String() string { return r.URL }
 
-// config is the git configuration of one command talking to the remote.
+// config is the git configuration of one command talking to the remote:
+// its credential valid for the remote's origin alone.
 func (r Remote) config() []string {
 	c := []string{"http.lowSpeedLimit=1000", "http.lowSpeedTime=30", "core.fsync=all", "core.fsyncMethod=fsync"}
 	if r.Password != "" && (strings.HasPrefix(r.URL, "http://") || strings.HasPrefix(r.URL, "https://")) {
-		c = append(c, "http.extraHeader=Authorization: Basic "+r.basic())
+		if cred, err := gitcmd.Credential(r.URL, r.Username, r.Password); err == nil {
+			c = append(c, cred...)
+		}
 	}
 	return c
 }
 
-func (r Remote) basic() string {
-	return base64.StdEncoding.EncodeToString([]byte(r.Username + ":" + r.Password))
-}
-
-// scrub removes the credentials from a text that may quote them.
-func (r Remote) scrub(s string) string {
-	if r.Password == "" {
-		return s
-	}
-	s = strings.ReplaceAll(s, r.basic(), "***")
-	return strings.ReplaceAll(s, r.Password, "***")
-}
-
-// inherited are the variables of the process a git command keeps: the
-// network and ssh setup, neither git's own nor Alfred's (its secrets).
-func inherited() []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "ALFRED_") || strings.HasPrefix(k, "GIT_") && k != "GIT_SSH_COMMAND" && k != "GIT_SSH" && k != "GIT_SSL_CAINFO" {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return out
-}
-
 // git runs one git command against the repository gitDir ("" for none),
-// with config as GIT_CONFIG_* variables. Its error carries git's stderr,
-// scrubbed of r's credentials.
+// with config as settings of that command alone, through the hardened
+// runner (internal/gitcmd). Its error carries git's stderr, scrubbed of r's
+// credentials.
 func git(ctx context.Context, r Remote, gitDir string, config []string, args ...string) (string, error) {
-	name := args[0]
-	if gitDir != "" {
-		args = append([]string{"--git-dir", gitDir}, args...)
+	c := gitcmd.Cmd{GitDir: gitDir, Config: config, Protocols: []string{"http", "https", "ssh"}}
+	if r.Password != "" {
+		c.Secrets = []string{r.Password, gitcmd.Basic(r.Username, r.Password)}
 	}
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Env = append(inherited(), "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=", "SSH_ASKPASS=", "LC_ALL=C",
-		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_COUNT="+strconv.Itoa(len(config)))
-	if os.Getenv("GIT_SSH_COMMAND") == "" {
-		cmd.Env = append(cmd.Env, "GIT_SSH_COMMAND=ssh -o BatchMode=yes")
-	}
-	for i, kv := range config {
-		k, v, _ := strings.Cut(kv, "=")
-		n := strconv.Itoa(i)
-		cmd.Env = append(cmd.Env, "GIT_CONFIG_KEY_"+n+"="+k, "GIT_CONFIG_VALUE_"+n+"="+v)
-	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		if ctx.Err() != nil {
-			err = fmt.Errorf("%w (%w)", ctx.Err(), err)
-		}
-		msg := r.scrub(strings.TrimSpace(stderr.String()))
-		return stdout.String(), fmt.Errorf("git %s: %w: %s", name, err, msg)
-	}
-	return stdout.String(), nil
+	return gitcmd.Run(ctx, c, args...)
 }
