@@ -23,13 +23,39 @@
 //     absolute-form requests to other hosts, is answered 403 and recorded on
 //     the session (Session.Refused). CONNECT to an allowed host is tunnelled
 //     (not metered).
+//   - Endpoints. To a provider, only its model endpoints are forwarded
+//     (Provider.Endpoints: a method and a path pattern each, matched after
+//     the provider's base path, as the request is composed): Anthropic POST
+//     /v1/messages and /v1/messages/count_tokens, GET /v1/models and
+//     /v1/models/{model}; OpenAI POST /v1/responses, /v1/responses/compact
+//     and /v1/chat/completions, GET /v1/models and /v1/models/{model};
+//     Gemini POST /v1beta/models/{model}:generateContent,
+//     :streamGenerateContent and :countTokens, GET /v1beta/models and
+//     /v1beta/models/{model}; xAI POST /v1/chat/completions and
+//     /v1/responses, GET /v1/models and /v1/models/{model}. Any other path
+//     or method, a dot or empty segment, a backslash, an encoded dot, slash,
+//     backslash or percent sign (%2e, %2f, %5c, %25, in any case), a path
+//     outside the base path in an absolute-form request, a connection
+//     upgrade (WebSocket: its frames could not be metered) and a CONNECT to
+//     a provider's host are answered 403 in the provider's own error shape
+//     (Provider.ErrorShape), naming the path, and recorded with the reason
+//     (Refusal.Reason). The token is checked first: a request without it is
+//     answered 401 and not recorded.
 //   - Metering. Token counts are read from the providers' answers as they
 //     stream through (Anthropic messages and its SSE message_start /
 //     message_delta usage, OpenAI chat completions and responses usage
-//     including streamed usage chunks, Gemini usageMetadata) and summed per
-//     session (Session.Usage). There is no price table in Alfred (the agent
-//     adapters take cost from the CLIs' own output), so the gateway reports
-//     no cost.
+//     including streamed usage chunks, Gemini usageMetadata, and JSON Lines
+//     batch results, each line an answer of its own: OpenAI's
+//     response.body.usage, Anthropic's result.message.usage, Gemini's
+//     response.usageMetadata) and summed per session (Session.Usage). There
+//     is no price table in Alfred (the agent adapters take cost from the
+//     CLIs' own output), so the gateway reports no cost.
+//   - Budget. Session.SetBudget holds a session to the issue's token budget:
+//     once what the issue spent before plus what the session metered is at
+//     or over the limit, every provider request is refused before it is
+//     forwarded (400 in the provider's shape, which the CLI shows and does
+//     not retry) and recorded, and Session.BudgetReached says the budget
+//     stopped the run. A request already forwarded is never cut.
 //   - Streaming. Answers pass through unbuffered: every chunk the provider
 //     sends is flushed to the agent as it comes.
 //

@@ -59,6 +59,14 @@ type Provider struct {
 	// organization header); they must hold no secret the agent may not see
 	// (they are not redacted).
 	Headers http.Header
+	// Endpoints are the only requests forwarded to it: a method and a path
+	// after the base path each (see Endpoint); any other is refused (403)
+	// and recorded on the session. At least one. The constructors set the
+	// endpoints their CLIs call.
+	Endpoints []Endpoint
+	// ErrorShape is the shape of the errors the gateway answers on its
+	// behalf; empty means the gateway's generic one.
+	ErrorShape ErrorShape
 }
 
 // Default base URLs of the usual providers.
@@ -70,27 +78,38 @@ const (
 )
 
 // Anthropic is the Anthropic API (Claude Code), named "anthropic", key in
-// x-api-key. An empty baseURL means AnthropicURL.
+// x-api-key. An empty baseURL means AnthropicURL. It forwards POST
+// /v1/messages and /v1/messages/count_tokens, GET /v1/models and
+// /v1/models/{model}.
 func Anthropic(baseURL, key string) Provider {
-	return Provider{Name: "anthropic", BaseURL: or(baseURL, AnthropicURL), Key: key, Header: "x-api-key"}
+	return Provider{Name: "anthropic", BaseURL: or(baseURL, AnthropicURL), Key: key, Header: "x-api-key",
+		Endpoints: slices.Clone(anthropicEndpoints), ErrorShape: ErrorShapeAnthropic}
 }
 
 // OpenAI is the OpenAI API (Codex, OpenCode, Copilot BYOK), named "openai",
-// key as a Bearer token. An empty baseURL means OpenAIURL.
+// key as a Bearer token. An empty baseURL means OpenAIURL. It forwards POST
+// /v1/responses, /v1/responses/compact and /v1/chat/completions, GET
+// /v1/models and /v1/models/{model}.
 func OpenAI(baseURL, key string) Provider {
-	return Provider{Name: "openai", BaseURL: or(baseURL, OpenAIURL), Key: key, Header: "Authorization", Scheme: "Bearer"}
+	return Provider{Name: "openai", BaseURL: or(baseURL, OpenAIURL), Key: key, Header: "Authorization", Scheme: "Bearer",
+		Endpoints: slices.Clone(openAIEndpoints), ErrorShape: ErrorShapeOpenAI}
 }
 
 // Gemini is the Gemini API (Gemini CLI), named "gemini", key in
-// x-goog-api-key. An empty baseURL means GeminiURL.
+// x-goog-api-key. An empty baseURL means GeminiURL. It forwards POST
+// /v1beta/models/{model}:generateContent, :streamGenerateContent and
+// :countTokens, GET /v1beta/models and /v1beta/models/{model}.
 func Gemini(baseURL, key string) Provider {
-	return Provider{Name: "gemini", BaseURL: or(baseURL, GeminiURL), Key: key, Header: "x-goog-api-key"}
+	return Provider{Name: "gemini", BaseURL: or(baseURL, GeminiURL), Key: key, Header: "x-goog-api-key",
+		Endpoints: slices.Clone(geminiEndpoints), ErrorShape: ErrorShapeGoogle}
 }
 
 // XAI is xAI's API (Grok), named "xai", key as a Bearer token. An empty
-// baseURL means XAIURL.
+// baseURL means XAIURL. It forwards POST /v1/chat/completions and
+// /v1/responses, GET /v1/models and /v1/models/{model}.
 func XAI(baseURL, key string) Provider {
-	return Provider{Name: "xai", BaseURL: or(baseURL, XAIURL), Key: key, Header: "Authorization", Scheme: "Bearer"}
+	return Provider{Name: "xai", BaseURL: or(baseURL, XAIURL), Key: key, Header: "Authorization", Scheme: "Bearer",
+		Endpoints: slices.Clone(xaiEndpoints), ErrorShape: ErrorShapeOpenAI}
 }
 
 // ProviderNamed is the provider of a usual name: "anthropic", "openai",
@@ -157,8 +176,9 @@ type Gateway struct {
 // provider is a validated Provider.
 type provider struct {
 	Provider
-	base *url.URL
-	host hostRule // its host and port
+	base      *url.URL
+	host      hostRule // its host and port
+	endpoints []endpoint
 }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
@@ -226,9 +246,18 @@ func newProvider(p Provider) (*provider, error) {
 	if p.Key != "" && p.Header == "" && p.Query == "" {
 		return nil, fmt.Errorf("gateway: provider %q: a key but neither Header nor Query to carry it", p.Name)
 	}
+	switch p.ErrorShape {
+	case "", ErrorShapeAnthropic, ErrorShapeOpenAI, ErrorShapeGoogle:
+	default:
+		return nil, fmt.Errorf("gateway: provider %q: unknown error shape %q", p.Name, p.ErrorShape)
+	}
+	eps, err := compileEndpoints(p.Endpoints)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: provider %q: %w", p.Name, err)
+	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	u.RawPath = ""
-	return &provider{Provider: p, base: u, host: hostRule{host: normHost(u.Hostname()), port: portOf(u)}}, nil
+	return &provider{Provider: p, base: u, host: hostRule{host: normHost(u.Hostname()), port: portOf(u)}, endpoints: eps}, nil
 }
 
 // Providers returns the names of the configured providers, in order.

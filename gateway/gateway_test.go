@@ -107,7 +107,7 @@ func TestCredentials(t *testing.T) {
 		{
 			name: "gemini query key",
 			provider: func(base string) Provider {
-				return Provider{Name: "gemini", BaseURL: base, Key: realKey, Query: "key"}
+				return Provider{Name: "gemini", BaseURL: base, Key: realKey, Query: "key", Endpoints: geminiEndpoints}
 			},
 			path:     "/v1beta/models/m:generateContent",
 			put:      func(tok string) (map[string]string, string) { return nil, "key=" + tok + "&alt=json" },
@@ -122,7 +122,7 @@ func TestCredentials(t *testing.T) {
 			name: "azure api-key, base path and extra headers",
 			provider: func(base string) Provider {
 				return Provider{Name: "azure", BaseURL: base + "/openai/deployments/d", Key: realKey, Header: "api-key",
-					Headers: http.Header{"Openai-Organization": {"org-1"}}}
+					Headers: http.Header{"Openai-Organization": {"org-1"}}, Endpoints: []Endpoint{{http.MethodPost, "/chat/completions"}}}
 			},
 			path: "/chat/completions",
 			put: func(tok string) (map[string]string, string) {
@@ -623,6 +623,13 @@ func TestNewRefuses(t *testing.T) {
 		{"bad allow", Options{Providers: []Provider{Anthropic("", "k")}, Allow: []string{"http://x/y"}}, "allowed host"},
 		{"bad allow port", Options{Providers: []Provider{Anthropic("", "k")}, Allow: []string{"x:https"}}, "allowed host"},
 		{"allow everything", Options{Providers: []Provider{Anthropic("", "k")}, Allow: []string{"*"}}, "allowed host"},
+		{"no endpoints", Options{Providers: []Provider{{Name: "x", BaseURL: "https://x"}}}, "no Endpoints"},
+		{"endpoint without slash", Options{Providers: []Provider{{Name: "x", BaseURL: "https://x", Endpoints: []Endpoint{{"POST", "v1/x"}}}}}, "start with /"},
+		{"endpoint with a dot segment", Options{Providers: []Provider{{Name: "x", BaseURL: "https://x", Endpoints: []Endpoint{{"POST", "/v1/../x"}}}}}, "not only dots"},
+		{"endpoint with a bad parameter", Options{Providers: []Provider{{Name: "x", BaseURL: "https://x", Endpoints: []Endpoint{{"POST", "/v1/m{x}"}}}}}, "{name}"},
+		{"endpoint with a lower-case method", Options{Providers: []Provider{{Name: "x", BaseURL: "https://x", Endpoints: []Endpoint{{"post", "/v1/x"}}}}}, "method"},
+		{"endpoint for CONNECT", Options{Providers: []Provider{{Name: "x", BaseURL: "https://x", Endpoints: []Endpoint{{"CONNECT", "/v1/x"}}}}}, "CONNECT"},
+		{"unknown error shape", Options{Providers: []Provider{{Name: "x", BaseURL: "https://x", Endpoints: []Endpoint{{"POST", "/v1/x"}}, ErrorShape: "xml"}}}, "error shape"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -640,7 +647,7 @@ func TestUnreachableProvider(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	dead := "http://" + ln.Addr().String()
 	_ = ln.Close()
-	g, logs := newGateway(t, Options{Providers: []Provider{{Name: "gemini", BaseURL: dead, Key: realKey + "/+=", Query: "key"}}})
+	g, logs := newGateway(t, Options{Providers: []Provider{{Name: "gemini", BaseURL: dead, Key: realKey + "/+=", Query: "key", Endpoints: geminiEndpoints}}})
 	s := open(t, g, "run")
 	code, _, body := do(t, socketClient(s.SocketPath()), http.MethodPost, "http://gateway/gemini/v1beta/models/m:generateContent?key="+s.Token(), "{}", nil)
 	if code != http.StatusBadGateway || !strings.Contains(body, "provider gemini unreachable") {
@@ -656,7 +663,7 @@ func TestUnreachableProvider(t *testing.T) {
 	fail := roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		return nil, fmt.Errorf("cannot reach %s", r.URL)
 	})
-	g, logs = newGateway(t, Options{Transport: fail, Providers: []Provider{{Name: "gemini", BaseURL: dead, Key: realKey + "/+=", Query: "key"}}})
+	g, logs = newGateway(t, Options{Transport: fail, Providers: []Provider{{Name: "gemini", BaseURL: dead, Key: realKey + "/+=", Query: "key", Endpoints: geminiEndpoints}}})
 	s = open(t, g, "run")
 	code, _, body = do(t, socketClient(s.SocketPath()), http.MethodPost, "http://gateway/gemini/v1beta/models/m:generateContent?key="+s.Token(), "{}", nil)
 	if code != http.StatusBadGateway || !strings.Contains(body, "key=[redacted]") {
@@ -673,12 +680,17 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// TestUpgrade: an upgraded connection (a WebSocket, as Codex may try) gets
-// the key on its handshake, carries bytes both ways, and is cut by Close.
+// TestUpgrade: an upgraded connection (a WebSocket) to a model provider is
+// refused and recorded, its frames could not be metered (Codex runs with
+// supports_websockets=false); to an allowed host, as a proxy request, it
+// carries bytes both ways without the run's token, and is cut by Close.
 func TestUpgrade(t *testing.T) {
-	var gotKey string
+	var mu sync.Mutex
+	var gotAuth []string
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		gotKey = r.Header.Get("Authorization")
+		mu.Lock()
+		gotAuth = append(gotAuth, r.Header.Get("Authorization")+r.Header.Get("Proxy-Authorization"))
+		mu.Unlock()
 		c, brw, err := http.NewResponseController(w).Hijack()
 		if err != nil {
 			t.Error(err)
@@ -689,23 +701,35 @@ func TestUpgrade(t *testing.T) {
 		_, _ = io.Copy(c, brw)
 	}))
 	defer up.Close()
-	g, _ := newGateway(t, Options{Providers: []Provider{OpenAI(up.URL, realKey)}})
+	host := mustURL(up.URL).Host
+	g, _ := newGateway(t, Options{Providers: []Provider{OpenAI("http://provider.invalid", realKey)}, Allow: []string{host}})
 	s := open(t, g, "run")
+
+	resp, body := rawRequest(t, s, "GET /openai/v1/responses HTTP/1.1\r\nHost: gateway\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nAuthorization: Bearer "+s.Token()+"\r\n\r\n")
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "upgrade") {
+		t.Errorf("an upgrade to the provider: %d %s", resp.StatusCode, body)
+	}
+	if ref := s.Refused(); len(ref) != 1 || ref[0].Path != "/v1/responses" || !strings.Contains(ref[0].Reason, "upgrade") {
+		t.Errorf("refusals %v", ref)
+	}
+
 	c, err := net.Dial("unix", s.SocketPath())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	_, _ = io.WriteString(c, "GET /openai/v1/responses HTTP/1.1\r\nHost: gateway\r\nConnection: Upgrade\r\nUpgrade: echo\r\nAuthorization: Bearer "+s.Token()+"\r\n\r\n")
+	basic := base64.StdEncoding.EncodeToString([]byte("agent:" + s.Token()))
+	_, _ = io.WriteString(c, "GET http://"+host+"/ws HTTP/1.1\r\nHost: "+host+"\r\nConnection: Upgrade\r\nUpgrade: echo\r\nProxy-Authorization: Basic "+basic+"\r\n\r\n")
 	br := bufio.NewReader(c)
-	resp, err := http.ReadResponse(br, nil)
+	resp, err = http.ReadResponse(br, nil)
 	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
-		b, _ := io.ReadAll(resp.Body)
-		t.Fatalf("%v %v %s", resp.StatusCode, err, b)
+		t.Fatalf("an upgrade to an allowed host: %v %v", resp, err)
 	}
-	if gotKey != "Bearer "+realKey {
-		t.Errorf("the upstream got %q", gotKey)
+	mu.Lock()
+	if len(gotAuth) != 1 || gotAuth[0] != "" {
+		t.Errorf("the allowed host got credentials %q", gotAuth)
 	}
+	mu.Unlock()
 	_, _ = io.WriteString(c, "ping\n")
 	if line, err := br.ReadString('\n'); line != "ping\n" {
 		t.Fatalf("echo %q %v", line, err)

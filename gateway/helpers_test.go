@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"io"
@@ -124,4 +125,30 @@ func mustURL(s string) *url.URL {
 		panic(err)
 	}
 	return u
+}
+
+// rawRequest writes req, byte for byte, on a fresh connection to the
+// session's socket and reads the answer (its body whole).
+func rawRequest(t testing.TB, s *Session, req string) (*http.Response, string) {
+	t.Helper()
+	c, err := net.Dial("unix", s.SocketPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	if _, err := io.WriteString(c, req); err != nil {
+		t.Fatal(err)
+	}
+	method, _, _ := strings.Cut(req, " ")
+	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: method})
+	if err != nil {
+		t.Fatalf("%q: %v", req, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%q: reading: %v", req, err)
+	}
+	return resp, string(b)
 }

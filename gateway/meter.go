@@ -10,28 +10,51 @@ import (
 
 // maxMeterJSON bounds the plain JSON answer the meter keeps to read usage
 // from at its end (the bytes pass through regardless), and the longest SSE
-// line it reads (a Responses response.completed event carries the whole
-// answer).
+// or JSON Lines line it reads (a Responses response.completed event carries
+// the whole answer).
 const maxMeterJSON = 16 << 20
 
+// How the meter reads an answer.
+type meterMode int
+
+const (
+	modeJSON  meterMode = iota // one JSON value (or several, concatenated) at its end
+	modeSSE                    // server-sent events, line by line: one answer streamed
+	modeLines                  // JSON Lines, line by line: one answer a line (batch results)
+)
+
+// jsonLinesTypes are the media types of JSON Lines (newline-delimited JSON).
+var jsonLinesTypes = map[string]bool{
+	"application/jsonl": true, "application/x-jsonl": true, "application/jsonlines": true,
+	"application/x-jsonlines": true, "application/x-ndjson": true, "application/ndjson": true,
+}
+
 // meter passes an answer through untouched while reading its token usage:
-// an SSE stream line by line as it comes, any other answer as JSON at its
-// end. done gets the counts once, at EOF or Close (a stream cut short
-// counts what it had said).
+// an SSE stream or JSON Lines line by line as they come, any other answer
+// as JSON at its end. done gets the counts once, at EOF or Close (a stream
+// cut short counts what it had said).
 type meter struct {
 	rc   io.ReadCloser
-	sse  bool
-	buf  []byte // SSE: the partial line; JSON: the body so far
-	skip bool   // SSE: the current line is too long, drop it
+	mode meterMode
+	buf  []byte // SSE, lines: the partial line; JSON: the body so far
+	skip bool   // SSE, lines: the current line is too long, drop it
 	over bool   // JSON: the body is too long to read
-	u    tally
+	u    tally  // the answer's usage (SSE, one JSON answer)
+	sum  [2]int64
 	once sync.Once
 	done func(in, out int64)
 }
 
 func newMeter(rc io.ReadCloser, contentType string, done func(in, out int64)) *meter {
 	mt, _, _ := mime.ParseMediaType(contentType)
-	return &meter{rc: rc, sse: mt == "text/event-stream", done: done}
+	mode := modeJSON
+	switch {
+	case mt == "text/event-stream":
+		mode = modeSSE
+	case jsonLinesTypes[mt]:
+		mode = modeLines
+	}
+	return &meter{rc: rc, mode: mode, done: done}
 }
 
 func (m *meter) Read(p []byte) (int, error) {
@@ -51,7 +74,7 @@ func (m *meter) Close() error {
 }
 
 func (m *meter) feed(b []byte) {
-	if !m.sse {
+	if m.mode == modeJSON {
 		if m.over {
 			return
 		}
@@ -87,9 +110,14 @@ func (m *meter) feed(b []byte) {
 	}
 }
 
-// line reads one SSE line: only data lines carry usage.
+// line reads one line: of SSE, only data lines carry usage; of JSON Lines,
+// each line is an answer of its own.
 func (m *meter) line(l []byte) {
 	l = bytes.TrimRight(l, "\r")
+	if m.mode == modeLines {
+		m.answer(bytes.TrimSpace(l))
+		return
+	}
 	data, ok := bytes.CutPrefix(l, []byte("data:"))
 	if !ok {
 		return
@@ -101,26 +129,60 @@ func (m *meter) line(l []byte) {
 	m.u.object(data)
 }
 
+// answer adds the usage of one whole answer (a JSON object) to the sum.
+func (m *meter) answer(b []byte) {
+	if len(b) == 0 || b[0] != '{' {
+		return
+	}
+	var t tally
+	t.object(b)
+	in, out := t.totals()
+	m.sum[0] += in
+	m.sum[1] += out
+}
+
 func (m *meter) finish() {
 	m.once.Do(func() {
-		if !m.sse && !m.over {
-			body := bytes.TrimSpace(m.buf)
-			switch {
-			case len(body) > 0 && body[0] == '{':
-				m.u.object(body)
-			case len(body) > 0 && body[0] == '[': // Gemini's streamGenerateContent without alt=sse
-				var items []json.RawMessage
-				if json.Unmarshal(body, &items) == nil {
-					for _, it := range items {
-						m.u.object(it)
-					}
-				}
-			}
+		switch {
+		case m.mode == modeJSON && !m.over:
+			m.body(bytes.TrimSpace(m.buf))
+		case m.mode == modeLines && !m.skip && len(m.buf) > 0:
+			m.line(m.buf) // a last line without its newline
 		}
 		m.buf = nil
 		in, out := m.u.totals()
-		m.done(in, out)
+		m.done(in+m.sum[0], out+m.sum[1])
 	})
+}
+
+// body reads a whole JSON answer: one object; an array of the chunks of one
+// answer (Gemini's streamGenerateContent without alt=sse); or several
+// objects one after the other, each an answer of its own (JSON Lines served
+// as another type, such as a batch's output file).
+func (m *meter) body(body []byte) {
+	if len(body) == 0 || !bytes.Contains(body, []byte("sage")) {
+		return
+	}
+	switch {
+	case body[0] == '{' && json.Valid(body):
+		m.u.object(body)
+	case body[0] == '{':
+		dec := json.NewDecoder(bytes.NewReader(body))
+		for {
+			var v json.RawMessage
+			if dec.Decode(&v) != nil {
+				return
+			}
+			m.answer(v)
+		}
+	case body[0] == '[':
+		var items []json.RawMessage
+		if json.Unmarshal(body, &items) == nil {
+			for _, it := range items {
+				m.u.object(it)
+			}
+		}
+	}
 }
 
 // tally keeps the latest value of each usage field seen in one answer: a
@@ -160,15 +222,25 @@ type geminiUsage struct {
 	Thoughts   *int64 `json:"thoughtsTokenCount"`
 }
 
-// probe is where usage sits in the answers and events of each API.
+// probe is where usage sits in the answers and events of each API, and in
+// the lines of their batch results.
 type probe struct {
 	Usage   *usageFields `json:"usage"` // Anthropic message, message_delta; chat; Responses
 	Message *struct {
 		Usage *usageFields `json:"usage"`
 	} `json:"message"` // Anthropic message_start
 	Response *struct {
-		Usage *usageFields `json:"usage"`
-	} `json:"response"` // Responses events (response.completed)
+		Usage *usageFields `json:"usage"` // Responses events (response.completed)
+		Body  *struct {
+			Usage *usageFields `json:"usage"`
+		} `json:"body"` // an OpenAI batch output line
+		UsageMetadata *geminiUsage `json:"usageMetadata"` // a Gemini batch output line
+	} `json:"response"`
+	Result *struct {
+		Message *struct {
+			Usage *usageFields `json:"usage"`
+		} `json:"message"`
+	} `json:"result"` // an Anthropic batch results line
 	UsageMetadata *geminiUsage `json:"usageMetadata"` // Gemini
 }
 
@@ -185,14 +257,26 @@ func (t *tally) object(b []byte) {
 	if p.Message != nil {
 		t.fields(p.Message.Usage)
 	}
-	if p.Response != nil {
-		t.fields(p.Response.Usage)
+	if r := p.Response; r != nil {
+		t.fields(r.Usage)
+		if r.Body != nil {
+			t.fields(r.Body.Usage)
+		}
+		t.gemini(r.UsageMetadata)
 	}
-	if g := p.UsageMetadata; g != nil {
-		t.set(fGeminiPrompt, g.Prompt)
-		t.set(fGeminiCands, g.Candidates)
-		t.set(fGeminiThoughts, g.Thoughts)
+	if p.Result != nil && p.Result.Message != nil {
+		t.fields(p.Result.Message.Usage)
 	}
+	t.gemini(p.UsageMetadata)
+}
+
+func (t *tally) gemini(g *geminiUsage) {
+	if g == nil {
+		return
+	}
+	t.set(fGeminiPrompt, g.Prompt)
+	t.set(fGeminiCands, g.Candidates)
+	t.set(fGeminiThoughts, g.Thoughts)
 }
 
 func (t *tally) fields(u *usageFields) {

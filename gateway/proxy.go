@@ -32,7 +32,7 @@ type route struct {
 type routeKey struct{}
 
 // origin serves an origin-form request: /<provider>/<path> goes to the
-// provider's base URL + <path>.
+// provider's base URL + /<path>, when /<path> is one of its endpoints.
 func (s *Session) origin(w http.ResponseWriter, r *http.Request) {
 	escaped := r.URL.EscapedPath()
 	name, rest, _ := strings.Cut(strings.TrimPrefix(escaped, "/"), "/")
@@ -46,27 +46,39 @@ func (s *Session) origin(w http.ResponseWriter, r *http.Request) {
 		s.unauthorized(w, r, false)
 		return
 	}
-	target := *p.base
-	rawPath := p.base.EscapedPath() + "/" + rest
-	if rest == "" && !strings.HasSuffix(escaped, "/") {
-		rawPath = p.base.EscapedPath()
+	s.provider(w, r, p, "/"+rest, escaped)
+}
+
+// provider forwards a request for p whose escaped path after p's base path
+// is rel (asked: the path the agent asked for) when it is one of p's
+// endpoints and the budget allows; else it refuses and records it.
+func (s *Session) provider(w http.ResponseWriter, r *http.Request, p *provider, rel, asked string) {
+	rawPath := p.base.EscapedPath() + rel
+	reason := p.checkPath(r.Method, rel)
+	if r.Header.Get("Upgrade") != "" {
+		reason = "a connection upgrade (WebSocket) to a model provider: its frames could not be metered"
+	}
+	if reason != "" {
+		s.refuseEndpoint(w, r, p, rawPath, asked, reason)
+		return
+	}
+	if s.holdToBudget(w, r, p, rawPath) {
+		return
 	}
 	path, err := url.PathUnescape(rawPath)
-	if err != nil {
+	if err != nil { // checkPath made sure it decodes
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "alfred gateway: bad path")
 		return
 	}
+	target := *p.base
 	target.Path, target.RawPath = path, rawPath
-	if target.Path == "" {
-		target.Path, target.RawPath = "/", ""
-	}
 	target.RawQuery = withoutKey(r.URL, "")
 	s.forward(w, r, &route{p: p, target: &target})
 }
 
 // absolute serves an absolute-form (proxy) request: to a provider host it is
-// a provider request (token checked, key added, metered); to an Allow host it
-// is forwarded as is; anything else is refused.
+// a provider request (token checked, endpoint checked, key added, metered);
+// to an Allow host it is forwarded as is; anything else is refused.
 func (s *Session) absolute(w http.ResponseWriter, r *http.Request) {
 	ok, p := s.allowed(r.URL.Hostname(), portOf(r.URL))
 	if !ok {
@@ -77,15 +89,21 @@ func (s *Session) absolute(w http.ResponseWriter, r *http.Request) {
 		s.unauthorized(w, r, true)
 		return
 	}
+	if p != nil {
+		// The path is the provider's whole path: its base path, then an endpoint's.
+		escaped := r.URL.EscapedPath()
+		rel, ok := strings.CutPrefix(escaped, p.base.EscapedPath())
+		if !ok || !strings.HasPrefix(rel, "/") {
+			s.refuseEndpoint(w, r, p, escaped, escaped, "outside the provider's base path "+or(p.base.EscapedPath(), "/"))
+			return
+		}
+		s.provider(w, r, p, rel, escaped)
+		return
+	}
 	target := *r.URL
 	target.User = nil
-	if p != nil {
-		target.Scheme, target.Host = p.base.Scheme, p.base.Host
-		target.RawQuery = withoutKey(r.URL, "")
-	} else {
-		target.RawQuery = withoutKey(r.URL, s.token)
-	}
-	s.forward(w, r, &route{p: p, target: &target})
+	target.RawQuery = withoutKey(r.URL, s.token)
+	s.forward(w, r, &route{target: &target})
 }
 
 // withoutKey is u's query without the key parameter: any value of it when
@@ -125,8 +143,9 @@ func (s *Session) forward(w http.ResponseWriter, r *http.Request, rt *route) {
 		s.addUsage(Usage{Requests: 1})
 	}
 	if r.Header.Get("Upgrade") != "" {
-		// A WebSocket (or other upgrade) is hijacked by the proxy: track it,
-		// so that Close cuts it like a CONNECT tunnel. Its frames are not metered.
+		// A WebSocket (or other upgrade) to an allowed host (one to a
+		// provider is refused) is hijacked by the proxy: track it, so that
+		// Close cuts it like a CONNECT tunnel. Its frames are not inspected.
 		w = &hijackTracker{ResponseWriter: w, s: s}
 	}
 	s.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), routeKey{}, rt)))
@@ -310,8 +329,14 @@ func (s *Session) connect(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		host, port = hostport, "443"
 	}
-	if ok, _ := s.allowed(host, port); !ok {
+	ok, p := s.allowed(host, port)
+	if !ok {
 		s.refuse(w, r, hostport)
+		return
+	}
+	if p != nil { // a tunnel would pass by its endpoints, unmetered
+		s.record(r, hostport, "", "CONNECT to a model provider: it is reached through the gateway's base URL only")
+		p.writeAPIError(w, errRefused, fmt.Sprintf("alfred gateway: CONNECT %s refused: a model provider is reached through the gateway's base URL only; the attempt is recorded on the run", hostport))
 		return
 	}
 	if !s.authorized(r) {

@@ -33,12 +33,21 @@ type Usage struct {
 	OutputTokens int64 `json:"output_tokens"`
 }
 
-// Refusal is one request the egress policy refused.
+// Refusal is one request the gateway refused: to a host that is not
+// allowed, to a provider outside its model endpoints, or over the token
+// budget.
 type Refusal struct {
-	// Host is the target, host or host:port, as the agent asked for it.
-	Host   string    `json:"host"`
-	Method string    `json:"method"`
-	Path   string    `json:"path,omitempty"` // without the query, at most 200 bytes
+	// Host is the target, host or host:port: as the agent asked for it,
+	// or the provider's host for a request to a provider.
+	Host   string `json:"host"`
+	Method string `json:"method"`
+	// Path is without the query, at most 200 bytes: as the agent sent it
+	// (a host refused) or as it would have gone to the provider, still
+	// percent-encoded (a provider request refused).
+	Path string `json:"path,omitempty"`
+	// Reason says why a provider request was refused; empty for a host
+	// that is not allowed.
+	Reason string    `json:"reason,omitempty"`
 	At     time.Time `json:"at"`
 }
 
@@ -48,11 +57,14 @@ func (r Refusal) String() string {
 	if r.Method != http.MethodConnect {
 		target += r.Path
 	}
+	if r.Reason != "" {
+		return fmt.Sprintf("the agent tried to reach %s (%s): refused: %s", target, r.Method, r.Reason)
+	}
 	return fmt.Sprintf("the agent tried to reach %s (%s): refused", target, r.Method)
 }
 
-// Session is one run's gateway: its socket, its token, its usage and its
-// refusals. Safe for concurrent use.
+// Session is one run's gateway: its socket, its token, its usage, its
+// token budget and its refusals. Safe for concurrent use.
 type Session struct {
 	g     *Gateway
 	id    string
@@ -72,11 +84,13 @@ type Session struct {
 	last      atomic.Int64 // unix nanos of the last sign of activity (see LastActivity)
 	busy      atomic.Int64 // requests being answered (not tunnels nor upgrades)
 
-	mu      sync.Mutex
-	usage   Usage
-	refused []Refusal
-	nRefuse int
-	tunnels map[net.Conn]struct{} // hijacked CONNECT connections, cut by Close
+	mu        sync.Mutex
+	usage     Usage
+	refused   []Refusal
+	nRefuse   int
+	tunnels   map[net.Conn]struct{} // hijacked CONNECT connections, cut by Close
+	budget    Budget
+	budgetHit bool // a request was refused for the budget
 }
 
 // RunID is the run the session serves.
@@ -242,25 +256,50 @@ func candidates(r *http.Request) []string {
 	return out
 }
 
-// refuse answers 403 and records the refusal.
+// refuse answers 403 to a request for a host that is not allowed, and
+// records the refusal.
 func (s *Session) refuse(w http.ResponseWriter, r *http.Request, host string) {
 	path := r.URL.Path
 	if r.Method == http.MethodConnect {
 		path = ""
 	}
-	if len(path) > 200 {
-		path = path[:200]
-	}
-	ref := Refusal{Host: host, Method: r.Method, Path: path, At: s.g.now()}
+	s.record(r, host, path, "")
+	writeError(w, http.StatusForbidden, "forbidden",
+		fmt.Sprintf("alfred gateway: %s is not an allowed destination for this run (only the configured model providers%s are); the attempt is recorded on the run", host, s.allowSuffix()))
+}
+
+// refuseEndpoint answers 403 in p's error shape to a request for p that is
+// not one of its model endpoints (path: where it would have gone, asked:
+// the path the agent asked for), and records the refusal.
+func (s *Session) refuseEndpoint(w http.ResponseWriter, r *http.Request, p *provider, path, asked, reason string) {
+	s.record(r, p.base.Host, path, reason)
+	p.writeAPIError(w, errRefused, fmt.Sprintf("alfred gateway: %s %s refused: %s; this run reaches only %s's model endpoints (%s); the attempt is recorded on the run",
+		r.Method, clip(asked), reason, p.Name, p.endpointList()))
+}
+
+// record keeps a refusal (at most MaxRefusals, all counted) and logs it.
+func (s *Session) record(r *http.Request, host, path, reason string) {
+	path = clip(path)
+	ref := Refusal{Host: host, Method: r.Method, Path: path, Reason: reason, At: s.g.now()}
 	s.mu.Lock()
 	s.nRefuse++
 	if len(s.refused) < MaxRefusals {
 		s.refused = append(s.refused, ref)
 	}
 	s.mu.Unlock()
-	s.log.Warn("gateway: egress refused", "host", host, "method", r.Method, "path", path)
-	writeError(w, http.StatusForbidden, "forbidden",
-		fmt.Sprintf("alfred gateway: %s is not an allowed destination for this run (only the configured model providers%s are); the attempt is recorded on the run", host, s.allowSuffix()))
+	attrs := []any{"host", host, "method", r.Method, "path", path}
+	if reason != "" {
+		attrs = append(attrs, "reason", reason)
+	}
+	s.log.Warn("gateway: egress refused", attrs...)
+}
+
+// clip cuts a path to the 200 bytes a refusal keeps.
+func clip(path string) string {
+	if len(path) > 200 {
+		return path[:200]
+	}
+	return path
 }
 
 func (s *Session) allowSuffix() string {

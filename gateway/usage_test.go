@@ -92,96 +92,143 @@ func TestUsageMock(t *testing.T) {
 	}
 }
 
+// usageShapes are the answers of TestUsageShapes and what they cost.
+var usageShapes = []struct {
+	name    string
+	ctype   string
+	chunks  []string
+	status  int
+	in, out int64
+}{
+	{
+		name:  "anthropic message with cache",
+		ctype: "application/json",
+		chunks: []string{`{"type":"message","content":[],"usage":{"input_tokens":5,"cache_creation_input_tokens":100,` +
+			`"cache_read_input_tokens":200,"output_tokens":30}}`},
+		in: 305, out: 30,
+	},
+	{
+		name:  "anthropic stream",
+		ctype: "text/event-stream",
+		chunks: []string{
+			"event: message_start\r\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":5,\"cache_read_input_tokens\":50,\"output_tokens\":1}}}\r\n\r\n",
+			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"text\":\"usage is high\"}}\n\n",
+			"event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":12}}\n\n",
+			"event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":42}}\n\n",
+			"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+		},
+		in: 55, out: 42,
+	},
+	{
+		name:  "chat stream with usage chunk",
+		ctype: "text/event-stream; charset=utf-8",
+		chunks: []string{
+			"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}],\"usage\":null}\n\n",
+			"data: {\"choices\":[{\"delta\":{\"content\":\"b\"}}],\"usage\":null}\n\n",
+			"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":123,\"completion_tokens\":45,\"total_tokens\":168}}\n\n",
+			"data: [DONE]\n\n",
+		},
+		in: 123, out: 45,
+	},
+	{
+		name:  "responses stream",
+		ctype: "text/event-stream",
+		chunks: []string{
+			"event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"usage\":null}}\n\n",
+			"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"x\"}\n\n",
+			"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"usage\":{\"input_tokens\":900,\"input_tokens_details\":{\"cached_tokens\":800},\"output_tokens\":70}}}\n\n",
+		},
+		in: 900, out: 70,
+	},
+	{
+		name:  "gemini stream, cumulative with thoughts",
+		ctype: "text/event-stream",
+		chunks: []string{
+			"data: {\"candidates\":[],\"usageMetadata\":{\"promptTokenCount\":11,\"candidatesTokenCount\":2}}\n\n",
+			"data: {\"candidates\":[],\"usageMetadata\":{\"promptTokenCount\":11,\"candidatesTokenCount\":8,\"thoughtsTokenCount\":5}}\n\n",
+		},
+		in: 11, out: 13,
+	},
+	{
+		name:  "gemini json array",
+		ctype: "application/json",
+		chunks: []string{
+			`[{"usageMetadata":{"promptTokenCount":4,"candidatesTokenCount":1}},`,
+			`{"usageMetadata":{"promptTokenCount":4,"candidatesTokenCount":6}}]`,
+		},
+		in: 4, out: 6,
+	},
+	{
+		name:   "sse split byte by byte",
+		ctype:  "text/event-stream",
+		chunks: strings.Split("data: {\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n", ""),
+		in:     3, out: 2,
+	},
+	{
+		name:  "openai batch output, JSON Lines, a line split across writes",
+		ctype: "application/jsonl",
+		chunks: []string{
+			`{"id":"batch_req_1","custom_id":"a","response":{"status_code":200,"body":{"id":"chatcmpl-1","usage":{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12}}},"error":null}` + "\n" +
+				`{"id":"batch_req_2","custom_id":"b","response":{"status_code":200,"body":{"usage":{"prompt_`,
+			`tokens":20,"completion_tokens":3}}},"error":null}` + "\r\n",
+			`{"id":"batch_req_3","custom_id":"c","response":null,"error":{"code":"batch_expired","message":"not done"}}` + "\n",
+		},
+		in: 30, out: 5,
+	},
+	{
+		name:  "anthropic batch results, x-ndjson, the last line without its newline",
+		ctype: "application/x-ndjson",
+		chunks: []string{
+			`{"custom_id":"a","result":{"type":"succeeded","message":{"id":"msg_1","usage":{"input_tokens":5,"cache_read_input_tokens":100,"output_tokens":1}}}}` + "\n\n",
+			`{"custom_id":"b","result":{"type":"succeeded","message":{"usage":{"input_tokens":7,"output_tokens":2}}}}`,
+		},
+		in: 112, out: 3,
+	},
+	{
+		name:  "gemini batch output, JSON Lines",
+		ctype: "application/jsonl; charset=utf-8",
+		chunks: []string{
+			`{"key":"a","response":{"candidates":[],"usageMetadata":{"promptTokenCount":4,"candidatesTokenCount":1,"thoughtsTokenCount":2}}}` + "\n",
+			`{"key":"b","response":{"candidates":[],"usageMetadata":{"promptTokenCount":6,"candidatesTokenCount":3}}}` + "\n",
+		},
+		in: 10, out: 6,
+	},
+	{
+		name:   "JSON Lines split byte by byte",
+		ctype:  "application/x-ndjson",
+		chunks: strings.Split(`{"response":{"body":{"usage":{"prompt_tokens":1,"completion_tokens":1}}}}`+"\n"+`{"usage":{"prompt_tokens":2,"completion_tokens":2}}`+"\n", ""),
+		in:     3, out: 3,
+	},
+	{
+		name:  "a batch output file served as octet-stream: one answer a line",
+		ctype: "application/octet-stream",
+		chunks: []string{
+			`{"custom_id":"a","response":{"body":{"usage":{"input_tokens":8,"output_tokens":4}}}}` + "\n",
+			`{"custom_id":"b","response":{"body":{"usage":{"input_tokens":9,"output_tokens":5}}}}` + "\n",
+		},
+		in: 17, out: 9,
+	},
+	{
+		name:   "error without usage",
+		ctype:  "application/json",
+		status: 429,
+		chunks: []string{`{"error":{"message":"rate limited"}}`},
+	},
+	{
+		name:   "not json",
+		ctype:  "text/plain",
+		chunks: []string{"usage: lots"},
+	},
+}
+
 // TestUsageShapes: the usage fields of each provider, where the mock does
 // not send them: Anthropic cache tokens and cumulative message_delta, OpenAI
 // streamed usage chunks (null until the last), Responses events, Gemini
 // cumulative usageMetadata with thinking tokens, SSE lines split across
-// writes, errors without usage.
+// writes, JSON Lines batch results (each line an answer, summed), errors
+// without usage.
 func TestUsageShapes(t *testing.T) {
-	tests := []struct {
-		name    string
-		ctype   string
-		chunks  []string
-		status  int
-		in, out int64
-	}{
-		{
-			name:  "anthropic message with cache",
-			ctype: "application/json",
-			chunks: []string{`{"type":"message","content":[],"usage":{"input_tokens":5,"cache_creation_input_tokens":100,` +
-				`"cache_read_input_tokens":200,"output_tokens":30}}`},
-			in: 305, out: 30,
-		},
-		{
-			name:  "anthropic stream",
-			ctype: "text/event-stream",
-			chunks: []string{
-				"event: message_start\r\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":5,\"cache_read_input_tokens\":50,\"output_tokens\":1}}}\r\n\r\n",
-				"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"text\":\"usage is high\"}}\n\n",
-				"event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":12}}\n\n",
-				"event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":42}}\n\n",
-				"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
-			},
-			in: 55, out: 42,
-		},
-		{
-			name:  "chat stream with usage chunk",
-			ctype: "text/event-stream; charset=utf-8",
-			chunks: []string{
-				"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}],\"usage\":null}\n\n",
-				"data: {\"choices\":[{\"delta\":{\"content\":\"b\"}}],\"usage\":null}\n\n",
-				"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":123,\"completion_tokens\":45,\"total_tokens\":168}}\n\n",
-				"data: [DONE]\n\n",
-			},
-			in: 123, out: 45,
-		},
-		{
-			name:  "responses stream",
-			ctype: "text/event-stream",
-			chunks: []string{
-				"event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"usage\":null}}\n\n",
-				"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"x\"}\n\n",
-				"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"usage\":{\"input_tokens\":900,\"input_tokens_details\":{\"cached_tokens\":800},\"output_tokens\":70}}}\n\n",
-			},
-			in: 900, out: 70,
-		},
-		{
-			name:  "gemini stream, cumulative with thoughts",
-			ctype: "text/event-stream",
-			chunks: []string{
-				"data: {\"candidates\":[],\"usageMetadata\":{\"promptTokenCount\":11,\"candidatesTokenCount\":2}}\n\n",
-				"data: {\"candidates\":[],\"usageMetadata\":{\"promptTokenCount\":11,\"candidatesTokenCount\":8,\"thoughtsTokenCount\":5}}\n\n",
-			},
-			in: 11, out: 13,
-		},
-		{
-			name:  "gemini json array",
-			ctype: "application/json",
-			chunks: []string{
-				`[{"usageMetadata":{"promptTokenCount":4,"candidatesTokenCount":1}},`,
-				`{"usageMetadata":{"promptTokenCount":4,"candidatesTokenCount":6}}]`,
-			},
-			in: 4, out: 6,
-		},
-		{
-			name:   "sse split byte by byte",
-			ctype:  "text/event-stream",
-			chunks: strings.Split("data: {\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n", ""),
-			in:     3, out: 2,
-		},
-		{
-			name:   "error without usage",
-			ctype:  "application/json",
-			status: 429,
-			chunks: []string{`{"error":{"message":"rate limited"}}`},
-		},
-		{
-			name:   "not json",
-			ctype:  "text/plain",
-			chunks: []string{"usage: lots"},
-		},
-	}
-	for _, tc := range tests {
+	for _, tc := range usageShapes {
 		t.Run(tc.name, func(t *testing.T) {
 			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", tc.ctype)
@@ -194,7 +241,7 @@ func TestUsageShapes(t *testing.T) {
 			defer up.Close()
 			g, _ := newGateway(t, Options{Providers: []Provider{OpenAI(up.URL, realKey)}})
 			s := open(t, g, "run")
-			code, _, body := do(t, socketClient(s.SocketPath()), http.MethodPost, "http://gateway/openai/v1/x", "{}", map[string]string{"Authorization": "Bearer " + s.Token()})
+			code, _, body := do(t, socketClient(s.SocketPath()), http.MethodPost, "http://gateway/openai/v1/chat/completions", "{}", map[string]string{"Authorization": "Bearer " + s.Token()})
 			if code != max(tc.status, 200) || body != strings.Join(tc.chunks, "") {
 				t.Errorf("status %d, body %q: want the answer untouched", code, body)
 			}
