@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/alchemic-studio/alfred/internal/safefs"
 )
 
 // Transcripts: what a resumable CLI kept of a session, read back from the
@@ -21,6 +23,15 @@ import (
 // (environment, skills, instructions) and its bookkeeping entries give no
 // step. Only a missing or unreadable transcript is an error
 // (ErrNoTranscript when there is none).
+//
+// The session folder is the sandbox's: what is in it is untrusted data.
+// Readers read it only through SessionFiles (internal/safefs): regular
+// files reached without a symlink, inside the folder, at most
+// MaxTranscriptBytes for one session, never blocking; a FIFO, a device, a
+// symlink (to /dev/zero, to a host file, to another folder), a file too
+// large is an error whose text is one sentence for the run's note ("session
+// file x/abc.jsonl is a FIFO, not a regular file: not read"), returned at
+// once, with nothing read.
 
 // StepKind is what one step of a transcript is.
 type StepKind string
@@ -79,6 +90,78 @@ type TranscriptReader interface {
 
 // ErrNoTranscript: the session folder holds no transcript of the session.
 var ErrNoTranscript = errors.New("no transcript of the session")
+
+// MaxTranscriptBytes bounds what a transcript reader reads of one session:
+// the files it reads from the session folder, together (one file, for
+// most CLIs). 64 MiB holds a long session many times over (the recorded
+// two-prompt sessions are tens of KiB); a transcript over it is not read,
+// and the run's note says so.
+const MaxTranscriptBytes = 64 << 20
+
+// SessionFiles reads the files of one session folder for a transcript
+// reader, as untrusted data (internal/safefs), within one budget of
+// MaxTranscriptBytes for all it reads.
+type SessionFiles struct {
+	dir  string
+	left int64
+}
+
+// NewSessionFiles reads the session folder stateDir.
+func NewSessionFiles(stateDir string) *SessionFiles {
+	return &SessionFiles{dir: stateDir, left: MaxTranscriptBytes}
+}
+
+// Read reads the file rel (slash-separated, relative to the folder) when
+// it is a regular file reached without a symlink and within the budget.
+// The error wraps fs.ErrNotExist when there is no such file; a refusal
+// wraps safefs.ErrSymlink, ErrNotRegular, ErrTooLarge or ErrOutside, and
+// reads as the run's note: "session file x/abc.jsonl is a FIFO, not a
+// regular file: not read".
+func (s *SessionFiles) Read(rel string) ([]byte, error) {
+	data, err := safefs.ReadFile(s.dir, rel, s.left)
+	if errors.Is(err, safefs.ErrTooLarge) && s.left < MaxTranscriptBytes {
+		err = &safefs.Error{Path: rel, Reason: "would take the session's files over the " + safefs.Size(MaxTranscriptBytes) + " limit", Err: safefs.ErrTooLarge}
+	}
+	if refused, ok := errors.AsType[*safefs.Error](err); ok {
+		return nil, fmt.Errorf("session file %w: not read", refused)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read session file: %w", err)
+	}
+	s.left -= int64(len(data))
+	return data, nil
+}
+
+// Glob is the entries of the session folder that match pattern
+// (safefs.Glob): relative paths, sorted, under real folders only (a
+// symlinked folder is not walked), none a folder. A planted FIFO or link
+// is among them, for Read to refuse with a note rather than leave the
+// transcript silently missing. A folder too large to search is an error
+// ("the search for session files */*.jsonl goes through over 10000 folder
+// entries, the limit: none read").
+func (s *SessionFiles) Glob(pattern string) ([]string, error) {
+	matches, err := safefs.Glob(s.dir, pattern)
+	if refused, ok := errors.AsType[*safefs.Error](err); ok {
+		return nil, fmt.Errorf("the search for session files %w: none read", refused)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("search session files: %w", err)
+	}
+	return matches, nil
+}
+
+// ModTime is the modification time of the entry rel itself (a symlink is
+// not followed).
+func (s *SessionFiles) ModTime(rel string) (time.Time, error) {
+	fi, err := safefs.Lstat(s.dir, rel)
+	if refused, ok := errors.AsType[*safefs.Error](err); ok {
+		return time.Time{}, fmt.Errorf("session file %w: not read", refused)
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("session file: %w", err)
+	}
+	return fi.ModTime(), nil
+}
 
 // ErrNoTranscriptReader: the adapter does not read transcripts.
 var ErrNoTranscriptReader = errors.New("the adapter reads no transcripts")

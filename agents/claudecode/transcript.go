@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -32,34 +30,37 @@ var bookkeeping = []string{
 var editTools = map[string]string{"Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path", "NotebookEdit": "notebook_path"}
 
 // ReadTranscript implements agents.TranscriptReader: stateDir is the
-// folder mounted at ~/.claude/projects.
+// folder mounted at ~/.claude/projects, read as untrusted data
+// (agents.SessionFiles).
 func (CLI) ReadTranscript(stateDir, id string) ([]agents.Step, error) {
-	path, err := transcriptFile(stateDir, id)
+	files := agents.NewSessionFiles(stateDir)
+	rel, err := transcriptFile(files, stateDir, id)
 	if err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(path)
+	data, err := files.Read(rel)
 	if err != nil {
-		return nil, fmt.Errorf("claude code: read transcript: %w", err)
+		return nil, fmt.Errorf("claude code: %w", err)
 	}
 	return parseTranscript(data), nil
 }
 
 // transcriptFile is the session's file in any project folder (the newest,
-// should a resume from another cwd have made a second one).
-func transcriptFile(stateDir, id string) (string, error) {
-	if id == "" || strings.ContainsAny(id, `/\`) || strings.HasPrefix(id, ".") {
+// should a resume from another cwd have made a second one), relative to
+// the session folder.
+func transcriptFile(files *agents.SessionFiles, stateDir, id string) (string, error) {
+	if id == "" || strings.ContainsAny(id, `/\*?[`) || strings.HasPrefix(id, ".") {
 		return "", fmt.Errorf("claude code: transcript: invalid session id %q", id)
 	}
-	matches, err := filepath.Glob(filepath.Join(stateDir, "*", id+".jsonl"))
+	matches, err := files.Glob("*/" + id + ".jsonl")
 	if err != nil {
-		return "", fmt.Errorf("claude code: transcript: %w", err)
+		return "", fmt.Errorf("claude code: %w", err)
 	}
 	var newest string
 	var at time.Time
 	for _, m := range matches {
-		if fi, err := os.Stat(m); err == nil && (newest == "" || fi.ModTime().After(at)) {
-			newest, at = m, fi.ModTime()
+		if t, err := files.ModTime(m); err == nil && (newest == "" || t.After(at)) {
+			newest, at = m, t
 		}
 	}
 	if newest == "" {

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -29,24 +27,27 @@ import (
 var bookkeeping = []string{"session_meta", "turn_context", "world_state", "token_usage_record"}
 
 // ReadTranscript implements agents.TranscriptReader: stateDir is the
-// folder mounted at ~/.codex/sessions.
+// folder mounted at ~/.codex/sessions, read as untrusted data
+// (agents.SessionFiles: the rollouts of the thread within one budget).
 func (CLI) ReadTranscript(stateDir, id string) ([]agents.Step, error) {
 	if id == "" || strings.ContainsAny(id, `/\*?[`) {
 		return nil, fmt.Errorf("codex: transcript: invalid thread id %q", id)
 	}
-	matches, err := filepath.Glob(filepath.Join(stateDir, "*", "*", "*", "rollout-*-"+id+".jsonl"))
+	files := agents.NewSessionFiles(stateDir)
+	matches, err := files.Glob("*/*/*/rollout-*-" + id + ".jsonl")
 	if err != nil {
-		return nil, fmt.Errorf("codex: transcript: %w", err)
+		return nil, fmt.Errorf("codex: %w", err)
 	}
 	if len(matches) == 0 {
 		return nil, fmt.Errorf("codex: rollout of thread %s in %s: %w", id, stateDir, agents.ErrNoTranscript)
 	}
-	slices.Sort(matches) // named by start time: a thread has one, older first should there be more
+	// Named by start time (Glob sorts them): a thread has one, older first
+	// should there be more.
 	var steps []agents.Step
 	for _, m := range matches {
-		data, err := os.ReadFile(m)
+		data, err := files.Read(m)
 		if err != nil {
-			return nil, fmt.Errorf("codex: read rollout: %w", err)
+			return nil, fmt.Errorf("codex: %w", err)
 		}
 		steps = append(steps, parseRollout(data)...)
 	}

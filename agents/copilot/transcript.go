@@ -2,9 +2,9 @@ package copilot
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io/fs"
 	"slices"
 	"strings"
 	"time"
@@ -31,17 +31,18 @@ var bookkeeping = []string{
 var editTools = []string{"create", "edit", "str_replace_editor", "write"}
 
 // ReadTranscript implements agents.TranscriptReader: stateDir is the
-// folder mounted at ~/.copilot/session-state.
+// folder mounted at ~/.copilot/session-state, read as untrusted data
+// (agents.SessionFiles).
 func (CLI) ReadTranscript(stateDir, id string) ([]agents.Step, error) {
 	if id == "" || strings.ContainsAny(id, `/\`) || strings.HasPrefix(id, ".") {
 		return nil, fmt.Errorf("copilot: transcript: invalid session id %q", id)
 	}
-	data, err := os.ReadFile(filepath.Join(stateDir, id, "events.jsonl"))
-	if os.IsNotExist(err) {
+	data, err := agents.NewSessionFiles(stateDir).Read(id + "/events.jsonl")
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("copilot: events of session %s in %s: %w", id, stateDir, agents.ErrNoTranscript)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("copilot: read transcript: %w", err)
+		return nil, fmt.Errorf("copilot: %w", err)
 	}
 	return parseEvents(data), nil
 }

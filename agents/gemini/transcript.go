@@ -3,8 +3,6 @@ package gemini
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -33,20 +31,22 @@ import (
 var editTools = []string{"write_file", "replace", "edit"}
 
 // ReadTranscript implements agents.TranscriptReader: stateDir is the
-// folder mounted at ~/.gemini/tmp.
+// folder mounted at ~/.gemini/tmp, read as untrusted data
+// (agents.SessionFiles: the session's files within one budget).
 func (CLI) ReadTranscript(stateDir, id string) ([]agents.Step, error) {
 	if len(id) < 8 || strings.ContainsAny(id, `/\*?[`) {
 		return nil, fmt.Errorf("gemini: transcript: invalid session id %q", id)
 	}
-	matches, err := filepath.Glob(filepath.Join(stateDir, "*", "chats", "session-*-"+id[:8]+".jsonl"))
+	files := agents.NewSessionFiles(stateDir)
+	matches, err := files.Glob("*/chats/session-*-" + id[:8] + ".jsonl")
 	if err != nil {
-		return nil, fmt.Errorf("gemini: transcript: %w", err)
+		return nil, fmt.Errorf("gemini: %w", err)
 	}
 	var best *conversation
 	for _, m := range matches {
-		data, err := os.ReadFile(m)
+		data, err := files.Read(m)
 		if err != nil {
-			return nil, fmt.Errorf("gemini: read transcript: %w", err)
+			return nil, fmt.Errorf("gemini: %w", err)
 		}
 		if c := replay(data); c.SessionID == id && (best == nil || len(c.messages) > len(best.messages)) {
 			best = c

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -23,8 +24,13 @@ import (
 // order (data: {"type":…}): "text" (a prompt or an answer; synthetic ones
 // are injected context), "tool" (a call, its state holding the input, and
 // once completed or failed the output or error). Step, snapshot, patch and
-// reasoning parts give no step; other part types are other steps. The
-// database is opened read-only.
+// reasoning parts give no step; other part types are other steps.
+//
+// The database is the sandbox's, untrusted: SQLite would follow a symlink,
+// block on a FIFO and read a file of any size. So the reader copies it
+// first, with its write-ahead log and rollback journal when there are
+// (agents.SessionFiles: regular files, within one budget), into a private
+// temporary folder, and opens the copy there, for queries only.
 
 // editTools are the tools that write the file named by their "filePath".
 var editTools = []string{"write", "edit", "multiedit"}
@@ -32,30 +38,64 @@ var editTools = []string{"write", "edit", "multiedit"}
 // silentParts are the part types that give no step.
 var silentParts = []string{"step-start", "step-finish", "snapshot", "patch", "reasoning"}
 
+// dbFiles are the files of the database a copy takes: the database, its
+// write-ahead log (the latest writes, when the CLI ended before a
+// checkpoint) and its rollback journal (to undo a torn transaction).
+var dbFiles = []string{"", "-wal", "-journal"}
+
 // ReadTranscript implements agents.TranscriptReader: stateDir is the
 // folder mounted at ~/.local/state/opencode, which holds opencode.db.
 func (CLI) ReadTranscript(stateDir, id string) ([]agents.Step, error) {
-	path := filepath.Join(stateDir, filepath.Base(DBEnv))
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+	name := filepath.Base(DBEnv)
+	tmp, err := os.MkdirTemp("", "alfred-opencode-*")
+	if err != nil {
+		return nil, fmt.Errorf("opencode: copy the session database: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	err = copyDB(agents.NewSessionFiles(stateDir), name, tmp)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("opencode: session %s: no database in %s: %w", id, stateDir, agents.ErrNoTranscript)
 	}
-	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?mode=ro&_pragma=busy_timeout(5000)")
 	if err != nil {
-		return nil, fmt.Errorf("opencode: open %s: %w", path, err)
+		return nil, fmt.Errorf("opencode: %w", err)
+	}
+	path := filepath.Join(tmp, name)
+	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?_pragma=query_only(1)&_pragma=busy_timeout(5000)")
+	if err != nil {
+		return nil, fmt.Errorf("opencode: open %s: %w", name, err)
 	}
 	defer db.Close()
 	var n int
 	if err := db.QueryRow(`SELECT count(*) FROM session WHERE id = ?`, id).Scan(&n); err != nil {
-		return nil, fmt.Errorf("opencode: read %s: %w", path, err)
+		return nil, fmt.Errorf("opencode: read %s of %s: %w", name, stateDir, err)
 	}
 	if n == 0 {
-		return nil, fmt.Errorf("opencode: session %s in %s: %w", id, path, agents.ErrNoTranscript)
+		return nil, fmt.Errorf("opencode: session %s in %s: %w", id, filepath.Join(stateDir, name), agents.ErrNoTranscript)
 	}
 	steps, err := readSession(db, id)
 	if err != nil {
-		return nil, fmt.Errorf("opencode: read session %s from %s: %w", id, path, err)
+		return nil, fmt.Errorf("opencode: read session %s from %s of %s: %w", id, name, stateDir, err)
 	}
 	return steps, nil
+}
+
+// copyDB copies the database name of the session folder, and those of
+// its dbFiles that exist, into the folder dir. The error wraps
+// fs.ErrNotExist when the database itself is missing.
+func copyDB(files *agents.SessionFiles, name, dir string) error {
+	for i, suffix := range dbFiles {
+		data, err := files.Read(name + suffix)
+		if i > 0 && errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+suffix), data, 0o600); err != nil {
+			return fmt.Errorf("copy the session database: %w", err)
+		}
+	}
+	return nil
 }
 
 // row is a message or part row.

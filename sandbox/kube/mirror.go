@@ -16,16 +16,25 @@ import (
 // maxStderrBytes bounds the stderr kept from the copy-out.
 const maxStderrBytes = 64 << 20
 
+// tarHeaderBytes is what an entry costs the copy-out's total besides its
+// data: one tar header block.
+const tarHeaderBytes = 512
+
 // copyOut is what the copy-out brought back.
 type copyOut struct {
 	stderr    []byte
 	hasStderr bool
+	// skipped are the entries not copied, of a kind the host folder does
+	// not take ("session/d/x is a FIFO"), each also logged.
+	skipped []string
 }
 
 // copyBack copies the agent's stderr file, the worktree (when read-write)
 // and the session folder out of the Pod (tar in the helper) and makes the
-// host folders equal to them. Host entries the Pod no longer has are
-// removed only when the whole stream arrived.
+// host folders equal to them. The stream is the agent's, so untrusted: it
+// is bounded by copyLimits, and a stream over them is cut at once (the
+// exec ends) with an error. Host entries the Pod no longer has are removed
+// only when the whole stream arrived and every entry applied.
 func (r *Runner) copyBack(ctx context.Context, p *plan, log *slog.Logger) (copyOut, error) {
 	// The copy-out first raises doneFlag, which ends the stderr tail.
 	args := []string{"/bin/sh", "-c", ": >" + doneFlag + " && exec tar -cf - -C " + stageDir + ` "$@"`, "tar", volRun + "/" + subDir + "/stderr"}
@@ -44,20 +53,28 @@ func (r *Runner) copyBack(ctx context.Context, p *plan, log *slog.Logger) (copyO
 		}
 		defer m.root.Close()
 	}
+	execCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	pr, pw := io.Pipe()
 	read := make(chan readResult, 1)
 	go func() {
-		out, err := readCopy(pr, mirrors, log)
+		out, err := readCopy(pr, mirrors, r.copyLimits(), log)
+		if err != nil {
+			cancel() // nothing more is read: end the stream through the API server now
+		}
 		pr.CloseWithError(err)
 		read <- readResult{out, err}
 	}()
-	err := r.exec(ctx, p.name, ctrHelper, args, nil, pw)
+	err := r.exec(execCtx, p.name, ctrHelper, args, nil, pw)
 	pw.CloseWithError(err)
 	res := <-read
-	if err == nil && res.err == nil {
+	if res.err != nil {
+		return res.out, res.err // it holds the exec's error, when that broke the stream
+	}
+	if err == nil {
 		err = finish(mirrors)
 	}
-	return res.out, errors.Join(err, res.err)
+	return res.out, err
 }
 
 type readResult struct {
@@ -65,9 +82,83 @@ type readResult struct {
 	err error
 }
 
-// readCopy applies the copy-out tar to the mirrors and keeps stderr.
-func readCopy(r io.Reader, mirrors []*mirror, log *slog.Logger) (copyOut, error) {
+// copyLimits bound one copy-out: total the bytes of the whole stream (its
+// files' data and tarHeaderBytes an entry), file the data of one entry.
+type copyLimits struct{ total, file int64 }
+
+func (r *Runner) copyLimits() copyLimits {
+	return copyLimits{total: r.opts.CopyOutMaxBytes, file: r.opts.CopyOutMaxFileBytes}
+}
+
+// budget counts a copy-out's stream against its limits.
+type budget struct {
+	copyLimits
+	used int64
+}
+
+// take counts entry h, or refuses it when it goes over a limit.
+func (b *budget) take(h *tar.Header, name string) error {
+	size := int64(0)
+	if carriesData(h.Typeflag) {
+		size = h.Size
+	}
+	if size > b.file {
+		return fmt.Errorf("kube: copy-out of the Pod's files stopped: %s is %s, over the %s limit of one file (CopyOutMaxFileBytes); nothing removed from the host folders", entryName(name), sizeText(size), sizeText(b.file))
+	}
+	b.used += tarHeaderBytes + size
+	if b.used > b.total {
+		return fmt.Errorf("kube: copy-out of the Pod's files stopped at %s: the stream goes over the %s limit of a copy-out (CopyOutMaxBytes); nothing removed from the host folders", entryName(name), sizeText(b.total))
+	}
+	return nil
+}
+
+// carriesData tells whether a tar entry of type flag has data after its
+// header: every type but the header-only ones.
+func carriesData(flag byte) bool {
+	switch flag {
+	case tar.TypeDir, tar.TypeSymlink, tar.TypeLink, tar.TypeChar, tar.TypeBlock, tar.TypeFifo:
+		return false
+	}
+	return true
+}
+
+// entryName is a copy-out entry as a person knows it: "session file
+// x/y.jsonl", "worktree file a.bin", "the agent's stderr".
+func entryName(name string) string {
+	switch name {
+	case volRun + "/" + subDir + "/stderr":
+		return "the agent's stderr"
+	case volSession + "/" + subDir + "/":
+		return "the session folder"
+	case volWorkspace + "/" + subDir + "/":
+		return "the worktree"
+	}
+	if rest, ok := strings.CutPrefix(name, volSession+"/"+subDir+"/"); ok {
+		return "session file " + rest
+	}
+	if rest, ok := strings.CutPrefix(name, volWorkspace+"/"+subDir+"/"); ok {
+		return "worktree file " + rest
+	}
+	return "entry " + name
+}
+
+// sizeText is n bytes for a person: "512 bytes", "2 GiB", "1.5 MiB".
+func sizeText(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/(1<<30)), ".0") + " GiB"
+	case n >= 1<<20:
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/(1<<20)), ".0") + " MiB"
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// readCopy applies the copy-out tar to the mirrors and keeps stderr,
+// within lim. An entry a mirror refuses makes it incomplete; one over a
+// limit ends the copy-out at once with an error.
+func readCopy(r io.Reader, mirrors []*mirror, lim copyLimits, log *slog.Logger) (copyOut, error) {
 	var out copyOut
+	b := &budget{copyLimits: lim}
 	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
@@ -78,16 +169,25 @@ func readCopy(r io.Reader, mirrors []*mirror, log *slog.Logger) (copyOut, error)
 			return out, fmt.Errorf("kube: read the copy-out: %w", err)
 		}
 		name := strings.TrimPrefix(h.Name, "./")
+		if err := b.take(h, name); err != nil {
+			return out, err
+		}
 		if name == volRun+"/"+subDir+"/stderr" {
 			out.stderr, err = io.ReadAll(io.LimitReader(tr, maxStderrBytes))
 			out.hasStderr = err == nil
 			continue
 		}
-		if m := mirrorOf(mirrors, name); m != nil {
-			if err := m.apply(h, name, tr); err != nil {
-				log.Warn("copy-out entry not applied", "entry", name, "err", err)
-				m.incomplete = true
-			}
+		m := mirrorOf(mirrors, name)
+		if m == nil {
+			continue
+		}
+		switch what, err := m.apply(h, name, tr); {
+		case err != nil:
+			log.Warn("copy-out entry refused", "entry", name, "err", err)
+			m.refuse(name, err)
+		case what != "":
+			log.Warn("copy-out entry skipped: not copied to the host", "entry", name, "kind", what)
+			out.skipped = append(out.skipped, entryName(name)+" is "+what)
 		}
 	}
 }
@@ -114,7 +214,8 @@ func finish(mirrors []*mirror) error {
 // mirror makes the host folder host equal to the tar entries under prefix,
 // never writing outside it: every path goes through an os.Root, symlinks
 // are made as symlinks and never followed out, absolute and ".." names are
-// refused, and set-id bits are dropped.
+// refused, hard links only to entries of the same folder, FIFOs and
+// devices skipped, and set-id bits are dropped.
 type mirror struct {
 	prefix, host string
 	root         *os.Root
@@ -123,6 +224,18 @@ type mirror struct {
 	seen         map[string]bool // relative paths the Pod has
 	dirModes     map[string]fs.FileMode
 	incomplete   bool
+	refused      error // the first entry refused, and how many more
+	more         int
+}
+
+// refuse notes that entry name was not applied: the mirror is incomplete.
+func (m *mirror) refuse(name string, err error) {
+	m.incomplete = true
+	if m.refused == nil {
+		m.refused = fmt.Errorf("%s: %w", entryName(name), err)
+		return
+	}
+	m.more++
 }
 
 func (m *mirror) open(uid, gid int) error {
@@ -148,11 +261,13 @@ func (m *mirror) relOf(name string) (string, error) {
 	return rel, nil
 }
 
-// apply makes the host entry of tar entry h.
-func (m *mirror) apply(h *tar.Header, name string, r io.Reader) error {
+// apply makes the host entry of tar entry h. An entry of a kind the host
+// folder does not take (a FIFO, a device) is not made: what names its
+// kind ("a FIFO"), and the host entry of that name is removed at finish.
+func (m *mirror) apply(h *tar.Header, name string, r io.Reader) (what string, err error) {
 	rel, err := m.relOf(name)
 	if err != nil || rel == "." {
-		return err
+		return "", err
 	}
 	for d := rel; d != "."; d = path.Dir(d) {
 		m.seen[d] = true
@@ -160,16 +275,29 @@ func (m *mirror) apply(h *tar.Header, name string, r io.Reader) error {
 	mode := fs.FileMode(h.Mode) & fs.ModePerm
 	switch h.Typeflag {
 	case tar.TypeDir:
-		return m.dir(rel, mode)
+		return "", m.dir(rel, mode)
 	case tar.TypeReg:
-		return m.file(rel, mode, h, r)
+		return "", m.file(rel, mode, h, r)
 	case tar.TypeSymlink:
-		return m.symlink(rel, h.Linkname)
+		return "", m.symlink(rel, h.Linkname)
 	case tar.TypeLink:
-		return m.link(rel, h.Linkname)
+		return "", m.link(rel, h.Linkname)
 	}
-	delete(m.seen, rel) // devices, fifos: not copied
-	return nil
+	delete(m.seen, rel)
+	return special(h.Typeflag), nil
+}
+
+// special names a tar entry type the copy-out does not make.
+func special(flag byte) string {
+	switch flag {
+	case tar.TypeFifo:
+		return "a FIFO"
+	case tar.TypeChar:
+		return "a character device"
+	case tar.TypeBlock:
+		return "a block device"
+	}
+	return fmt.Sprintf("of tar type %q", flag)
 }
 
 // clear removes what is at rel unless it is of the kind keep says.
@@ -248,7 +376,7 @@ func (m *mirror) symlink(rel, target string) error {
 func (m *mirror) link(rel, target string) error {
 	to, err := m.relOf(strings.TrimPrefix(target, "./"))
 	if err != nil || to == "." || !strings.HasPrefix(strings.TrimPrefix(target, "./"), m.prefix+"/") {
-		return fmt.Errorf("refused hard link %q to %q", rel, target)
+		return fmt.Errorf("refused hard link %q to %q: a hard link may only point to an entry of the same folder", rel, target)
 	}
 	if _, err := m.clear(rel, func(fs.FileMode) bool { return false }); err != nil {
 		return err
@@ -267,7 +395,11 @@ func (m *mirror) own(rel string) error {
 // complete) and sets the folders' modes, deepest first.
 func (m *mirror) finish() error {
 	if m.incomplete {
-		return fmt.Errorf("kube: copy-out to %s incomplete: nothing removed", m.host)
+		more := ""
+		if m.more > 0 {
+			more = fmt.Sprintf(" (and %d more entries)", m.more)
+		}
+		return fmt.Errorf("kube: copy-out to %s incomplete, nothing removed%s: %w", m.host, more, m.refused)
 	}
 	var stale []string
 	err := fs.WalkDir(m.root.FS(), ".", func(rel string, d fs.DirEntry, err error) error {

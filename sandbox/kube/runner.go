@@ -33,7 +33,9 @@ const (
 
 // Defaults of Options.
 const (
-	DefaultStartTimeout = 2 * time.Minute
+	DefaultStartTimeout        = 2 * time.Minute
+	DefaultCopyOutMaxBytes     = 2 << 30   // a copy-out's whole stream
+	DefaultCopyOutMaxFileBytes = 512 << 20 // one file of a copy-out
 )
 
 // Default requests of the agent container: small, so that many runs fit a node.
@@ -74,6 +76,16 @@ type Options struct {
 	// StartTimeout bounds the wait for the Pod to be scheduled, its image
 	// pulled and the agent started; 0 means DefaultStartTimeout.
 	StartTimeout time.Duration
+	// CopyOutMaxBytes bounds what one copy-out brings back from a Pod: its
+	// whole tar stream (the agent's stderr, the worktree and the session
+	// folder; each file's bytes, and 512 bytes an entry).
+	// CopyOutMaxFileBytes bounds one file of it. The Pod's content is the
+	// agent's: a stream over either is cut at once and the copy-out fails
+	// with an error naming the entry and the limit; what arrived before it
+	// stays on the host, and nothing is removed there. 0 means
+	// DefaultCopyOutMaxBytes (2 GiB) and DefaultCopyOutMaxFileBytes
+	// (512 MiB).
+	CopyOutMaxBytes, CopyOutMaxFileBytes int64
 	// Relay is a static alfred-forward on the bot's machine, copied into
 	// the Pods that relay the model gateway's socket (see binds.go); empty:
 	// the image's alfred-forward, found on its PATH.
@@ -177,6 +189,12 @@ func withDefaults(opts Options) Options {
 	}
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = DefaultStartTimeout
+	}
+	if opts.CopyOutMaxBytes <= 0 {
+		opts.CopyOutMaxBytes = DefaultCopyOutMaxBytes
+	}
+	if opts.CopyOutMaxFileBytes <= 0 {
+		opts.CopyOutMaxFileBytes = DefaultCopyOutMaxFileBytes
 	}
 	return opts
 }
