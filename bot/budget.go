@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/gateway"
 	"github.com/alchemic-studio/alfred/state"
 )
 
@@ -17,9 +18,10 @@ import (
 // that would have started it is kept on the mailbox (state.Budget.Paused),
 // the mailbox is paused with one comment that says what was spent and how to
 // go on, and ai::budget_step (write access, as every command) grants the
-// setting's amount once more and takes the kept step. A run that crosses the
-// budget while it runs is never stopped: it finishes, and the next run is
-// held back. While paused, the steps that would start a run are dropped
+// setting's amount once more and takes the kept step. A sealed run that
+// crosses the budget while it runs has its next model requests refused by
+// the gateway (meterBudget), ends "budget reached", and the next run is held
+// back; an unsealed run finishes. While paused, the steps that would start a run are dropped
 // (logged), so the one kept is the one that was held back first.
 
 // limits are a budget: the setting's amounts and the steps granted.
@@ -196,4 +198,22 @@ func textBudgetPaused(phase agents.Phase, sp state.Spend, l limits) string {
 
 func textBudgetStep(by string, steps int) string {
 	return fmt.Sprintf("Budget step %d granted by %s. Going on.", steps, mention(by))
+}
+
+// meterBudget hands the issue's token budget to the run's gateway session,
+// so the budget holds while the run goes: a model request past it is
+// refused with an answer the CLI shows, and the run ends "budget reached"
+// (the next step then pauses the issue, as before a run).
+func (e *Engine) meterBudget(mb *state.Mailbox, gw *gateway.Session) error {
+	l := e.budgetOf(mb)
+	tokens, _ := l.total()
+	if tokens == 0 {
+		return nil
+	}
+	sp, err := e.spent(mb.ID)
+	if err != nil {
+		return fmt.Errorf("budget: %w", err)
+	}
+	gw.SetBudget(gateway.Budget{Limit: tokens, Spent: sp.Tokens})
+	return nil
 }

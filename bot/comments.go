@@ -22,6 +22,7 @@ const (
 	KindSession             = "session"       // the status comment, edited in place
 	KindBudgetPaused        = "budget_paused" // the issue reached its cost budget
 	KindBudgetStep          = "budget_step"   // a person granted one more budget step
+	KindPlanChanged         = "plan_changed"  // the validated plan or description changed
 )
 
 func textAcknowledgement(author string) string {
@@ -34,6 +35,11 @@ func textPlan(plan string, needValidation bool) string {
 		return plan + "\n\nThe implementation plan is ready for validation. Add the `ai::validate_plan` label to let me start."
 	}
 	return plan + "\n\nStarting the development from this plan."
+}
+
+func textPlanChanged(changed string) string {
+	return fmt.Sprintf("I did not start: %s since the plan was validated, so what I would work from is no longer what was approved.\n\nRead the plan and the description again, and add `%s` to let me start from them as they are now.",
+		changed, CommandValidatePlan.Label())
 }
 
 func textPlanOnly(plan string) string {
@@ -68,6 +74,23 @@ func textRetryEvents(n int) string {
 func textBlocked(phase, why string, attempts int) string {
 	return fmt.Sprintf("I'm blocked on `%s` after %d attempt(s): %s\n\nAdd `%s` to try again with the counters reset, or `%s` for exactly one more attempt.",
 		phase, attempts, strings.TrimSpace(why), CommandRetry.Label(), CommandRetryOnce.Label())
+}
+
+// textHeld says which files of the agent's change were held and why, and
+// what a person can do.
+func textHeld(phase string, held *state.RunHeld, runURL string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "I did not push the change of `%s`: it breaks a rule of what an agent's change may carry, so it waits for a person.\n\n", phase)
+	for _, f := range held.Files {
+		fmt.Fprintf(&b, "- `%s` %s\n", strings.ReplaceAll(f.Path, "`", "'"), f.Reason)
+	}
+	where := "on the run's record"
+	if runURL != "" {
+		where = "on the [run page](" + runURL + ")"
+	}
+	fmt.Fprintf(&b, "\nThe whole patch is kept %s. Change the branch yourself, or fix what the rule needs (a project setting, the issue) and add `%s` to run it again.",
+		where, CommandRetry.Label())
+	return b.String()
 }
 
 func textCIBlocked(attempts int) string {

@@ -19,11 +19,20 @@ import (
 
 // rules are the settings of a mailbox's project that its decisions read.
 type rules struct {
-	LLMRetries     int  // LLM_MAX_RETRIES
-	CIFix          int  // CI_FIX_MAX_ATTEMPTS
-	CIHardCap      int  // CI_FIX_HARD_CAP, for retry_until_green
-	ConflictFix    int  // CONFLICT_FIX_MAX_ATTEMPTS
-	NeedValidation bool // REQUIRE_PLAN_VALIDATION
+	LLMRetries     int    // LLM_MAX_RETRIES
+	CIFix          int    // CI_FIX_MAX_ATTEMPTS
+	CIHardCap      int    // CI_FIX_HARD_CAP, for retry_until_green
+	ConflictFix    int    // CONFLICT_FIX_MAX_ATTEMPTS
+	NeedValidation bool   // REQUIRE_PLAN_VALIDATION
+	PublicURL      string // ALFRED_PUBLIC_URL, for links to run pages; "" for none
+}
+
+// runURL is the page of run id, "" without a public URL.
+func (r rules) runURL(id string) string {
+	if r.PublicURL == "" {
+		return ""
+	}
+	return r.PublicURL + "/runs/" + id
 }
 
 // rulesOf reads the rules of mb's project.
@@ -32,7 +41,7 @@ func (e *Engine) rulesOf(mb *state.Mailbox) rules {
 	return rules{
 		LLMRetries: LLMMaxRetries.Get(e.settings, sc), CIFix: CIFixMaxAttempts.Get(e.settings, sc),
 		CIHardCap: CIFixHardCap.Get(e.settings, sc), ConflictFix: ConflictFixMaxAttempts.Get(e.settings, sc),
-		NeedValidation: RequirePlanValidation.Get(e.settings, sc),
+		NeedValidation: RequirePlanValidation.Get(e.settings, sc), PublicURL: e.cfg.PublicURL,
 	}
 }
 
@@ -144,11 +153,20 @@ func retryStep(p agents.Phase) Step {
 func decideRunEnd(mb state.Mailbox, run state.Run, r rules) (state.Mailbox, actions) {
 	mb.ActiveRunID = ""
 	switch {
+	case run.PlanChanged != "":
+		// Not started: what it would work from is no longer what a person
+		// validated. A person validates again.
+		mb.Validated = nil
+		return mb, actions{say: &said{KindPlanChanged, run.ID, textPlanChanged(run.PlanChanged)}, step: StepPlanChanged}
 	case run.Status == state.RunCanceled:
 		// Stopped on purpose (finish), never retried. A run a shutdown
 		// interrupted stays running in the records, and recoverRuns starts
 		// it again.
 		return mb, actions{}
+	case run.Held != nil:
+		// The change broke a rule of what may leave the sandbox: a person
+		// decides, whatever LLM_MAX_RETRIES allows.
+		return blocked(mb, run.Phase, textHeld(run.Phase, run.Held, r.runURL(run.ID)), run.ID)
 	case run.Stalled:
 		// Its CLI stalled (stall.go): set up wrong, it would stall again,
 		// so it blocks at once, whatever LLM_MAX_RETRIES allows.
@@ -197,6 +215,7 @@ func decideAnalysis(mb state.Mailbox, run state.Run, r rules) (state.Mailbox, ac
 	an := ParseAnalysis(run.Result)
 	mb.LLMRetries = 0
 	a := actions{section: an.Functional}
+	mb.Validated = nil // a new plan: any earlier validation was of another
 	plan := func(text string, s Step) (state.Mailbox, actions) {
 		a.say, a.step = &said{KindPlan, run.ID, text}, s
 		if s == StepPlanGoesOn {

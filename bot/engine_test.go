@@ -91,6 +91,8 @@ type harness struct {
 	base    string
 	project forges.Project
 	n       int
+	// forged, when set, sends events whose comments are not on the forge.
+	forged bool
 }
 
 // setup is what a test may change before the engine starts.
@@ -231,6 +233,9 @@ func (h *harness) send(ev forges.Event) forges.Event {
 	}
 	if ev.Target.Project == (forges.Project{}) {
 		ev.Target.Project = h.project
+	}
+	if ev.Comment != nil && !h.forged {
+		h.forge.posted(ev.Target, ev.Comment)
 	}
 	if err := h.engine.Intake(context.Background(), &ev); err != nil {
 		h.t.Fatal(err)

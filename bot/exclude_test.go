@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/alchemic-studio/alfred/internal/gitcmd"
 	"os"
 	"path/filepath"
 	"slices"
@@ -153,6 +154,7 @@ func TestExcludeAgentFiles(t *testing.T) {
 				}
 			}
 
+			wt.Excludes = tt.patterns // as the engine sets them (execute.go)
 			writeFiles(t, wt.Dir, tt.agent)
 			changed, err := wt.CommitAll(ctx, "the change")
 			if err != nil {
@@ -160,7 +162,7 @@ func TestExcludeAgentFiles(t *testing.T) {
 			}
 			var got []string
 			if changed {
-				out, err := git(ctx, wt.Dir, nil, "show", "--name-only", "--format=", "HEAD")
+				out, err := git(ctx, gitcmd.Cmd{GitDir: wt.private}, "show", "--name-only", "--format=", wt.head)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -210,6 +210,12 @@ func (e *Engine) ended(ctx context.Context, run *state.Run, res *agents.Result, 
 	case err != nil:
 		run.Status, run.Outcome = state.RunFailed, e.redact(err.Error())
 		log.Warn("run failed", "err", run.Outcome)
+	case run.PlanChanged != "":
+		run.Status, run.Outcome = state.RunCanceled, "not started: "+run.PlanChanged+" since the plan was validated"
+		log.Warn("run not started", "outcome", run.Outcome)
+	case run.Held != nil:
+		run.Status, run.Outcome = state.RunFailed, fmt.Sprintf("held for a person: %d file(s) of the change broke a rule (%s)", len(run.Held.Files), run.Held.Files[0].Reason)
+		log.Warn("run held", "outcome", run.Outcome)
 	default:
 		run.Status, run.Outcome = runStatus(res.Outcome), string(res.Outcome)
 		if res.Outcome != agents.OutcomeSucceeded && res.Text != "" {
@@ -247,7 +253,8 @@ func (e *Engine) invoke(ctx context.Context, mb *state.Mailbox, run *state.Run) 
 			e.log.Warn("remove working copy", "run", run.ID, "err", err)
 		}
 	}()
-	if err := agents.ExcludeWorktreeFiles(wt.Dir, adapter); err != nil {
+	wt.Excludes = adapter.Capabilities().WorktreeFiles                   // out of the change (stage.go)
+	if err := agents.ExcludeWorktreeFiles(wt.Dir, adapter); err != nil { // and out of the agent's own git status
 		return nil, nil, err
 	}
 	conflicts, err := e.conflicts(ctx, mb, run, wt, phase)
@@ -255,8 +262,8 @@ func (e *Engine) invoke(ctx context.Context, mb *state.Mailbox, run *state.Run) 
 		return &agents.Result{Outcome: agents.OutcomeSucceeded, Text: run.Result}, nil, err
 	}
 	prompt, err := e.prompt(ctx, mb, run, phase, conflicts)
-	if err != nil {
-		return nil, nil, err
+	if err != nil || run.PlanChanged != "" {
+		return &agents.Result{Outcome: agents.OutcomeSucceeded}, nil, err
 	}
 	spec, creds, err := e.runSpec(mb, run, wt, adapter)
 	if err != nil {
@@ -370,6 +377,10 @@ func (e *Engine) callAgent(ctx context.Context, mb *state.Mailbox, run *state.Ru
 			out.AddSecrets(gw.Token())
 		}
 		redactRun = func(text string) string { return redact.Secrets(e.redact(text), []string{gw.Token()}) }
+		if err := e.meterBudget(mb, gw); err != nil {
+			ls.Outcome = string(agents.OutcomeFailed)
+			return nil, err
+		}
 	}
 	defer e.keepSteps(mb, run, adapter, ls, redactRun) // the run's steps of its session, once the CLI has ended
 	req.Provider, req.Model, req.Runner = run.Provider, run.Model, e.cfg.Runner
@@ -387,10 +398,18 @@ func (e *Engine) callAgent(ctx context.Context, mb *state.Mailbox, run *state.Ru
 		ls.Outcome = string(agents.OutcomeFailed)
 		return nil, fmt.Errorf("invoke %s: %w", adapter.ID(), err)
 	}
+	if gw != nil && gw.BudgetReached() && res.Outcome == agents.OutcomeSucceeded {
+		res.Outcome = agents.OutcomeFailed // the gateway refused its last requests
+	}
+	if gw != nil && gw.BudgetReached() {
+		res.Text = "budget reached: the gateway refused the run's model requests at the issue's token budget (AGENT_BUDGET_TOKENS)"
+	}
 	recordUsage(ls, res, req.Session != nil)
 	// What the agent says goes to records, comments and the merge request:
 	// an agent made to print its environment must not publish a secret.
-	res.Text = redactRun(res.Text)
+	// ... and what it wants shown in the thread loads no image and links
+	// to no other host: a rendered image is a request its author sees.
+	res.Text = Neutralise(redactRun(res.Text), urlHost(mb.IssueURL))
 	run.Result, run.Log = res.Text, redactRun(attemptsLog(res))
 	return res, nil
 }
@@ -466,14 +485,23 @@ func (e *Engine) checkout(ctx context.Context, mb *state.Mailbox, run *state.Run
 	return e.cfg.Repos.Checkout(ctx, p, remote, run.ID, branch, base, !phase.TextOnly())
 }
 
-// publish commits what the agent left and pushes the branch.
+// publish computes what the agent left (Worktree.Stage), checks it
+// (checkChange), and commits and pushes it as the bot; a change that breaks
+// a rule is held on the run instead (run.Held), and nothing is pushed.
 func (e *Engine) publish(ctx context.Context, mb *state.Mailbox, run *state.Run, wt *Worktree) error {
-	msg := commitMessage(agents.Phase(run.Phase), mb)
-	if _, err := wt.CommitAll(ctx, msg); err != nil {
+	ch, err := wt.Stage(ctx)
+	if err != nil {
 		return err
 	}
-	ahead, err := wt.Ahead(ctx)
-	if err != nil || !ahead {
+	held, err := wt.checkChange(ctx, ch, AgentAllowCIChanges.Get(e.settings, scopeOf(mb)), e.secrets())
+	if err != nil {
+		return err
+	}
+	if len(held) > 0 {
+		return e.hold(ctx, run, wt, ch, held)
+	}
+	committed, err := wt.Commit(ctx, ch, commitMessage(agents.Phase(run.Phase), mb))
+	if err != nil || !committed {
 		return err
 	}
 	user, pass, err := e.on(mb.Forge).GitCredentials(ctx, projectOf(mb))
@@ -614,6 +642,22 @@ func cloneMap(m map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// hold keeps a change that broke a rule on the run: the files and why, and
+// its patch (redacted, bounded), for a person to inspect.
+func (e *Engine) hold(ctx context.Context, run *state.Run, wt *Worktree, ch *Change, held []Refusal) error {
+	patch, err := wt.Patch(ctx, ch, state.MaxHeldPatch)
+	if err != nil {
+		e.log.Warn("patch of a held change", "run", run.ID, "err", err)
+		patch = ""
+	}
+	run.Held = &state.RunHeld{Patch: redactTokens(e.redact(patch))}
+	for _, r := range held {
+		run.Held.Files = append(run.Held.Files, state.HeldFile{Path: r.Path, Reason: r.Reason})
+	}
+	e.log.Warn("change held for a person", "run", run.ID, "files", len(held))
+	return nil
 }
 
 // handOver gives the working copy to the sandbox's uid:gid when the bot runs

@@ -243,3 +243,45 @@ func (f *memForge) setMergeable(n int64, m forges.Mergeable) {
 	defer f.mu.Unlock()
 	f.mrs[n].Mergeable = m
 }
+
+// commentOf is the body of the last managed comment of kind on t.
+func (f *memForge) commentOf(t forges.Target, kind string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t.Project = forges.Project{}
+	body := ""
+	for _, c := range f.comments[t] {
+		if _, k, _ := forges.ParseMarker(c.Body); k == kind {
+			body = c.Body
+		}
+	}
+	return body
+}
+
+// posted puts the comment of an event on the forge, as a person's comment
+// is there before its webhook arrives; an id already taken by another
+// comment gets a fresh one.
+func (f *memForge) posted(t forges.Target, c *forges.Comment) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t.Project = forges.Project{}
+	for _, have := range f.comments[t] {
+		if have.ID == c.ID && have.Author == c.Author && have.Body == c.Body {
+			return
+		}
+	}
+	for _, list := range f.comments {
+		for _, have := range list {
+			if have.ID == c.ID {
+				f.nextID++
+				c.ID = f.nextID
+			}
+		}
+	}
+	if c.ID == 0 {
+		f.nextID++
+		c.ID = f.nextID
+	}
+	f.nextID = max(f.nextID, c.ID)
+	f.comments[t] = append(f.comments[t], *c)
+}

@@ -44,6 +44,14 @@ func (e *Engine) handleEvent(ctx context.Context, key string, ev *forges.Event) 
 			log.Info("steering refused: no write access", "actor", ev.Actor, "permission", perm)
 			return "ignored: " + ev.Actor + " has no write access", nil
 		}
+		ok, why, err := e.confirm(ctx, ev, in)
+		if err != nil {
+			return "", fmt.Errorf("read back %s: %w", in.Kind, err)
+		}
+		if !ok {
+			log.Warn("steering refused: the forge does not confirm the event", "actor", ev.Actor, "why", why)
+			return "ignored: " + why, nil
+		}
 	}
 	if err := e.act(ctx, mb, ev, in); err != nil {
 		return "", fmt.Errorf("%s: %w", in.Kind, err)
@@ -130,6 +138,11 @@ func (e *Engine) start(ctx context.Context, ev *forges.Event, in Intent) error {
 // command handles a command label (decideCommand).
 func (e *Engine) command(ctx context.Context, mb *state.Mailbox, ev *forges.Event, c Command) error {
 	mb.Labels = labelsOrMailbox(ev, mb)
+	if c == CommandValidatePlan && Status(mb.Status) == StatusWaitingValidation {
+		if err := e.recordValidation(ctx, mb, ev.Actor); err != nil {
+			return err
+		}
+	}
 	next, a := decideCommand(*mb, c, ev.Actor, ev.DeliveryID, e.rulesOf(mb))
 	return e.apply(ctx, mb, next, a)
 }

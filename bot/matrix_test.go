@@ -176,7 +176,7 @@ func TestSessionMatrix(t *testing.T) {
 		key := state.MailboxKey{Forge: "forgejo", Owner: "alice", Project: "demo", Kind: state.KindMR, IID: 40}
 		waitUntil(t, func() bool {
 			mb, err := h.store.Mailbox(key)
-			return err == nil && mb.ActiveRunID == "" && len(h.forge.commentKinds(forges.Target{Kind: forges.TargetMergeRequest, Number: 40})) == 1
+			return err == nil && mb.ActiveRunID == "" && count(h.forge.commentKinds(forges.Target{Kind: forges.TargetMergeRequest, Number: 40}), KindAnswer) == 1
 		})
 		mb, _ := h.store.Mailbox(key)
 		ls := h.sessions(t, mb)

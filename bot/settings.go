@@ -19,6 +19,10 @@ var (
 		"name each agent CLI session after the issue branch and resume it on the next run")
 	AgentSessionHandoff = boolSetting("AGENT_SESSION_HANDOFF", true,
 		"when a run's session starts fresh because the adapter changed (or the resumes of its session kept failing), its prompt carries a bounded summary of the earlier session read from its transcript, without a model")
+	AgentAllowCIChanges = boolSetting("AGENT_ALLOW_CI_CHANGES", false,
+		"let an agent's change touch CI definitions (.forgejo/workflows, .gitea/workflows, .github/workflows, .gitlab-ci.yml, ...); false: such a change is held for a person")
+	AgentTrustedAuthors = stringSetting("AGENT_TRUSTED_AUTHORS", "write", "write, admin, or a comma-separated list of user names",
+		"whose comments reach the agent's prompt as instructions: people with write access (write), administrators only (admin, also for maintain), or the users listed; other comments are quoted as untrusted material with their author", checkTrustedAuthors)
 	RequirePlanValidation = boolSetting("REQUIRE_PLAN_VALIDATION", true,
 		"wait for ai::validate_plan after the plan; false goes straight on to development")
 	BranchPrefix = stringSetting("BRANCH_PREFIX", "agent/", "text allowed in a git branch name",
@@ -58,7 +62,7 @@ var (
 // Catalogue is every per-project setting, by key; SettingKeys gives the
 // order above.
 var Catalogue = catalogue(
-	AgentSessionResume, AgentSessionHandoff, RequirePlanValidation, BranchPrefix,
+	AgentSessionResume, AgentSessionHandoff, RequirePlanValidation, BranchPrefix, AgentAllowCIChanges, AgentTrustedAuthors,
 	LLMMaxRetries, CIFixMaxAttempts, CIFixHardCap, ConflictFixMaxAttempts,
 	AgentAdapter, AgentProvider, AgentModel, AgentNetwork, AgentCredentialMounts, AgentEgressAllow,
 	RunTimeout, AgentStallTimeout, AgentBudgetTokens, AgentBudgetUSD,
@@ -410,6 +414,13 @@ func intRange(lo, hi int) func(string) error {
 func nonEmpty(v string) error {
 	if strings.TrimSpace(v) == "" {
 		return fmt.Errorf("empty value")
+	}
+	return nil
+}
+
+func checkTrustedAuthors(v string) error {
+	if _, err := parseTrusted(v); err != nil {
+		return err
 	}
 	return nil
 }

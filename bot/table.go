@@ -171,6 +171,7 @@ const (
 	StepFinished         Step = "finished"
 	StepBudgetPaused     Step = "budget_paused"
 	StepBudgetStep       Step = "budget_step"
+	StepPlanChanged      Step = "plan_changed"
 )
 
 // transitions is the lifecycle table.
@@ -197,6 +198,7 @@ var transitions = []Transition{
 	{StepRetryDevelopment, nil, "ai::retry, ai::retry_once, ai::retry_until_green after a writing phase", phaseFailed, StatusInDevelopment, ""},
 	{StepFinished, nil, "merged or closed", "", StatusDone, ""},
 	{StepBudgetPaused, nil, "a run would start with the issue's spend at or over its budget", "", StatusPaused, "AGENT_BUDGET_TOKENS"},
+	{StepPlanChanged, []Status{StatusInDevelopment}, "the validated plan or the description changed before a run that writes", "", StatusWaitingValidation, ""},
 	{StepBudgetStep, []Status{StatusPaused}, "ai::budget_step: back to the status the run was held in", phaseHeld, "", ""},
 }
 

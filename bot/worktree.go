@@ -1,31 +1,36 @@
 package bot
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/alchemic-studio/alfred/forges"
+	"github.com/alchemic-studio/alfred/internal/gitcmd"
 )
 
-// Repos keeps one cached bare clone per project under {base}/repos and makes a
-// self-contained working copy per run under {base}/worktrees. Working copies
-// are local clones of the cache (objects hard-linked, so they are cheap) rather
-// than `git worktree`s: their .git is complete, so the agent can run git
-// inside the container where the cache is not mounted.
+// Repos keeps one cached bare clone per project under {base}/repos and makes,
+// per run, the agent's working copy under {base}/worktrees and the bot's own
+// repository of that run under {base}/private (docs/design.md, "The trust
+// boundary").
 //
-// Every git command gets an argv, never a shell, and the forge credentials
-// travel in the environment of the one command that needs them
-// (GIT_CONFIG_*), never in a URL, a file or a log.
+// The agent's working copy is a full clone of the cache with its objects
+// copied, never hard-linked, so the agent may run git in it and rewrite it
+// at will: the bot never runs git with that .git again once the agent had
+// it. What the agent changed is computed from its files alone, read as data
+// through a work tree of the bot's private repository (whose objects borrow
+// the cache's, read-only), checked (stage.go), committed by the bot and
+// pushed from there to the forge's URL, given on the command line, with a
+// credential valid for that forge's origin only.
+//
+// Every git command runs through internal/gitcmd (hardened: no hooks, no
+// fsmonitor, no global configuration, no credential helper); the forge
+// credentials travel in the environment of the one command that needs them.
 type Repos struct {
 	Base string
 	// Identity is the author and committer of the bot's commits.
@@ -42,14 +47,22 @@ type Remote struct {
 	Password string // a token; secret
 }
 
-// Worktree is one run's working copy.
+// Worktree is one run's working copy: the agent's folder Dir, and the bot's
+// private repository of the run.
 type Worktree struct {
 	Dir    string
 	Branch string // the branch checked out
 	// Pushable says whether the branch is the issue branch that may be
 	// pushed (false for the temporary branch of a read-only phase).
 	Pushable bool
+	// Excludes are gitignore patterns of files that are never part of the
+	// change (the agent CLI's own files).
+	Excludes []string
 	start    string // the commit checked out
+	merged   string // the commit merged in before the agent ran, the commit's second parent
+	head     string // the bot's commit of the change, once made
+	private  string // the bot's repository of this run
+	cache    string
 	remote   Remote
 	repos    *Repos
 }
@@ -80,12 +93,15 @@ func (r *Repos) Fetch(ctx context.Context, p forges.Project, remote Remote) (str
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return "", fmt.Errorf("create cache of %s: %w", p.FullName(), err)
 		}
-		if _, err := git(ctx, dir, nil, "init", "--bare", "--quiet"); err != nil {
+		if _, err := git(ctx, gitcmd.Cmd{GitDir: dir}, "init", "--bare", "--quiet"); err != nil {
 			return "", err
 		}
 	}
-	if _, err := git(ctx, dir, remote.env(), "fetch", "--prune", "--quiet", "--no-tags", remote.URL,
-		"+refs/heads/*:refs/heads/*"); err != nil {
+	c, err := remote.cmd(dir)
+	if err != nil {
+		return "", err
+	}
+	if _, err := git(ctx, c, "fetch", "--prune", "--quiet", "--no-tags", remote.URL, "+refs/heads/*:refs/heads/*"); err != nil {
 		return "", fmt.Errorf("fetch %s: %w", p.FullName(), err)
 	}
 	return dir, nil
@@ -93,7 +109,7 @@ func (r *Repos) Fetch(ctx context.Context, p forges.Project, remote Remote) (str
 
 // BranchExists tells whether the cache (as of the last Fetch) has branch.
 func (r *Repos) BranchExists(ctx context.Context, p forges.Project, branch string) bool {
-	_, err := git(ctx, r.cacheDir(p), nil, "rev-parse", "--verify", "--quiet", "refs/heads/"+branch)
+	_, err := git(ctx, gitcmd.Cmd{GitDir: r.cacheDir(p)}, "rev-parse", "--verify", "--quiet", "refs/heads/"+branch)
 	return err == nil
 }
 
@@ -103,95 +119,125 @@ func (r *Repos) BranchExists(ctx context.Context, p forges.Project, branch strin
 // Call Fetch first.
 func (r *Repos) Checkout(ctx context.Context, p forges.Project, remote Remote, runID, branch, base string, push bool) (*Worktree, error) {
 	dir := filepath.Join(r.Base, "worktrees", runID)
-	if err := os.RemoveAll(dir); err != nil {
-		return nil, fmt.Errorf("clear old working copy: %w", err)
-	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
-		return nil, fmt.Errorf("create worktrees folder: %w", err)
+	private := filepath.Join(r.Base, "private", runID+".git")
+	for _, d := range []string{dir, private} {
+		if err := os.RemoveAll(d); err != nil {
+			return nil, fmt.Errorf("clear old working copy: %w", err)
+		}
+		if err := os.MkdirAll(filepath.Dir(d), 0o700); err != nil {
+			return nil, fmt.Errorf("create working copies folder: %w", err)
+		}
 	}
 	cache := r.cacheDir(p)
-	if _, err := git(ctx, "", nil, "clone", "--local", "--quiet", "--no-checkout", cache, dir); err != nil {
-		return nil, fmt.Errorf("clone cache of %s: %w", p.FullName(), err)
-	}
 	start := base
 	if r.BranchExists(ctx, p, branch) {
 		start = branch
 	}
-	local := branch
-	if !push {
-		local = "alfred/run-" + runID
-	}
-	if _, err := git(ctx, dir, nil, "checkout", "--quiet", "-B", local, "origin/"+start); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("check out %s from %s: %w", local, start, err)
-	}
-	// The working copy pushes to the forge, not to the cache.
-	_, err := git(ctx, dir, nil, "remote", "set-url", "origin", remote.URL)
+	sha, err := git(ctx, gitcmd.Cmd{GitDir: cache}, "rev-parse", "--verify", "--quiet", "refs/heads/"+start+"^{commit}")
 	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
+		return nil, fmt.Errorf("find %s in the cache of %s: %w", start, p.FullName(), err)
 	}
-	w := &Worktree{Dir: dir, Branch: local, Pushable: push, remote: remote, repos: r}
-	if w.start, err = w.Head(ctx); err != nil {
-		os.RemoveAll(dir)
-		return nil, err
+	w := &Worktree{Dir: dir, Branch: branch, Pushable: push, start: strings.TrimSpace(sha), private: private, cache: cache, remote: remote, repos: r}
+	if !push {
+		w.Branch = "alfred/run-" + runID
+	}
+	if err := w.agentCopy(ctx, start); err != nil {
+		w.Remove()
+		return nil, fmt.Errorf("check out %s from %s: %w", w.Branch, start, err)
 	}
 	return w, nil
 }
 
-// Head is the commit checked out.
-func (w *Worktree) Head(ctx context.Context) (string, error) {
-	out, err := git(ctx, w.Dir, nil, "rev-parse", "HEAD")
-	return strings.TrimSpace(out), err
+// agentCopy makes the agent's clone: objects copied (--no-hardlinks), so
+// nothing the agent writes reaches the cache; origin names the forge,
+// without credentials. It is the last time the bot runs git in it.
+func (w *Worktree) agentCopy(ctx context.Context, start string) error {
+	if _, err := git(ctx, gitcmd.Cmd{}, "clone", "--no-hardlinks", "--quiet", "--no-checkout", w.cache, w.Dir); err != nil {
+		return err
+	}
+	in := gitcmd.Cmd{Dir: w.Dir}
+	if _, err := git(ctx, in, "checkout", "--quiet", "-B", w.Branch, w.start); err != nil {
+		return err
+	}
+	_, err := git(ctx, in, "remote", "set-url", "origin", gitcmd.Redact(w.remote.URL))
+	return err
 }
 
-// CommitAll commits every change the agent left (tracked or not, .gitignore
-// respected) as the bot. It returns false when there was nothing to commit.
+// Head is the commit the run's branch is at: the bot's commit of the
+// change once made, else the commit checked out.
+func (w *Worktree) Head(context.Context) (string, error) {
+	if w.head != "" {
+		return w.head, nil
+	}
+	return w.start, nil
+}
+
+// Start is the commit checked out.
+func (w *Worktree) Start() string { return w.start }
+
+// CommitAll stages what the agent left (Stage), and commits it as the bot
+// (Commit) when nothing was refused. It returns false when there was
+// nothing to commit; a change with refused files is an *ErrRefused.
 func (w *Worktree) CommitAll(ctx context.Context, message string) (bool, error) {
-	if _, err := git(ctx, w.Dir, nil, "add", "--all"); err != nil {
-		return false, err
-	}
-	if _, err := git(ctx, w.Dir, nil, "diff", "--cached", "--quiet"); err == nil {
-		return false, nil
-	}
-	identity := []string{"user.name=" + w.repos.Name, "user.email=" + w.repos.Email}
-	if _, err := git(ctx, w.Dir, identity, "commit", "--quiet", "--no-verify", "-m", message); err != nil {
-		return false, err
-	}
-	return true, nil
-}
-
-// Ahead tells whether the working copy has commits beyond the one it
-// started from (the agent's own commits or CommitAll's).
-func (w *Worktree) Ahead(ctx context.Context) (bool, error) {
-	out, err := git(ctx, w.Dir, nil, "rev-list", "--count", w.start+"..HEAD")
+	ch, err := w.Stage(ctx)
 	if err != nil {
 		return false, err
 	}
-	n, _ := strconv.Atoi(strings.TrimSpace(out))
-	return n > 0, nil
+	if len(ch.Refused) > 0 {
+		return false, &ErrRefused{Change: ch}
+	}
+	return w.Commit(ctx, ch, message)
 }
 
-// Merge merges the forge's target branch into the working copy without
-// committing, and lists the files left with conflicts (none: a clean merge,
-// committed by CommitAll like any other change).
-func (w *Worktree) Merge(ctx context.Context, target string) ([]string, error) {
-	if _, err := git(ctx, w.Dir, w.remote.env(), "fetch", "--quiet", "origin", "refs/heads/"+target); err != nil {
-		// The cache already holds the target as origin/<target>; a failed
-		// fetch of the forge is fine when it does.
-		if _, err2 := git(ctx, w.Dir, nil, "rev-parse", "--verify", "--quiet", "origin/"+target); err2 != nil {
-			return nil, fmt.Errorf("fetch %s: %w", target, err)
-		}
+// Commit makes the bot's commit of ch (parents: the commit checked out, and
+// the merged target of a conflict resolution). It returns false when ch
+// changes nothing and nothing was merged.
+func (w *Worktree) Commit(ctx context.Context, ch *Change, message string) (bool, error) {
+	if ch.Empty() && w.merged == "" {
+		return false, nil
 	}
-	identity := []string{"user.name=" + w.repos.Name, "user.email=" + w.repos.Email}
-	_, mergeErr := git(ctx, w.Dir, identity, "merge", "--no-commit", "--no-ff", "origin/"+target)
-	out, err := git(ctx, w.Dir, nil, "diff", "--name-only", "--diff-filter=U")
+	args := []string{"commit-tree", ch.Tree, "-p", w.start}
+	if w.merged != "" {
+		args = append(args, "-p", w.merged)
+	}
+	c := w.privateCmd()
+	c.Stdin = strings.NewReader(message + "\n")
+	c.Env = []string{"GIT_AUTHOR_NAME=" + w.repos.Name, "GIT_AUTHOR_EMAIL=" + w.repos.Email,
+		"GIT_COMMITTER_NAME=" + w.repos.Name, "GIT_COMMITTER_EMAIL=" + w.repos.Email}
+	out, err := git(ctx, c, args...)
+	if err != nil {
+		return false, fmt.Errorf("commit the change: %w", err)
+	}
+	w.head = strings.TrimSpace(out)
+	return true, nil
+}
+
+// Ahead tells whether the bot made a commit of the change.
+func (w *Worktree) Ahead(context.Context) (bool, error) { return w.head != "", nil }
+
+// Merge merges the project's target branch (as of the last Fetch) into the
+// working copy without committing, before the agent runs, and lists the
+// files left with conflicts. None: a clean merge. With conflicts, the
+// bot's commit of the resolution gets the target as its second parent.
+func (w *Worktree) Merge(ctx context.Context, target string) ([]string, error) {
+	sha, err := git(ctx, gitcmd.Cmd{GitDir: w.cache}, "rev-parse", "--verify", "--quiet", "refs/heads/"+target+"^{commit}")
+	if err != nil {
+		return nil, fmt.Errorf("find %s: %w", target, err)
+	}
+	sha = strings.TrimSpace(sha)
+	in := gitcmd.Cmd{Dir: w.Dir, Env: []string{"GIT_AUTHOR_NAME=" + w.repos.Name, "GIT_AUTHOR_EMAIL=" + w.repos.Email,
+		"GIT_COMMITTER_NAME=" + w.repos.Name, "GIT_COMMITTER_EMAIL=" + w.repos.Email}}
+	_, mergeErr := git(ctx, in, "merge", "--no-commit", "--no-ff", sha)
+	out, err := git(ctx, gitcmd.Cmd{Dir: w.Dir}, "diff", "--name-only", "--diff-filter=U")
 	if err != nil {
 		return nil, err
 	}
 	files := strings.Fields(out)
 	if mergeErr != nil && len(files) == 0 {
 		return nil, fmt.Errorf("merge %s: %w", target, mergeErr)
+	}
+	if len(files) > 0 {
+		w.merged = sha
 	}
 	return files, nil
 }
@@ -203,12 +249,12 @@ func (w *Worktree) Merge(ctx context.Context, target string) ([]string, error) {
 // while they are still checking (Forgejo and Gitea after every push). Call
 // Fetch first.
 func (r *Repos) Conflicts(ctx context.Context, p forges.Project, target, head string) ([]string, error) {
-	out, err := git(ctx, r.cacheDir(p), nil, "merge-tree", "-z", "--write-tree", "--name-only", "--no-messages", "refs/heads/"+target, head)
-	var exit *exec.ExitError
+	out, err := git(ctx, gitcmd.Cmd{GitDir: r.cacheDir(p)}, "merge-tree", "-z", "--write-tree", "--name-only", "--no-messages", "refs/heads/"+target, head)
+	var gerr *gitcmd.Error
 	switch {
 	case err == nil:
 		return nil, nil
-	case errors.As(err, &exit) && exit.ExitCode() == 1: // conflicts: the tree, then the files
+	case errors.As(err, &gerr) && gerr.ExitCode() == 1: // conflicts: the tree, then the files
 		files := strings.Split(strings.TrimRight(out, "\x00"), "\x00")
 		return files[1:], nil
 	}
@@ -222,62 +268,52 @@ func (w *Worktree) Renew(username, password string) {
 	w.remote.Username, w.remote.Password = username, password
 }
 
-// Push sends the branch to the forge. A read-only run's worktree refuses.
+// Push sends the bot's commit to the branch on the forge, from the bot's
+// private repository to the URL the forge gave. A read-only run's worktree
+// refuses, and so does one with no commit.
 func (w *Worktree) Push(ctx context.Context) error {
 	if !w.Pushable {
 		return errors.New("push: a read-only run's branch is never pushed")
 	}
-	if _, err := git(ctx, w.Dir, w.remote.env(), "push", "--quiet", "origin", "HEAD:refs/heads/"+w.Branch); err != nil {
+	if w.head == "" {
+		return errors.New("push: no commit of the change was made")
+	}
+	c, err := w.remote.cmd(w.private)
+	if err != nil {
+		return err
+	}
+	if _, err := git(ctx, c, "push", "--quiet", "--no-verify", w.remote.URL, w.head+":refs/heads/"+w.Branch); err != nil {
 		return fmt.Errorf("push %s: %w", w.Branch, err)
 	}
 	return nil
 }
 
-// Remove deletes the working copy.
+// Remove deletes the working copy and the run's private repository.
 func (w *Worktree) Remove() error {
-	if err := os.RemoveAll(w.Dir); err != nil {
+	err := errors.Join(os.RemoveAll(w.Dir), os.RemoveAll(w.private))
+	if err != nil {
 		return fmt.Errorf("remove working copy: %w", err)
 	}
 	return nil
 }
 
-// env carries the credentials as git configuration of one command, so they
-// appear in no argv, URL or file.
-func (rm Remote) env() []string {
+// cmd is a command on gitDir that talks to the remote: its transport
+// allowed, its credential scoped to its origin, and both hidden from errors.
+func (rm Remote) cmd(gitDir string) (gitcmd.Cmd, error) {
+	c := gitcmd.Cmd{GitDir: gitDir, Protocols: []string{gitcmd.Protocol(rm.URL)}}
 	if rm.Password == "" {
-		return nil
+		return c, nil
 	}
-	basic := base64.StdEncoding.EncodeToString([]byte(rm.Username + ":" + rm.Password))
-	return []string{"http.extraHeader=Authorization: Basic " + basic}
+	cred, err := gitcmd.Credential(rm.URL, rm.Username, rm.Password)
+	if err != nil {
+		return c, err
+	}
+	c.Config = append(cred, "http.lowSpeedLimit=1000", "http.lowSpeedTime=60")
+	c.Secrets = []string{rm.Password, gitcmd.Basic(rm.Username, rm.Password)}
+	return c, nil
 }
 
-// git runs one git command in dir with a minimal environment; config holds
-// extra "key=value" git settings, passed as GIT_CONFIG_* variables. Working
-// copies may belong to the sandbox's uid, so safe.directory is always open.
-// Its error carries git's stderr, which never holds the credentials (they
-// are in the environment, and git does not print headers).
-func git(ctx context.Context, dir string, config []string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Dir = dir
-	config = append([]string{"safe.directory=*"}, config...)
-	cmd.Env = []string{
-		"PATH=" + os.Getenv("PATH"),
-		"HOME=" + os.TempDir(),
-		"GIT_TERMINAL_PROMPT=0",
-		"GIT_CONFIG_NOSYSTEM=1",
-		"GIT_CONFIG_GLOBAL=/dev/null",
-		"LC_ALL=C",
-		"GIT_CONFIG_COUNT=" + strconv.Itoa(len(config)),
-	}
-	for i, kv := range config {
-		k, v, _ := strings.Cut(kv, "=")
-		n := strconv.Itoa(i)
-		cmd.Env = append(cmd.Env, "GIT_CONFIG_KEY_"+n+"="+k, "GIT_CONFIG_VALUE_"+n+"="+v)
-	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return stdout.String(), fmt.Errorf("git %s: %w: %s", args[0], err, strings.TrimSpace(stderr.String()))
-	}
-	return stdout.String(), nil
+// git runs one hardened git command (internal/gitcmd).
+func git(ctx context.Context, c gitcmd.Cmd, args ...string) (string, error) {
+	return gitcmd.Run(ctx, c, args...)
 }
