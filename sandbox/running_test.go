@@ -31,9 +31,12 @@ func TestRunningCountsSandboxes(t *testing.T) {
 		during int  // Running() at the process's first output; -1: it writes none
 		cancel bool // the run is canceled at its first output, else it ends by itself
 	}{
-		{name: "ends by itself", argv: []string{"/bin/sh", "-c", "echo up"}, during: 1},
+		// The process outlives its first output a little: the output is read
+		// while it runs, and a process that exits at once may be counted out
+		// before its last line is read.
+		{name: "ends by itself", argv: []string{"/bin/sh", "-c", "echo up; sleep 0.3"}, during: 1},
 		{name: "canceled", argv: []string{"/bin/sh", "-c", "echo up; exec sleep 300"}, during: 1, cancel: true},
-		{name: "fails", argv: []string{"/bin/sh", "-c", "echo up; exit 3"}, during: 1},
+		{name: "fails", argv: []string{"/bin/sh", "-c", "echo up; sleep 0.3; exit 3"}, during: 1},
 		{name: "never starts", argv: []string{"/no/such/program"}, noSuch: true, during: -1},
 	} {
 		for name, mk := range runners {
