@@ -48,12 +48,21 @@ func buildImage(t testing.TB, dockerHost, claude, tag string) {
 		"/opt/claude/claude":            claude,
 		"/usr/local/bin/alfred-forward": fwd,
 	}
-	ldd, err := exec.Command("ldd", claude).Output()
+	// bash: Claude Code's Bash tool needs it (the red-team test's injected
+	// prompt runs its attacks with it).
+	bash, err := exec.LookPath("bash")
 	if err != nil {
-		t.Fatalf("ldd %s: %v", claude, err)
+		t.Fatalf("bash: %v", err)
 	}
-	for _, lib := range regexp.MustCompile(`(/lib[^ ]+)`).FindAllString(string(ldd), -1) {
-		files[lib] = lib
+	files["/bin/bash"] = bash
+	for _, bin := range []string{claude, bash} {
+		ldd, err := exec.Command("ldd", bin).Output()
+		if err != nil {
+			t.Fatalf("ldd %s: %v", bin, err)
+		}
+		for _, lib := range regexp.MustCompile(`(/lib[^ ]+)`).FindAllString(string(ldd), -1) {
+			files[lib] = lib
+		}
 	}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -86,7 +95,8 @@ func buildImage(t testing.TB, dockerHost, claude, tag string) {
 		file(dst, 0o755, data)
 	}
 	// tar and tail: the kubernetes runner stages files and follows stderr with them.
-	for _, c := range []string{"sh", "sleep", "cat", "touch", "date", "rm", "ls", "id", "tar", "tail"} {
+	for _, c := range []string{"sh", "sleep", "cat", "touch", "date", "rm", "ls", "id", "tar", "tail",
+		"mkdir", "ln", "mkfifo", "find", "dd", "chmod", "basename", "printf", "cp", "grep", "head", "env", "echo", "stat", "which"} {
 		tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: "bin/" + c, Linkname: "busybox", Mode: 0o777})
 	}
 	file("/usr/local/bin/claude", 0o755, []byte(wrapper))

@@ -110,6 +110,10 @@ type Options struct {
 	// running Shell; once the conversation carries its result (logged as
 	// Request.ToolOutput), requests get Reply.
 	Shell string
+	// ShellFor, when set, plays several injected prompts at once: a prompt
+	// that contains a key (and not ReadOnlyPhrase) gets a call of the shell
+	// tool running its command, once per conversation, as Shell does.
+	ShellFor map[string]string
 }
 
 // wantsWrite tells whether req is answered with a Write tool use: once per
@@ -216,8 +220,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, api, s.opts.Status)
 		return
 	}
-	if t, ok := s.wantsShell(req); ok {
-		s.shell(w, req, t)
+	if t, command, ok := s.wantsShell(req); ok {
+		s.shell(w, req, t, command)
 		return
 	}
 	switch api {

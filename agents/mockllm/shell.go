@@ -1,6 +1,7 @@
 package mockllm
 
 import (
+	"cmp"
 	"encoding/json"
 	"maps"
 	"net/http"
@@ -213,16 +214,36 @@ func text(raw json.RawMessage) string {
 
 // wantsShell tells whether req is answered with the shell call: Shell is
 // set, the request offers a shell tool and carries no result of the call.
-func (s *Server) wantsShell(req Request) (tool, bool) {
-	if s.opts.Shell == "" || req.shellDone {
-		return tool{}, false
+func (s *Server) wantsShell(req Request) (tool, string, bool) {
+	command := s.shellCommand(req)
+	if command == "" || req.shellDone {
+		return tool{}, "", false
 	}
-	return shellTool(req.tools)
+	t, ok := shellTool(req.tools)
+	return t, command, ok
 }
 
-// shell answers req with a call of t running Options.Shell, in req's API.
-func (s *Server) shell(w http.ResponseWriter, req Request, t tool) {
-	args := shellArgs(t, s.opts.Shell)
+// shellCommand is the command req's prompt gets: Shell, or the ShellFor
+// entry whose key the prompt contains.
+func (s *Server) shellCommand(req Request) string {
+	if len(s.opts.ShellFor) == 0 {
+		return s.opts.Shell
+	}
+	prompt := cmp.Or(req.Prompt, req.LastUserText)
+	if s.opts.ReadOnlyPhrase != "" && strings.Contains(prompt, s.opts.ReadOnlyPhrase) {
+		return ""
+	}
+	for _, key := range slices.Sorted(maps.Keys(s.opts.ShellFor)) {
+		if strings.Contains(prompt, key) {
+			return s.opts.ShellFor[key]
+		}
+	}
+	return s.opts.Shell
+}
+
+// shell answers req with a call of t running command, in req's API.
+func (s *Server) shell(w http.ResponseWriter, req Request, t tool, command string) {
+	args := shellArgs(t, command)
 	switch req.API {
 	case APIAnthropic:
 		s.anthropicTool(w, req, shellCallID, t.Name, args, 1)
