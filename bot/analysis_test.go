@@ -117,6 +117,9 @@ func TestQuestionsThenPlanFeedback(t *testing.T) {
 	if reqs[3].Phase != agents.PhaseDevelopment {
 		t.Errorf("after the revised plan: %s", reqs[3].Phase)
 	}
+	if v := mb.Validated; v == nil || v.PlanSHA256 == "" || !strings.Contains(h.forge.commentOf(issue, KindPlan), "Starting the development") {
+		t.Errorf("the revised plan is not the validated one: %+v", v)
+	}
 	if count(h.forge.commentKinds(issue), KindPlan) != 2 {
 		t.Errorf("plan comments: %q", h.forge.commentKinds(issue))
 	}

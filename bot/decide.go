@@ -60,6 +60,7 @@ type actions struct {
 	trigger  string       // what the step's run answers (a delivery, a run)
 	extra    string       // the run's input: the question, the feedback
 	checkMR  string       // after the step: check the merge request, for this trigger
+	bindPlan bool         // the plan comment posted is the validated one (a validation given while it was revised)
 	note     string       // why the decision moves nothing, for the log
 	mrResult string       // the run's result, for the body of a merge request it opens
 	// resume is the step the budget held back, taken again (from its status)
@@ -232,7 +233,7 @@ func decideAnalysis(mb state.Mailbox, run state.Run, r rules) (state.Mailbox, ac
 	case r.NeedValidation && slices.Contains(mb.Labels, CommandValidatePlan.Label()):
 		// Validated while it was being revised (decideCommand kept the label).
 		mb.Labels = withoutLabel(mb.Labels, CommandValidatePlan.Label())
-		a.unlabel = CommandValidatePlan
+		a.unlabel, a.bindPlan = CommandValidatePlan, true
 		return plan(textPlan(an.Plan, false), StepPlanGoesOn)
 	case r.NeedValidation:
 		return plan(textPlan(an.Plan, true), StepPlanPosted)

@@ -403,6 +403,11 @@ func (e *Engine) prepare(ctx context.Context, mb *state.Mailbox, a actions) erro
 			return err
 		}
 	}
+	if a.bindPlan {
+		if err := e.recordValidation(ctx, mb, "(given while the plan was revised)"); err != nil {
+			return err
+		}
+	}
 	if a.unlabel != "" {
 		if err := e.on(mb.Forge).RemoveLabel(ctx, issueTarget(mb), a.unlabel.Label()); err != nil {
 			return fmt.Errorf("remove %s: %w", a.unlabel.Label(), err)
