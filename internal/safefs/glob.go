@@ -34,9 +34,9 @@ func Glob(dir, pattern string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	root, err := os.OpenRoot(dir)
+	root, err := openRoot(dir)
 	if err != nil {
-		return nil, fmt.Errorf("safefs: open folder %s: %w", dir, err)
+		return nil, err
 	}
 	defer root.Close()
 	g := &globber{root: root, pattern: pattern}

@@ -91,9 +91,9 @@ func ReadFile(dir, rel string, limit int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	root, err := os.OpenRoot(dir)
+	root, err := openRoot(dir)
 	if err != nil {
-		return nil, fmt.Errorf("safefs: open folder %s: %w", dir, err)
+		return nil, err
 	}
 	defer root.Close()
 	fi, err := lstatPath(root, clean)
@@ -118,6 +118,15 @@ func ReadFile(dir, rel string, limit int64) ([]byte, error) {
 	return readAll(f, clean, fi.Size(), limit)
 }
 
+// openRoot opens the folder every path is resolved in.
+func openRoot(dir string) (*os.Root, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("safefs: open folder %s: %w", dir, err)
+	}
+	return root, nil
+}
+
 // Lstat describes the entry rel of dir itself (never followed), reached
 // without a symlinked folder: a symlinked folder on the way is an *Error.
 func Lstat(dir, rel string) (fs.FileInfo, error) {
@@ -125,9 +134,9 @@ func Lstat(dir, rel string) (fs.FileInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	root, err := os.OpenRoot(dir)
+	root, err := openRoot(dir)
 	if err != nil {
-		return nil, fmt.Errorf("safefs: open folder %s: %w", dir, err)
+		return nil, err
 	}
 	defer root.Close()
 	return lstatPath(root, clean)
