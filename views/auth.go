@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -147,6 +149,35 @@ func (a *Access) admin(r *http.Request) string {
 	return ""
 }
 
+// configAllowed tells whether the request may see /config. With sign-in
+// configured (some forge's OAuth2 application): a signed-in admin of
+// ALFRED_ADMINS only. Without (no forge, or none with an OAuth2
+// application, as under `make run`): a request from this host only, made
+// to the listener directly (loopback, and no proxy's forwarding header: a
+// reverse proxy on this host would make every visitor loopback).
+func (d Deps) configAllowed(r *http.Request) bool {
+	if d.Access != nil && len(d.Access.SignIns) > 0 {
+		return d.Access.admin(r) != ""
+	}
+	return directLoopback(r)
+}
+
+// directLoopback tells a request from a loopback address that no proxy
+// forwarded.
+func directLoopback(r *http.Request) bool {
+	for _, h := range []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Real-Ip"} {
+		if r.Header.Get(h) != "" {
+			return false
+		}
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
+}
+
 // csrfField is the form field that carries csrfToken (auth_cookies.go).
 const csrfField = "csrf"
 
@@ -162,21 +193,26 @@ func (a *Access) loginPage(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "sign-in is not configured for this forge: set its ALFRED_OAUTH_CLIENT_ID and ALFRED_OAUTH_CLIENT_SECRET", http.StatusServiceUnavailable)
 		return
 	}
-	state := rand.Text()
-	if err := a.setCookie(w, r, stateCookie, oauthState{State: state, Forge: in.Forge, Next: safeNext(r.URL.Query().Get("next"))}, stateTTL); err != nil {
+	// PKCE (RFC 7636, S256): the verifier stays in the signed and encrypted
+	// state cookie, the forge gets its hash, and the code is exchanged only
+	// with the verifier: a code taken on its way back is of no use to
+	// another browser.
+	st := oauthState{State: rand.Text(), Verifier: oauth2.GenerateVerifier(), Forge: in.Forge, Next: safeNext(r.URL.Query().Get("next"))}
+	if err := a.setCookie(w, r, stateCookie, st, stateTTL); err != nil {
 		http.Error(w, "sign-in failed: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
-	http.Redirect(w, r, in.OAuth.AuthCodeURL(state), http.StatusFound)
+	http.Redirect(w, r, in.OAuth.AuthCodeURL(st.State, oauth2.S256ChallengeOption(st.Verifier)), http.StatusFound)
 }
 
 func (a *Access) callback(w http.ResponseWriter, r *http.Request) {
 	var st oauthState
-	if !a.readCookie(r, stateCookie, &st) || st.State == "" ||
+	if !a.readCookie(r, stateCookie, &st) || st.State == "" || st.Verifier == "" ||
 		subtle.ConstantTimeCompare([]byte(r.URL.Query().Get("state")), []byte(st.State)) != 1 {
 		http.Error(w, "sign-in failed: the state does not match; try again", http.StatusBadRequest)
 		return
 	}
+	a.clearCookie(w, r, stateCookie) // the browser forgets the state once used, whatever comes of it
 	in := a.signIn(st.Forge)
 	if in == nil || in.Forge != st.Forge {
 		http.Error(w, "sign-in failed: no sign-in for that forge any more; try again", http.StatusBadRequest)
@@ -186,7 +222,7 @@ func (a *Access) callback(w http.ResponseWriter, r *http.Request) {
 	if a.Client != nil {
 		ctx = context.WithValue(ctx, oauth2.HTTPClient, a.Client)
 	}
-	tok, err := in.OAuth.Exchange(ctx, r.URL.Query().Get("code"))
+	tok, err := in.OAuth.Exchange(ctx, r.URL.Query().Get("code"), oauth2.VerifierOption(st.Verifier))
 	if err != nil {
 		http.Error(w, "sign-in failed: the forge refused the code", http.StatusBadGateway)
 		return
@@ -205,7 +241,6 @@ func (a *Access) callback(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "sign-in failed: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
-	a.clearCookie(w, r, stateCookie)
 	http.Redirect(w, r, safeNext(st.Next), http.StatusFound)
 }
 
@@ -255,19 +290,21 @@ func (d Deps) logout(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// guard answers a request that may not see p: the sign-in page (401) for an
-// anonymous visitor, 404 for a person without access. It returns false then.
+// guard tells whether the request may read project p. When it may not, it
+// has answered as hidden does, exactly as for a project or record that does
+// not exist, whoever asks (anonymous or signed in without access), and
+// returns false.
 func (d Deps) guard(w http.ResponseWriter, r *http.Request, p forges.Project) bool {
 	err := d.Access.allow(r, p)
-	switch {
-	case err == nil:
+	if err == nil {
 		return true
-	case errors.Is(err, errSignIn):
-		d.signIn(w, r)
-	default:
-		d.Logger.Info("page refused", "path", r.URL.Path, "why", err)
-		http.Error(w, "not found", http.StatusNotFound)
 	}
+	if errors.Is(err, errSignIn) {
+		d.Logger.Debug("page refused", "path", r.URL.Path, "why", err)
+	} else {
+		d.Logger.Info("page refused", "path", r.URL.Path, "why", err)
+	}
+	d.hidden(w, r)
 	return false
 }
 

@@ -33,8 +33,11 @@ type session struct {
 // oauthState is the sign-in in progress, in the state cookie.
 type oauthState struct {
 	State string `json:"s"`
-	Forge string `json:"f"`
-	Next  string `json:"n"`
+	// Verifier is the sign-in's PKCE code_verifier (oauth2.GenerateVerifier:
+	// 32 random bytes, base64url), sent only with the token exchange.
+	Verifier string `json:"v"`
+	Forge    string `json:"f"`
+	Next     string `json:"n"`
 }
 
 // stateTTL bounds the time between /login and the forge's callback.

@@ -55,7 +55,7 @@ func TestCookiesSecureFromPublicURL(t *testing.T) {
 				t.Fatalf("login: %d, cookies %v", rec.Code, rec.Result().Cookies())
 			}
 			loc, _ := url.Parse(rec.Header().Get("Location"))
-			req = httptest.NewRequest("GET", "http://127.0.0.1:8080/oauth/callback?code=code-for-alice&state="+url.QueryEscape(loc.Query().Get("state")), nil)
+			req = httptest.NewRequest("GET", "http://127.0.0.1:8080/oauth/callback?code="+provider.code(t, loc)+"&state="+url.QueryEscape(loc.Query().Get("state")), nil)
 			req.Header.Set("X-Forwarded-Proto", "https")
 			req.AddCookie(state)
 			rec = httptest.NewRecorder()
@@ -232,7 +232,7 @@ func TestNextStaysOnThisSite(t *testing.T) {
 		rec := httptest.NewRecorder()
 		a.loginPage(rec, httptest.NewRequest("GET", "/login?next="+url.QueryEscape(tc.next), nil))
 		loc, _ := url.Parse(rec.Header().Get("Location"))
-		req := httptest.NewRequest("GET", "/oauth/callback?code=code-for-alice&state="+url.QueryEscape(loc.Query().Get("state")), nil)
+		req := httptest.NewRequest("GET", "/oauth/callback?code="+provider.code(t, loc)+"&state="+url.QueryEscape(loc.Query().Get("state")), nil)
 		req.AddCookie(cookieNamed(rec.Result().Cookies(), stateCookie))
 		rec = httptest.NewRecorder()
 		a.callback(rec, req)

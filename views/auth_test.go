@@ -2,12 +2,16 @@ package views
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/oauth2"
@@ -17,37 +21,26 @@ import (
 
 // oauthForge is an OAuth2 provider as a forge runs one: it authorizes
 // whoever it is told to, exchanges the code for a token and says whose token
-// it is.
+// it is. It insists on PKCE (S256) as RFC 7636 has a server do: the
+// authorize request must carry a code_challenge, and the code is exchanged
+// only with the code_verifier whose SHA-256 it is, once.
 type oauthForge struct {
 	srv *httptest.Server
 	who string // the person who "signs in" at the forge
+
+	mu         sync.Mutex
+	grants     map[string]grant // code -> what it was issued for
+	n          int
+	challenges []string // the code_challenge of each authorize request
 }
 
+type grant struct{ who, challenge string }
+
 func newOAuthForge(t *testing.T) *oauthForge {
-	f := &oauthForge{who: "alice"}
+	f := &oauthForge{who: "alice", grants: map[string]grant{}}
 	mux := http.NewServeMux()
-	mux.HandleFunc("/login/oauth/authorize", func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
-		if q.Get("client_id") != "alfred-app" || q.Get("response_type") != "code" {
-			http.Error(w, "bad authorize request", 400)
-			return
-		}
-		http.Redirect(w, r, q.Get("redirect_uri")+"?code=code-for-"+f.who+"&state="+url.QueryEscape(q.Get("state")), http.StatusFound)
-	})
-	mux.HandleFunc("/login/oauth/access_token", func(w http.ResponseWriter, r *http.Request) {
-		r.ParseForm()
-		user, pass, _ := r.BasicAuth()
-		if r.Form.Get("client_id") != "" {
-			user, pass = r.Form.Get("client_id"), r.Form.Get("client_secret")
-		}
-		code := r.Form.Get("code")
-		if user != "alfred-app" || pass != "app-secret" || !strings.HasPrefix(code, "code-for-") {
-			http.Error(w, `{"error":"invalid_grant"}`, 400)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"access_token":"tok-`+strings.TrimPrefix(code, "code-for-")+`","token_type":"bearer"}`)
-	})
+	mux.HandleFunc("/login/oauth/authorize", f.authorize)
+	mux.HandleFunc("/login/oauth/access_token", f.exchange)
 	mux.HandleFunc("/api/v1/user", func(w http.ResponseWriter, r *http.Request) {
 		login, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer tok-")
 		if !ok {
@@ -59,6 +52,65 @@ func newOAuthForge(t *testing.T) *oauthForge {
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(f.srv.Close)
 	return f
+}
+
+func (f *oauthForge) authorize(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	challenge := q.Get("code_challenge")
+	if q.Get("client_id") != "alfred-app" || q.Get("response_type") != "code" {
+		http.Error(w, "bad authorize request", 400)
+		return
+	}
+	if q.Get("code_challenge_method") != "S256" || len(challenge) != 43 || q.Get("code_verifier") != "" {
+		http.Error(w, "PKCE required: code_challenge_method=S256 and a code_challenge", 400)
+		return
+	}
+	f.mu.Lock()
+	f.n++
+	code := fmt.Sprintf("code-%d", f.n)
+	f.grants[code] = grant{who: f.who, challenge: challenge}
+	f.challenges = append(f.challenges, challenge)
+	f.mu.Unlock()
+	http.Redirect(w, r, q.Get("redirect_uri")+"?code="+code+"&state="+url.QueryEscape(q.Get("state")), http.StatusFound)
+}
+
+func (f *oauthForge) exchange(w http.ResponseWriter, r *http.Request) {
+	r.ParseForm()
+	user, pass, _ := r.BasicAuth()
+	if r.Form.Get("client_id") != "" {
+		user, pass = r.Form.Get("client_id"), r.Form.Get("client_secret")
+	}
+	f.mu.Lock()
+	g, issued := f.grants[r.Form.Get("code")]
+	delete(f.grants, r.Form.Get("code")) // a code is used once, whatever comes of it
+	f.mu.Unlock()
+	sum := sha256.Sum256([]byte(r.Form.Get("code_verifier")))
+	if user != "alfred-app" || pass != "app-secret" || !issued ||
+		base64.RawURLEncoding.EncodeToString(sum[:]) != g.challenge {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(400)
+		io.WriteString(w, `{"error":"invalid_grant"}`)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, `{"access_token":"tok-`+g.who+`","token_type":"bearer"}`)
+}
+
+// code follows authorize, the forge's authorize URL Alfred sent the
+// browser to, and returns the code the forge sends back with it.
+func (f *oauthForge) code(t *testing.T, authorize *url.URL) string {
+	t.Helper()
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noFollow.Get(authorize.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	back, err := url.Parse(resp.Header.Get("Location"))
+	if err != nil || resp.StatusCode != http.StatusFound || back.Query().Get("code") == "" {
+		t.Fatalf("authorize: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	return back.Query().Get("code")
 }
 
 func (f *oauthForge) access(pages string, perms map[string]forges.Permission, public ...string) *Access {
@@ -107,11 +159,12 @@ func TestSignInAndAccess(t *testing.T) {
 		return resp.StatusCode, string(b)
 	}
 
-	// Anonymous: the sign-in page, for pages and the API alike.
-	if code, body := get(runURL); code != 401 || !strings.Contains(body, `data-test="signin"`) {
+	// Anonymous: a private project's run is not found (as a missing one
+	// is), and the answer offers the sign-in, for pages and the API alike.
+	if code, body := get(runURL); code != 404 || !strings.Contains(body, `data-test="signin"`) {
 		t.Fatalf("anonymous run page: %d", code)
 	}
-	if code, body := get(srv.URL + "/api/runs/" + f.fresh); code != 401 || !strings.Contains(body, `"sign_in"`) {
+	if code, body := get(srv.URL + "/api/runs/" + f.fresh); code != 404 || !strings.Contains(body, `"sign_in"`) {
 		t.Fatalf("anonymous API: %d %s", code, body)
 	}
 	if code, _ := get(srv.URL + "/agents"); code != 401 {
@@ -138,7 +191,7 @@ func TestSignInAndAccess(t *testing.T) {
 			jar.SetCookies(u, []*http.Cookie{c})
 		}
 	}
-	if code, _ := get(runURL); code != 401 {
+	if code, _ := get(runURL); code != 404 {
 		t.Fatalf("tampered cookie: %d", code)
 	}
 
@@ -214,14 +267,14 @@ func TestSignInPerForge(t *testing.T) {
 		return resp.StatusCode, string(b)
 	}
 	code, body := get("/runs/" + f.fresh)
-	if code != 401 || !strings.Contains(body, "/login?forge=forgejo") || !strings.Contains(body, "/login?forge=github") {
+	if code != 404 || !strings.Contains(body, "/login?forge=forgejo") || !strings.Contains(body, "/login?forge=github") {
 		t.Fatalf("anonymous: %d, want a sign-in link per forge:\n%s", code, body)
 	}
 	if code, _ := get("/login?forge=forgejo&next=/runs/" + f.fresh); code != 200 {
 		t.Fatalf("alice on forgejo, her run page: %d", code)
 	}
-	if code, _ := get("/projects/github/acme/rocket"); code != 401 {
-		t.Fatalf("a GitHub project with a Forgejo sign-in only: %d, want the sign-in page", code)
+	if code, body := get("/projects/github/acme/rocket"); code != 404 || !strings.Contains(body, "/login?forge=github") {
+		t.Fatalf("a GitHub project with a Forgejo sign-in only: %d, want 404 offering the sign-in", code)
 	}
 	if asked["github"] != "" {
 		t.Fatalf("GitHub was asked about the Forgejo login %q", asked["github"])
@@ -238,5 +291,76 @@ func TestSignInPerForge(t *testing.T) {
 	}
 	if code, _ := get("/login?forge=gitlab"); code != 503 {
 		t.Fatalf("a forge without sign-in: %d", code)
+	}
+}
+
+// TestSignInUsesPKCE: each sign-in has its own code_verifier, kept in the
+// encrypted state cookie; the forge gets its S256 challenge on the
+// authorize URL, never the verifier, and exchanges the code only with the
+// verifier. A code taken on its way back (authorization code injection) is
+// refused to another browser, whose state cookie holds another verifier;
+// a state cookie without a verifier (made before PKCE) is refused.
+func TestSignInUsesPKCE(t *testing.T) {
+	provider := newOAuthForge(t)
+	a := provider.access("http://alfred.example", nil)
+	login := func() (*url.URL, *http.Cookie) {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		a.loginPage(rec, httptest.NewRequest("GET", "/login?next=/runs/x", nil))
+		loc, err := url.Parse(rec.Header().Get("Location"))
+		state := cookieNamed(rec.Result().Cookies(), stateCookie)
+		if err != nil || rec.Code != http.StatusFound || state == nil {
+			t.Fatalf("login: %d to %q", rec.Code, rec.Header().Get("Location"))
+		}
+		return loc, state
+	}
+	callback := func(code string, loc *url.URL, state *http.Cookie) int {
+		t.Helper()
+		req := httptest.NewRequest("GET", "/oauth/callback?code="+url.QueryEscape(code)+"&state="+url.QueryEscape(loc.Query().Get("state")), nil)
+		req.AddCookie(state)
+		rec := httptest.NewRecorder()
+		a.callback(rec, req)
+		return rec.Code
+	}
+
+	victim, victimState := login()
+	q := victim.Query()
+	var st oauthState
+	if !a.readCookie(&http.Request{Header: http.Header{"Cookie": {victimState.String()}}}, stateCookie, &st) {
+		t.Fatal("the state cookie cannot be read back")
+	}
+	sum := sha256.Sum256([]byte(st.Verifier))
+	switch {
+	case q.Get("code_challenge_method") != "S256":
+		t.Errorf("code_challenge_method %q, want S256", q.Get("code_challenge_method"))
+	case len(st.Verifier) < 43 || strings.ContainsAny(st.Verifier, "+/="):
+		t.Errorf("verifier %q: want 32 random bytes or more, base64url", st.Verifier)
+	case q.Get("code_challenge") != base64.RawURLEncoding.EncodeToString(sum[:]):
+		t.Errorf("code_challenge %q is not the S256 of the cookie's verifier", q.Get("code_challenge"))
+	case strings.Contains(victim.String(), st.Verifier) || strings.Contains(victimState.Value, st.Verifier):
+		t.Error("the verifier shows in the authorize URL or in the clear in the cookie")
+	}
+
+	attacker, attackerState := login()
+	if attacker.Query().Get("code_challenge") == q.Get("code_challenge") {
+		t.Fatal("two sign-ins share a verifier")
+	}
+	stolen := provider.code(t, victim) // the victim's code, taken on its way back
+	if code := callback(stolen, attacker, attackerState); code != http.StatusBadGateway {
+		t.Errorf("another browser's verifier with the victim's code: %d, want 502 (the forge refuses)", code)
+	}
+	if code := callback(provider.code(t, attacker), attacker, attackerState); code != http.StatusFound {
+		t.Errorf("a sign-in with its own code and verifier: %d, want 302", code)
+	}
+
+	// A state cookie without a verifier (made before PKCE): refused, without
+	// asking the forge.
+	loc, _ := login()
+	rec := httptest.NewRecorder()
+	if err := a.setCookie(rec, httptest.NewRequest("GET", "/", nil), stateCookie, oauthState{State: loc.Query().Get("state"), Forge: "forgejo"}, stateTTL); err != nil {
+		t.Fatal(err)
+	}
+	if code := callback(provider.code(t, loc), loc, cookieNamed(rec.Result().Cookies(), stateCookie)); code != http.StatusBadRequest {
+		t.Errorf("a state cookie without a verifier: %d, want 400", code)
 	}
 }

@@ -125,7 +125,8 @@ func TestPagesInABrowser(t *testing.T) {
 		t.Errorf("claude-code %q", got)
 	}
 
-	// With access control, an anonymous visitor gets the sign-in page.
+	// With access control, an anonymous visitor gets the not-found page,
+	// which offers the sign-in.
 	d := f.deps()
 	d.Access = newOAuthForge(t).access("http://unused", nil)
 	guarded := serve(t, d)

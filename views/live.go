@@ -41,7 +41,7 @@ const liveRetry = 3 * time.Second
 // recorded as in progress but not followed here answers 204, which tells the
 // browser not to reconnect; the page then refreshes itself.
 func (d Deps) runLive(w http.ResponseWriter, r *http.Request) {
-	v, ok := readable(d, w, r, d.loadRun)
+	v, ok := readable(d, w, r, d.locateRun)
 	if !ok {
 		return
 	}

@@ -190,7 +190,7 @@ func TestLiveStreamOfRunsNotFollowed(t *testing.T) {
 			g := d
 			g.Access = newOAuthForge(t).access("http://unused", nil)
 			return g
-		}, f.resumed, http.StatusUnauthorized},
+		}, f.resumed, http.StatusNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

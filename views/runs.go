@@ -42,22 +42,30 @@ type runView struct {
 	Timeline timeline           `json:"-"`    // Run.Steps as the page shows them
 }
 
-func (d Deps) loadRun(id string) (*runView, error) {
+// locateRun finds the project of run id from the run's record (a run id
+// tells nothing else), and what loads the rest of the run's view once the
+// visitor may read it.
+func (d Deps) locateRun(id string) (forges.Project, func() (*runView, error), error) {
 	run, sessions, err := d.Records.RunWithSessions(id)
 	if err != nil {
-		return nil, err
+		return forges.Project{}, nil, fmt.Errorf("run %s: %w", id, err)
 	}
 	k, err := state.ParseMailboxID(run.MailboxID)
 	if err != nil {
-		return nil, err
+		return forges.Project{}, nil, fmt.Errorf("run %s: %w", id, err)
 	}
+	return projectOfKey(k), func() (*runView, error) { return d.loadRun(run, sessions, k) }, nil
+}
+
+// loadRun is the view of run, of mailbox k, with its sessions.
+func (d Deps) loadRun(run state.Run, sessions []state.LLMSession, k state.MailboxKey) (*runView, error) {
 	mb, err := d.Records.Mailbox(k)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("mailbox of run %s: %w", run.ID, err)
 	}
 	v := &runView{Run: run, Sessions: sessions, Mailbox: mb, Live: run.Status == state.RunQueued || run.Status == state.RunRunning}
 	runs, _ := d.Records.Runs(mb.ID)
-	i := slices.IndexFunc(runs, func(r state.Run) bool { return r.ID == id })
+	i := slices.IndexFunc(runs, func(r state.Run) bool { return r.ID == run.ID })
 	if i > 0 {
 		v.Prev = runs[i-1].ID
 	}
@@ -87,39 +95,50 @@ func (d Deps) redactRun(r state.Run) state.Run {
 	return r
 }
 
-func (v *runView) mailbox() state.Mailbox     { return v.Mailbox }
-func (v *mailboxView) mailbox() state.Mailbox { return v.Mailbox }
+// A locator reads from the id a page's path names ({id}) the project of the
+// record, with as little loading as that takes, and returns what loads the
+// record itself.
+type locator[V any] func(id string) (p forges.Project, load func() (V, error), err error)
 
-// readable loads the record the request names (the {id} of its path) and
-// returns it if the visitor may read its project; otherwise it has answered
-// and returns nil.
-func readable[V interface{ mailbox() state.Mailbox }](d Deps, w http.ResponseWriter, r *http.Request, load func(id string) (V, error)) (V, bool) {
-	v, err := load(mux.Vars(r)["id"])
+// readable answers the request for the record its path names: the project
+// first, then the access check on it, and only then the record is loaded.
+// It returns the record if the visitor may read it; otherwise it has
+// answered, with the same answer for a record that is missing, unreadable
+// or on a project the visitor may not read (hidden), and returns false.
+func readable[V any](d Deps, w http.ResponseWriter, r *http.Request, locate locator[V]) (V, bool) {
+	var zero V
+	p, load, err := locate(mux.Vars(r)["id"])
 	if err != nil {
 		d.notFound(w, r, err)
-		return v, false
+		return zero, false
 	}
-	if !d.guard(w, r, projectOf(v.mailbox())) {
-		return v, false
+	if !d.guard(w, r, p) {
+		return zero, false
+	}
+	v, err := load()
+	if err != nil {
+		d.notFound(w, r, err)
+		return zero, false
 	}
 	return v, true
 }
 
 func (d Deps) runPage(w http.ResponseWriter, r *http.Request) {
-	if v, ok := readable(d, w, r, d.loadRun); ok {
+	if v, ok := readable(d, w, r, d.locateRun); ok {
 		v.Stream = v.Live && d.Live != nil
 		d.render(w, r, "run.html", v)
 	}
 }
 
 func (d Deps) runJSON(w http.ResponseWriter, r *http.Request) {
-	if v, ok := readable(d, w, r, d.loadRun); ok {
+	if v, ok := readable(d, w, r, d.locateRun); ok {
 		writeJSON(w, v)
 	}
 }
 
-func projectOf(mb state.Mailbox) forges.Project {
-	return forges.Project{Forge: mb.Forge, Owner: mb.Owner, Name: mb.Project}
+// projectOfKey is the project of mailbox k.
+func projectOfKey(k state.MailboxKey) forges.Project {
+	return forges.Project{Forge: k.Forge, Owner: k.Owner, Name: k.Project}
 }
 
 type mailboxView struct {
@@ -181,18 +200,25 @@ func usageOf(sessions []state.LLMSession) usage {
 	return u
 }
 
-func (d Deps) loadMailbox(id string) (*mailboxView, error) {
+// locateMailbox reads the project from mailbox id itself: nothing is loaded
+// before the access check.
+func (d Deps) locateMailbox(id string) (forges.Project, func() (*mailboxView, error), error) {
 	k, err := state.ParseMailboxID(id)
-	if err != nil {
-		return nil, err
+	if err != nil { // no such mailbox can exist
+		return forges.Project{}, nil, fmt.Errorf("%w: %w", state.ErrNotFound, err)
 	}
+	return projectOfKey(k), func() (*mailboxView, error) { return d.loadMailbox(k) }, nil
+}
+
+// loadMailbox is the view of mailbox k and its runs.
+func (d Deps) loadMailbox(k state.MailboxKey) (*mailboxView, error) {
 	mb, err := d.Records.Mailbox(k)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("mailbox %s: %w", k.ID(), err)
 	}
 	runs, err := d.Records.Runs(mb.ID)
 	if err != nil && len(runs) == 0 {
-		return nil, err
+		return nil, fmt.Errorf("runs of mailbox %s: %w", mb.ID, err)
 	}
 	v := &mailboxView{Mailbox: mb}
 	for _, r := range runs {
@@ -214,24 +240,24 @@ func (d Deps) loadMailbox(id string) (*mailboxView, error) {
 }
 
 func (d Deps) mailboxPage(w http.ResponseWriter, r *http.Request) {
-	if v, ok := readable(d, w, r, d.loadMailbox); ok {
+	if v, ok := readable(d, w, r, d.locateMailbox); ok {
 		d.render(w, r, "mailbox.html", v)
 	}
 }
 
 func (d Deps) mailboxJSON(w http.ResponseWriter, r *http.Request) {
-	if v, ok := readable(d, w, r, d.loadMailbox); ok {
+	if v, ok := readable(d, w, r, d.locateMailbox); ok {
 		writeJSON(w, v)
 	}
 }
 
-// notFound answers 404 for records that do not exist or cannot be read; the
-// reason goes to the log only.
+// notFound answers a record that does not exist or cannot be read as
+// hidden does; the reason goes to the log only.
 func (d Deps) notFound(w http.ResponseWriter, r *http.Request, err error) {
 	if !errors.Is(err, state.ErrNotFound) {
 		d.Logger.Warn("page record", "path", r.URL.Path, "err", err)
 	}
-	http.Error(w, "not found", http.StatusNotFound)
+	d.hidden(w, r)
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

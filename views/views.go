@@ -199,7 +199,15 @@ type homeData struct {
 
 type webhookURL struct{ Forge, Kind, URL, Path string }
 
+// home is /config, the whole configuration (secrets hidden), for the
+// admins only (configAllowed); anyone else gets hidden's 404.
 func (d Deps) home(w http.ResponseWriter, r *http.Request) {
+	if !d.configAllowed(r) {
+		d.Logger.Info("configuration page refused", "remote", r.RemoteAddr)
+		d.hidden(w, r)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
 	data := homeData{Version: d.Version}
 	if d.Config != nil {
 		data.Missing = d.Config.Missing()

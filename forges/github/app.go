@@ -3,7 +3,6 @@ package github
 import (
 	"context"
 	"crypto/rsa"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/bradleyfalzon/ghinstallation/v2"
 	jwt "github.com/golang-jwt/jwt/v4"
@@ -24,31 +24,42 @@ import (
 // GitHub App mode. Every HTTP exchange goes through the retry policy exactly
 // once, and what the App's credentials are refused with is never retried:
 //
-//   - /app and /repos/{owner}/{repo}/installation are called with a JWT
+//   - /app, /repos/{owner}/{repo}/installation and POST
+//     /app/installations/{id}/access_tokens are called with a JWT
 //     (ghinstallation.AppsTransport, signed afresh for each call, above the
-//     retry policy);
-//   - installation tokens are minted by ghinstallation.Transport, whose POST
-//     /app/installations/{id}/access_tokens goes through the retry policy
-//     like any call (503 and 429 are retried, 401, 403 and 404 are final),
-//     and are cached by it until a minute before they expire;
+//     retry policy: 503 and 429 are retried, 401, 403 and 404 are final);
+//   - an installation token is minted for one repository: the mint names it
+//     ({"repositories": [name]}), so that the token can act on that
+//     repository alone, whatever else the installation covers. Tokens are
+//     cached per repository until a minute before they expire;
 //   - installationAuth, above the retry policy, puts the token of the
-//     repository's installation on each request: a token that cannot be had
-//     is the call's answer, worded by appError, not a transport failure the
+//     repository a request is about on it: a token that cannot be had is
+//     the call's answer, worded by appError, not a transport failure the
 //     policy would send again.
 
 // app is the GitHub App side of a Forge.
 type app struct {
-	id      int64
-	fixed   int64 // Options.InstallationID: the installation of every repository
-	key     *rsa.PrivateKey
-	retried http.RoundTripper // the retry policy over the base transport
-	jwt     *gh.Client        // authenticated as the App
-	apiURL  *url.URL          // the REST root, ending in '/'
-	log     *slog.Logger
+	id     int64
+	fixed  int64      // Options.InstallationID: the installation of every repository
+	jwt    *gh.Client // authenticated as the App
+	apiURL *url.URL   // the REST root, ending in '/'
+	log    *slog.Logger
 
-	mu    sync.Mutex
-	repos map[string]int64                    // lower-case "owner/name" -> installation id
-	insts map[int64]*ghinstallation.Transport // installation id -> its token source
+	mu     sync.Mutex
+	repos  map[string]int64      // lower-case "owner/name" -> installation id
+	tokens map[string]*repoToken // lower-case "owner/name" -> its token
+}
+
+// tokenMargin is how long a cached token must still live to be used: a
+// token closer to its end is minted again.
+const tokenMargin = time.Minute
+
+// repoToken is the installation token of one repository, minted for it
+// alone. mu is held while minting: one mint at a time per repository.
+type repoToken struct {
+	mu      sync.Mutex
+	token   string
+	expires time.Time
 }
 
 // newApp reads the App's private key and builds its JWT client on hc, whose
@@ -58,10 +69,10 @@ func newApp(opts Options, hc *http.Client) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &app{id: opts.AppID, fixed: opts.InstallationID, key: key, retried: hc.Transport, log: opts.Logger,
-		repos: map[string]int64{}, insts: map[int64]*ghinstallation.Transport{}}
+	a := &app{id: opts.AppID, fixed: opts.InstallationID, log: opts.Logger,
+		repos: map[string]int64{}, tokens: map[string]*repoToken{}}
 	c := *hc
-	c.Transport = ghinstallation.NewAppsTransportFromPrivateKey(a.retried, a.id, key)
+	c.Transport = ghinstallation.NewAppsTransportFromPrivateKey(hc.Transport, a.id, key)
 	if a.jwt, err = newClient(opts.BaseURL, &c, ""); err != nil {
 		return nil, err
 	}
@@ -100,19 +111,31 @@ func (a *app) bot(ctx context.Context) (forges.User, error) {
 	return forges.User{Login: ga.GetSlug() + "[bot]"}, nil
 }
 
-// token is a token of the App's installation on p, valid for at least a
-// minute more: ghinstallation mints one when it has none or when the one it
-// has expires within a minute.
+// token is a token of the App's installation on p that can act on p alone,
+// valid for at least tokenMargin more: minted when none is cached for p or
+// the cached one ends within the margin.
 func (a *app) token(ctx context.Context, p forges.Project) (string, error) {
 	id, err := a.installationID(ctx, p)
 	if err != nil {
 		return "", err
 	}
-	token, err := a.source(id).Token(ctx)
+	t := a.cached(p)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.token != "" && time.Until(t.expires) > tokenMargin {
+		return t.token, nil
+	}
+	tok, _, err := a.jwt.Apps.CreateInstallationToken(ctx, id, &gh.InstallationTokenOptions{Repositories: []string{p.Name}})
 	if err != nil {
 		return "", a.mintRefused(err, p, id)
 	}
-	return token, nil
+	if tok.GetToken() == "" {
+		return "", fmt.Errorf("mint a token of GitHub App %d's installation %d for %s: GitHub gave no token", a.id, id, p.FullName())
+	}
+	t.token, t.expires = tok.GetToken(), tok.GetExpiresAt().Time
+	a.log.Debug("github app installation token minted", "app", a.id, "installation", id,
+		"repository", p.FullName(), "expires", t.expires)
+	return t.token, nil
 }
 
 // installationID is the installation of the App on p: Options.InstallationID,
@@ -139,34 +162,27 @@ func (a *app) installationID(ctx context.Context, p forges.Project) (int64, erro
 	return inst.GetID(), nil
 }
 
-// source is the token source of installation id, made once. Each has its own
-// AppsTransport: ghinstallation writes to it while minting.
-func (a *app) source(id int64) *ghinstallation.Transport {
+// cached is p's token entry, made once (empty until the first mint).
+func (a *app) cached(p forges.Project) *repoToken {
+	key := strings.ToLower(p.FullName())
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if t := a.insts[id]; t != nil {
+	if t := a.tokens[key]; t != nil {
 		return t
 	}
-	t := ghinstallation.NewFromAppsTransport(ghinstallation.NewAppsTransportFromPrivateKey(a.retried, a.id, a.key), id)
-	t.BaseURL = a.apiURL.String()
-	a.insts[id] = t
+	t := &repoToken{}
+	a.tokens[key] = t
 	return t
 }
 
-// forget drops what is known of p's installation, so that the next call
-// finds it again and mints a new token.
+// forget drops what is known of p's installation and p's token, so that the
+// next call finds the installation again and mints a new token.
 func (a *app) forget(p forges.Project) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	key := strings.ToLower(p.FullName())
-	id, ok := a.repos[key]
-	if a.fixed != 0 {
-		id, ok = a.fixed, true
-	}
 	delete(a.repos, key)
-	if ok {
-		delete(a.insts, id)
-	}
+	delete(a.tokens, key)
 }
 
 // repository is the repository a request to the API is about, if any.
@@ -265,19 +281,22 @@ func (a *app) refused(err error, p forges.Project, format string, args ...any) e
 	return wrap(err, format, args...)
 }
 
-// mintRefused words an error of ghinstallation minting a token of
-// installation id for p. ghinstallation leaves the body of a refusal open.
+// mintRefused words an error of minting a token of installation id for p.
+// A 422 means the installation does not cover p: the mint names p, and
+// GitHub refuses a repository the installation cannot reach.
 func (a *app) mintRefused(err error, p forges.Project, id int64) error {
-	he, ok := errors.AsType[*ghinstallation.HTTPError](err)
-	if !ok || he.Response == nil {
+	resp := answer(err)
+	if resp == nil {
 		return fmt.Errorf("mint a token of GitHub App %d's installation %d for %s: %w", a.id, id, p.FullName(), err)
 	}
-	resp := he.Response
-	message := bodyMessage(resp)
+	message := http.StatusText(resp.StatusCode)
+	if er, ok := errors.AsType[*gh.ErrorResponse](err); ok && er.Message != "" {
+		message = er.Message
+	}
 	switch resp.StatusCode {
 	case http.StatusUnauthorized:
 		return a.jwtRefused(message)
-	case http.StatusNotFound:
+	case http.StatusNotFound, http.StatusUnprocessableEntity:
 		a.forget(p)
 		return a.notInstalled(p)
 	case http.StatusForbidden:
@@ -296,18 +315,6 @@ func ghMessage(err error) string {
 		return er.Message
 	}
 	return "Unauthorized"
-}
-
-// bodyMessage reads GitHub's message from an error answer and closes it.
-func bodyMessage(resp *http.Response) string {
-	defer closeResponse(resp)
-	var body struct {
-		Message string `json:"message"`
-	}
-	if json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&body) != nil || body.Message == "" {
-		return http.StatusText(resp.StatusCode)
-	}
-	return body.Message
 }
 
 func closeResponse(resp *http.Response) {

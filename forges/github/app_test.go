@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -224,8 +225,8 @@ func permission(ctx context.Context, srv *githubtest.Server, f *Forge) (string, 
 }
 
 // refresh asks for git credentials twice while GitHub mints tokens that
-// expire within ghinstallation's minute of margin (each is minted again),
-// then twice with hour-long tokens (the second comes from the cache).
+// expire within the minute of margin (each is minted again), then twice
+// with hour-long tokens (the second comes from the cache).
 func refresh(ctx context.Context, srv *githubtest.Server, f *Forge) (string, error) {
 	srv.SetTokenTTL(30 * time.Second)
 	var got []string
@@ -311,4 +312,84 @@ func (h *appHarness) Want() forgetest.Want {
 	w := h.harness.Want()
 	w.BotLogin, w.GitPassword = h.srv.AppBotLogin(), h.srv.InstallationToken()
 	return w
+}
+
+// TestAppTokensPerRepository: each installation token is minted for the
+// repository of the call alone ({"repositories": [name]}) and cached per
+// repository: a call about another repository of the same installation gets
+// another token, and the first repository's token is used again from the
+// cache. A token so narrowed does not see the other repository.
+func TestAppTokensPerRepository(t *testing.T) {
+	for _, fixed := range []bool{false, true} {
+		t.Run(map[bool]string{false: "installation found", true: "installation given"}[fixed], func(t *testing.T) {
+			srv := githubtest.NewServer(t)
+			inst := srv.EnableApp(testAppID, &appKey().PublicKey)
+			srv.InstallAlsoOn("rocket")
+			if err := srv.AddIssue(forges.Issue{Number: 1, Title: "t", Author: "alice"}); err != nil {
+				t.Fatal(err)
+			}
+			var id int64
+			if fixed {
+				id = inst
+			}
+			f := newAppForge(t, srv, writeFile(t, pemKey(appKey())), id)
+			demo, rocket := srv.Project(), forges.Project{Owner: srv.Project().Owner, Name: "rocket"}
+			steps := []struct {
+				p      forges.Project
+				minted int
+			}{{demo, 1}, {rocket, 2}, {demo, 2}, {rocket, 2}}
+			tokens := map[string]string{}
+			for i, s := range steps {
+				_, tok, err := f.GitCredentials(t.Context(), s.p)
+				if err != nil {
+					t.Fatalf("step %d, %s: %v", i, s.p.FullName(), err)
+				}
+				if n := srv.TokensMinted(); n != s.minted {
+					t.Errorf("step %d, %s: %d tokens minted, want %d", i, s.p.FullName(), n, s.minted)
+				}
+				if prev, ok := tokens[s.p.Name]; ok && prev != tok {
+					t.Errorf("step %d: %s's cached token was not used", i, s.p.FullName())
+				}
+				tokens[s.p.Name] = tok
+			}
+			if tokens["demo"] == tokens["rocket"] {
+				t.Error("two repositories share one token")
+			}
+			want := [][]string{{"demo"}, {"rocket"}}
+			if got := srv.MintedFor(); !slices.EqualFunc(got, want, slices.Equal[[]string]) {
+				t.Errorf("the mints asked for %q, want %q", got, want)
+			}
+			// rocket's token does not see demo: GitHub's 404.
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL()+"repos/acme/demo/issues", nil)
+			req.Header.Set("Authorization", "Bearer "+tokens["rocket"])
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNotFound {
+				t.Errorf("rocket's token on demo: %d, want 404", resp.StatusCode)
+			}
+			// The forge's own calls about demo use demo's token.
+			if _, err := comment(t.Context(), srv, f); err != nil {
+				t.Fatalf("comment on demo: %v", err)
+			}
+		})
+	}
+}
+
+// A repository the given installation does not cover: the mint, which
+// names it, is refused (422), and the answer says to install the App there.
+func TestAppMintForAnUncoveredRepository(t *testing.T) {
+	srv := githubtest.NewServer(t)
+	inst := srv.EnableApp(testAppID, &appKey().PublicKey)
+	f := newAppForge(t, srv, writeFile(t, pemKey(appKey())), inst)
+	_, _, err := f.GitCredentials(t.Context(), forges.Project{Owner: "acme", Name: "elsewhere"})
+	if err == nil || !errors.Is(err, forges.ErrForbidden) ||
+		!strings.Contains(err.Error(), "GitHub App 1234 is not installed on acme/elsewhere") {
+		t.Fatalf("error = %v; want the App not installed on acme/elsewhere (ErrForbidden)", err)
+	}
+	if n := srv.TokensMinted(); n != 0 {
+		t.Errorf("%d tokens minted", n)
+	}
 }

@@ -8,9 +8,9 @@
 // is the token's account. As a GitHub App (Options.AppID and
 // Options.PrivateKeyPath, app.go), the /app endpoints are called with a JWT
 // signed by the App's private key, every call about a repository with a token
-// of the App's installation on that repository (found once per repository,
-// minted by ghinstallation and cached until a minute before it expires), git
-// uses that token too, and the bot is the App's bot user "<slug>[bot]": its
+// of the App's installation minted for that repository alone (the
+// installation found once per repository, the token cached per repository
+// until a minute before it expires), git uses that token too, and the bot is the App's bot user "<slug>[bot]": its
 // comments and assignments are the bot's own.
 package github
 

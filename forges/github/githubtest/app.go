@@ -2,8 +2,10 @@ package githubtest
 
 import (
 	"crypto/rsa"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,8 +16,10 @@ import (
 )
 
 // The GitHub App side of the fake (EnableApp): one App, installed on the
-// repository, with GitHub's four App endpoints, JWTs checked as GitHub checks
-// them, and installation tokens accepted on every repository endpoint.
+// repository (and on the names InstallAlsoOn adds), with GitHub's four App
+// endpoints, JWTs checked as GitHub checks them, and installation tokens
+// accepted on the repository endpoints of the repositories they were minted
+// for (all of the installation's when the mint named none).
 
 // AppSlug is the slug of the fake's App; its bot user is AppSlug+"[bot]".
 const AppSlug = "alfred-app"
@@ -28,9 +32,18 @@ type fakeApp struct {
 	revoked      bool
 	ttl          time.Duration        // life of the tokens minted next
 	skew         time.Duration        // the fake's clock minus the real one
-	tokens       map[string]time.Time // installation token -> expiry, on the fake's clock
+	tokens       map[string]fakeToken // installation token -> what it may do
 	minted       int
 	last         string
+	also         []string   // repositories of the owner the installation covers besides the fake's
+	mints        [][]string // the repositories each mint asked for (nil: all of the installation's)
+}
+
+// fakeToken is an installation token: its expiry, on the fake's clock, and
+// the repositories it was minted for (nil: all of the installation's).
+type fakeToken struct {
+	expires time.Time
+	repos   []string
 }
 
 // EnableApp makes the fake know GitHub App id, whose JWTs are signed by the
@@ -40,7 +53,7 @@ type fakeApp struct {
 func (f *Server) EnableApp(id int64, pub *rsa.PublicKey) int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.app = &fakeApp{id: id, key: pub, installation: 7_000_000 + id, ttl: time.Hour, tokens: map[string]time.Time{}}
+	f.app = &fakeApp{id: id, key: pub, installation: 7_000_000 + id, ttl: time.Hour, tokens: map[string]fakeToken{}}
 	f.users[f.appBot()] = forges.PermissionWrite
 	return f.app.installation
 }
@@ -52,7 +65,7 @@ func (f *Server) AppBotLogin() string { return AppSlug + "[bot]" }
 func (f *Server) appBot() string { return f.AppBotLogin() }
 
 // SetTokenTTL sets the life of the installation tokens minted from now on
-// (ghinstallation mints again when less than a minute is left).
+// (forges/github mints again when less than a minute is left).
 func (f *Server) SetTokenTTL(d time.Duration) { f.withApp(func(a *fakeApp) { a.ttl = d }) }
 
 // SetClockSkew sets the fake's clock ahead of the real one by d (behind when
@@ -63,6 +76,25 @@ func (f *Server) SetClockSkew(d time.Duration) { f.withApp(func(a *fakeApp) { a.
 // RevokeInstallation uninstalls the App: its installation is gone and every
 // token it had is refused.
 func (f *Server) RevokeInstallation() { f.withApp(func(a *fakeApp) { a.revoked = true }) }
+
+// InstallAlsoOn makes the installation cover the owner's repositories
+// names too (the fake serves none of their data): their installation can be
+// found and tokens minted for them.
+func (f *Server) InstallAlsoOn(names ...string) {
+	f.withApp(func(a *fakeApp) { a.also = append(a.also, names...) })
+}
+
+// MintedFor is the "repositories" each mint asked for, in order; a nil entry
+// asked for the whole installation.
+func (f *Server) MintedFor() [][]string {
+	var out [][]string
+	f.withApp(func(a *fakeApp) {
+		for _, m := range a.mints {
+			out = append(out, slices.Clone(m))
+		}
+	})
+	return out
+}
 
 // TokensMinted is how many installation tokens the fake has issued.
 func (f *Server) TokensMinted() int {
@@ -112,9 +144,9 @@ func (f *Server) appRoute(r *http.Request, seg []string) (reply, bool) {
 		}
 		return ok([]any{f.installationJSON()}), true
 	case seg[0] == "app":
-		return f.mintToken(seg[2]), true
+		return f.mintToken(seg[2], r), true
 	}
-	if a.revoked || seg[1] != f.owner || seg[2] != f.repo {
+	if a.revoked || seg[1] != f.owner || !f.covers(seg[2]) {
 		return notFound, true
 	}
 	return ok(f.installationJSON()), true
@@ -151,16 +183,43 @@ func (f *Server) checkJWT(r *http.Request) (string, bool) {
 	return "", true
 }
 
-// mintToken answers POST /app/installations/{id}/access_tokens.
-func (f *Server) mintToken(id string) reply {
+// covers tells whether the installation covers the owner's repository name.
+// mu held.
+func (f *Server) covers(name string) bool {
+	return strings.EqualFold(name, f.repo) || slices.ContainsFunc(f.app.also, func(n string) bool { return strings.EqualFold(n, name) })
+}
+
+// mintToken answers POST /app/installations/{id}/access_tokens, whose body
+// may narrow the token to some of the installation's repositories, by name
+// ("repositories"); naming one it does not cover is refused with GitHub's
+// 422. Narrowing by repository_ids is not supported: a 422 too.
+func (f *Server) mintToken(id string, r *http.Request) reply {
 	a := f.app
 	if a.revoked || id != strconv.FormatInt(a.installation, 10) {
 		return notFound
 	}
+	var body struct {
+		Repositories  []string `json:"repositories"`
+		RepositoryIDs []int64  `json:"repository_ids"`
+	}
+	if r.Body != nil && r.ContentLength != 0 {
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			return errReply(http.StatusBadRequest, "Problems parsing JSON")
+		}
+	}
+	for _, n := range body.Repositories {
+		if !f.covers(n) {
+			return errReply(http.StatusUnprocessableEntity, "There is at least one repository that does not exist or is not accessible to the parent installation.")
+		}
+	}
+	if len(body.RepositoryIDs) > 0 {
+		return errReply(http.StatusUnprocessableEntity, "githubtest: repository_ids are not supported; name the repositories")
+	}
 	a.minted++
+	a.mints = append(a.mints, body.Repositories)
 	a.last = fmt.Sprintf("ghs_fakeInstallationToken%04d", a.minted)
 	expires := time.Now().Add(a.skew + a.ttl).Truncate(time.Second)
-	a.tokens[a.last] = expires
+	a.tokens[a.last] = fakeToken{expires: expires, repos: body.Repositories}
 	return created(map[string]any{
 		"token": a.last, "expires_at": expires.UTC().Format(time.RFC3339), "repository_selection": "selected",
 		"permissions": map[string]any{"issues": "write", "pull_requests": "write", "contents": "write", "metadata": "read",
@@ -168,14 +227,23 @@ func (f *Server) mintToken(id string) reply {
 	})
 }
 
-// appToken tells whether token is a live installation token. mu held.
-func (f *Server) appToken(token string) bool {
+// appToken tells whether token is a live installation token (live) and
+// whether it may act on the request's repository (seg: the path's
+// segments): a token narrowed to other repositories does not see this one.
+// mu held.
+func (f *Server) appToken(token string, seg []string) (live, sees bool) {
 	a := f.app
 	if a == nil || a.revoked {
-		return false
+		return false, false
 	}
-	expires, known := a.tokens[token]
-	return known && time.Now().Add(a.skew).Before(expires)
+	t, known := a.tokens[token]
+	if !known || !time.Now().Add(a.skew).Before(t.expires) {
+		return false, false
+	}
+	if t.repos == nil || len(seg) < 3 || seg[0] != "repos" {
+		return true, true
+	}
+	return true, seg[1] == f.owner && slices.ContainsFunc(t.repos, func(n string) bool { return strings.EqualFold(n, seg[2]) })
 }
 
 func (f *Server) appJSON() map[string]any {

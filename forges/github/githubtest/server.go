@@ -230,7 +230,11 @@ func (f *Server) admit(r *http.Request) (seg []string, rep reply, done bool) {
 	if rep, isApp := f.appRoute(r, seg); isApp {
 		return nil, rep, true
 	}
-	if f.caller = f.authenticate(r); f.caller == "" {
+	var blind bool
+	if f.caller, blind = f.authenticate(r, seg); blind {
+		return nil, notFound, true // as GitHub: a token narrowed to other repositories does not see this one
+	}
+	if f.caller == "" {
 		return nil, errReply(http.StatusUnauthorized, "Bad credentials"), true
 	}
 	return seg, reply{}, false
@@ -238,22 +242,25 @@ func (f *Server) admit(r *http.Request) (seg []string, rep reply, done bool) {
 
 // authenticate is the login the request's token belongs to: the bot for
 // the personal token, the App's bot user for a live installation token
-// ("Bearer" or "token" scheme alike), "" for anything else. mu held.
-func (f *Server) authenticate(r *http.Request) string {
+// ("Bearer" or "token" scheme alike), "" for anything else; blind when the
+// installation token was narrowed to repositories other than the request's
+// (seg). mu held.
+func (f *Server) authenticate(r *http.Request, seg []string) (login string, blind bool) {
 	h := r.Header.Get("Authorization")
 	token, found := strings.CutPrefix(h, "Bearer ")
 	if !found {
 		token, _ = strings.CutPrefix(h, "token ")
 	}
-	switch {
-	case token == "":
-		return ""
-	case token == f.token:
-		return f.bot
-	case f.appToken(token):
-		return f.appBot()
+	if token == "" {
+		return "", false
 	}
-	return ""
+	if token == f.token {
+		return f.bot, false
+	}
+	if live, sees := f.appToken(token, seg); live {
+		return f.appBot(), !sees
+	}
+	return "", false
 }
 
 // page slices items by ?page and ?per_page (default 30, capped at MaxPerPage)
