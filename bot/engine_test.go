@@ -237,6 +237,9 @@ func (h *harness) send(ev forges.Event) forges.Event {
 	if ev.Comment != nil && !h.forged {
 		h.forge.posted(ev.Target, ev.Comment)
 	}
+	if ev.Review != nil && !h.forged {
+		h.forge.reviewed(ev.Target.Number, ev.Actor, ev.Review)
+	}
 	if err := h.engine.Intake(context.Background(), &ev); err != nil {
 		h.t.Fatal(err)
 	}

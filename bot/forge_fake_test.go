@@ -22,6 +22,7 @@ type memForge struct {
 	comments map[forges.Target][]forges.Comment
 	mrs      map[int64]*forges.MergeRequest
 	ci       map[string]*forges.CIStatus
+	reviews  map[int64][]forges.ReviewComment // merge request -> its reviews' texts
 	nextID   int64
 	calls    []string       // mutating calls, for assertions
 	failNext map[string]int // method name -> how many calls fail, as a forge that is down
@@ -47,7 +48,7 @@ func (f *memForge) failing(method string) error {
 func newMemForge(g *gitForge) *memForge {
 	return &memForge{me: "alfred", git: g, perms: map[string]forges.Permission{"alice": forges.PermissionWrite, "alfred": forges.PermissionAdmin},
 		issues: map[int64]*forges.Issue{}, comments: map[forges.Target][]forges.Comment{}, mrs: map[int64]*forges.MergeRequest{},
-		ci: map[string]*forges.CIStatus{}, nextID: 100, failNext: map[string]int{}}
+		ci: map[string]*forges.CIStatus{}, reviews: map[int64][]forges.ReviewComment{}, nextID: 100, failNext: map[string]int{}}
 }
 
 func (f *memForge) record(format string, args ...any) {
@@ -188,8 +189,22 @@ func (f *memForge) CreateMergeRequest(_ context.Context, _ forges.Project, n for
 	return mr, nil
 }
 
-func (f *memForge) ReviewComments(context.Context, forges.Project, int64, time.Time) ([]forges.ReviewComment, error) {
-	return nil, nil
+func (f *memForge) ReviewComments(_ context.Context, _ forges.Project, n int64, _ time.Time) ([]forges.ReviewComment, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.reviews[n]), nil
+}
+
+// reviewed puts the texts of a review by author on merge request n, as the
+// forge has them before its webhook arrives.
+func (f *memForge) reviewed(n int64, author string, r *forges.Review) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reviews[n] = append(f.reviews[n], forges.ReviewComment{Author: author, Body: r.Body})
+	for _, c := range r.Comments {
+		c.Author = author
+		f.reviews[n] = append(f.reviews[n], c)
+	}
 }
 
 func (f *memForge) CIStatus(_ context.Context, _ forges.Project, sha string) (*forges.CIStatus, error) {

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/state"
@@ -169,6 +170,8 @@ func (e *Engine) confirm(ctx context.Context, ev *forges.Event, in Intent) (bool
 		if !slices.Contains(is.Labels, in.Command.Label()) {
 			return false, "the forge does not show " + in.Command.Label() + " on the issue", nil
 		}
+	case in.Kind == IntentReview && ev.Review != nil:
+		return e.confirmReview(ctx, f, ev)
 	case ev.Comment != nil && ev.Comment.ID != 0:
 		comments, err := f.Comments(ctx, ev.Target)
 		if err != nil {
@@ -177,6 +180,34 @@ func (e *Engine) confirm(ctx context.Context, ev *forges.Event, in Intent) (bool
 		i := slices.IndexFunc(comments, func(c forges.Comment) bool { return c.ID == ev.Comment.ID })
 		if i < 0 || !strings.EqualFold(comments[i].Author, ev.Actor) || strings.TrimSpace(comments[i].Body) != strings.TrimSpace(ev.Comment.Body) {
 			return false, "the forge does not show that comment by " + ev.Actor, nil
+		}
+	}
+	return true, "", nil
+}
+
+// confirmReview reads a review back: every text the event claims (the
+// review's body, each line comment) must be among the merge request's
+// review texts on the forge, by the event's actor. A review that claims no
+// text (a bare approval) brings nothing to the prompt and needs no reading.
+func (e *Engine) confirmReview(ctx context.Context, f forges.Forge, ev *forges.Event) (bool, string, error) {
+	claimed := []string{strings.TrimSpace(ev.Review.Body)}
+	for _, c := range ev.Review.Comments {
+		claimed = append(claimed, strings.TrimSpace(c.Body))
+	}
+	claimed = slices.DeleteFunc(claimed, func(s string) bool { return s == "" })
+	if len(claimed) == 0 {
+		return true, "", nil
+	}
+	onForge, err := f.ReviewComments(ctx, ev.Target.Project, ev.Target.Number, time.Time{})
+	if err != nil {
+		return false, "", err
+	}
+	for _, text := range claimed {
+		found := slices.ContainsFunc(onForge, func(c forges.ReviewComment) bool {
+			return strings.EqualFold(c.Author, ev.Actor) && strings.TrimSpace(c.Body) == text
+		})
+		if !found {
+			return false, "the forge does not show that review by " + ev.Actor, nil
 		}
 	}
 	return true, "", nil
