@@ -266,7 +266,7 @@ var Settings = []Setting{
 		Help: "replaces, per adapter, the range of CLI versions that may resume sessions: to widen it, at a risk (see Operations)",
 		set:  setRanges, get: func(c *Config) string { return joinRanges(c.AgentVerifiedRanges) }},
 	{Flag: "admins", Env: "ALFRED_ADMINS", Default: "", Accepts: "comma-separated forge logins",
-		Help: "people who, signed in, may ask for a new detection of the agent CLIs on the agents screen",
+		Help: "people who, signed in, may see /config and ask for a new detection of the agent CLIs on the agents screen (login on any forge, or forge:login for one)",
 		set:  func(c *Config, v string) error { c.Admins = splitList(v); return nil }, get: func(c *Config) string { return strings.Join(c.Admins, ",") }},
 	{Flag: "session-keys", Env: "ALFRED_SESSION_KEYS", Default: "", Accepts: "comma-separated secrets of 32 characters or more", Secret: true,
 		Help: "secrets the sign-in cookies are signed and encrypted with: the first signs, all are accepted (to rotate, put a new one first, drop the old one a day later); empty: derived from ALFRED_OAUTH_CLIENT_SECRET",
