@@ -146,6 +146,14 @@ func TestForgedEventsActOnNothing(t *testing.T) {
 	if rec := h.handled(comment.DeliveryID); !strings.Contains(rec.Outcome, "does not show that comment by alice") {
 		t.Errorf("forged comment: %+v", rec)
 	}
+	// A maintainer of another repository, named as the actor of a label the
+	// issue really has: the forge gives them no permission here.
+	h.forged = false
+	h.forge.AddLabels(context.Background(), issue, "ai::validate_plan")
+	other := h.send(forges.Event{Type: forges.EventIssueLabeled, Actor: "bob", Target: issue, Labels: h.forge.labels(iid)})
+	if rec := h.handled(other.DeliveryID); !strings.Contains(rec.Outcome, "bob has no write access") {
+		t.Errorf("another repository's maintainer: %+v", rec)
+	}
 	if mb := h.mailbox(iid); mb.Status != string(StatusWaitingValidation) || len(h.adapter.Requests()) != runs {
 		t.Fatalf("a forged event acted: %s, %d run(s)", mb.Status, len(h.adapter.Requests())-runs)
 	}
