@@ -28,12 +28,7 @@ type rules struct {
 }
 
 // runURL is the page of run id, "" without a public URL.
-func (r rules) runURL(id string) string {
-	if r.PublicURL == "" {
-		return ""
-	}
-	return r.PublicURL + "/runs/" + id
-}
+func (r rules) runURL(id string) string { return runPage(r.PublicURL, id) }
 
 // rulesOf reads the rules of mb's project.
 func (e *Engine) rulesOf(mb *state.Mailbox) rules {

@@ -244,6 +244,13 @@ func (e *Engine) invoke(ctx context.Context, mb *state.Mailbox, run *state.Run) 
 		return nil, nil, fmt.Errorf("no adapter %q (AGENT_ADAPTER); known: %s", run.AdapterID, strings.Join(e.adapterIDs(), ", "))
 	}
 	phase := agents.Phase(run.Phase)
+	in, err := e.phaseInput(ctx, mb, run, phase) // before any work: a changed plan starts nothing
+	if err != nil {
+		return nil, nil, err
+	}
+	if run.PlanChanged != "" {
+		return &agents.Result{Outcome: agents.OutcomeSucceeded}, nil, nil
+	}
 	wt, err := e.checkout(ctx, mb, run, phase)
 	if err != nil {
 		return nil, nil, err
@@ -257,14 +264,10 @@ func (e *Engine) invoke(ctx context.Context, mb *state.Mailbox, run *state.Run) 
 	if err := agents.ExcludeWorktreeFiles(wt.Dir, adapter); err != nil { // and out of the agent's own git status
 		return nil, nil, err
 	}
-	conflicts, err := e.conflicts(ctx, mb, run, wt, phase)
-	if err != nil || run.NothingToDo {
+	if in.Conflict, err = e.conflicts(ctx, mb, run, wt, phase); err != nil || run.NothingToDo {
 		return &agents.Result{Outcome: agents.OutcomeSucceeded, Text: run.Result}, nil, err
 	}
-	prompt, err := e.prompt(ctx, mb, run, phase, conflicts)
-	if err != nil || run.PlanChanged != "" {
-		return &agents.Result{Outcome: agents.OutcomeSucceeded}, nil, err
-	}
+	prompt := Prompt(in)
 	spec, creds, err := e.runSpec(mb, run, wt, adapter)
 	if err != nil {
 		return nil, nil, err
@@ -398,10 +401,10 @@ func (e *Engine) callAgent(ctx context.Context, mb *state.Mailbox, run *state.Ru
 		ls.Outcome = string(agents.OutcomeFailed)
 		return nil, fmt.Errorf("invoke %s: %w", adapter.ID(), err)
 	}
-	if gw != nil && gw.BudgetReached() && res.Outcome == agents.OutcomeSucceeded {
-		res.Outcome = agents.OutcomeFailed // the gateway refused its last requests
-	}
-	if gw != nil && gw.BudgetReached() {
+	if gw != nil && gw.BudgetReached() { // the gateway refused its last requests
+		if res.Outcome == agents.OutcomeSucceeded {
+			res.Outcome = agents.OutcomeFailed
+		}
 		res.Text = "budget reached: the gateway refused the run's model requests at the issue's token budget (AGENT_BUDGET_TOKENS)"
 	}
 	recordUsage(ls, res, req.Session != nil)

@@ -80,11 +80,14 @@ func (e *Engine) updateStatusComment(ctx context.Context, mb *state.Mailbox) err
 	return e.comment(ctx, mb, KindSession, "", textSession(rows, mb.Quarantined))
 }
 
-func (e *Engine) runURL(id string) string {
-	if e.cfg.PublicURL == "" {
+func (e *Engine) runURL(id string) string { return runPage(e.cfg.PublicURL, id) }
+
+// runPage is the page of run id under publicURL, "" without one.
+func runPage(publicURL, id string) string {
+	if publicURL == "" {
 		return ""
 	}
-	return e.cfg.PublicURL + "/runs/" + id
+	return publicURL + "/runs/" + id
 }
 
 // recoverRuns picks up the runs a previous process left: a finished run whose

@@ -1,6 +1,7 @@
 package bot
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -42,52 +43,59 @@ const (
 	questionsHeading = "## Questions"
 )
 
-// prompt gathers the full phase context from the forge.
-func (e *Engine) prompt(ctx context.Context, mb *state.Mailbox, run *state.Run, phase agents.Phase, conflicts []string) (string, error) {
+// phaseInput gathers the full phase context from the forge, before any
+// work of the run: a phase that writes follows the validated plan, and when
+// the plan or the description changed since the validation run.PlanChanged
+// says what, and the run does not start.
+func (e *Engine) phaseInput(ctx context.Context, mb *state.Mailbox, run *state.Run, phase agents.Phase) (PromptInput, error) {
 	p := projectOf(mb)
+	in := PromptInput{Phase: phase, Project: p, Branch: mb.BranchName}
 	is, err := e.subject(ctx, mb)
 	if err != nil {
-		return "", err
+		return in, err
 	}
+	in.Issue = *is
 	comments, err := e.on(mb.Forge).Comments(ctx, issueTarget(mb))
 	if err != nil {
-		return "", err
+		return in, err
 	}
-	in := PromptInput{Phase: phase, Project: p, Issue: *is, Branch: mb.BranchName, Conflict: conflicts}
 	if err := e.thread(ctx, mb, comments, &in); err != nil {
-		return "", err
+		return in, err
 	}
-	if !phase.TextOnly() {
-		var changed string
-		if in.Plan, changed = validatedPlan(mb, comments, is.Body, e.meOn(mb.Forge)); changed != "" {
-			run.PlanChanged = changed
-			return "", nil
+	if mb.Validated != nil && !phase.TextOnly() {
+		if in.Plan, run.PlanChanged = validatedPlan(*mb.Validated, comments, is.Body); run.PlanChanged != "" {
+			return in, nil
 		}
 	}
 	switch phase {
 	case agents.PhaseAnalysis:
 		in.Feedback = run.Input
 	case agents.PhaseAnswer:
-		in.Question = run.Input
-		if in.Question == "" {
-			in.Question = is.Body
-		}
+		in.Question = cmp.Or(run.Input, is.Body)
 	case agents.PhaseReviewFix:
 		in.Review = run.Input
 	case agents.PhaseCIFix:
-		if mb.HeadSHA != "" {
-			ci, err := e.on(mb.Forge).CIStatus(ctx, p, mb.HeadSHA)
-			if err != nil {
-				return "", err
-			}
-			for _, c := range ci.Checks {
-				if c.State == forges.CIFailure {
-					in.CI = append(in.CI, c)
-				}
-			}
+		in.CI, err = e.failingChecks(ctx, mb)
+	}
+	return in, err
+}
+
+// failingChecks are the failing CI checks of the mailbox's head.
+func (e *Engine) failingChecks(ctx context.Context, mb *state.Mailbox) ([]forges.Check, error) {
+	if mb.HeadSHA == "" {
+		return nil, nil
+	}
+	ci, err := e.on(mb.Forge).CIStatus(ctx, projectOf(mb), mb.HeadSHA)
+	if err != nil {
+		return nil, err
+	}
+	var failing []forges.Check
+	for _, c := range ci.Checks {
+		if c.State == forges.CIFailure {
+			failing = append(failing, c)
 		}
 	}
-	return Prompt(in), nil
+	return failing, nil
 }
 
 // thread sorts the comments of the thread into in: the bot's own markers

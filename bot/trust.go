@@ -128,17 +128,10 @@ func (e *Engine) recordValidation(ctx context.Context, mb *state.Mailbox, actor 
 	return nil
 }
 
-// validatedPlan is the plan a run of mb follows: the validated comment when
-// there was a validation, else the bot's latest plan. changed says what no
-// longer matches the validation ("" when all does).
-func validatedPlan(mb *state.Mailbox, comments []forges.Comment, body, me string) (plan, changed string) {
-	v := mb.Validated
-	if v == nil {
-		if c, ok := botPlan(comments, me); ok {
-			return stripMarker(c.Body), ""
-		}
-		return "", ""
-	}
+// validatedPlan is the plan that v approved, read from the thread now, and
+// what no longer matches v ("" when all does): the plan comment deleted or
+// edited, the description edited.
+func validatedPlan(v state.Validation, comments []forges.Comment, body string) (plan, changed string) {
 	var what []string
 	i := slices.IndexFunc(comments, func(c forges.Comment) bool { return c.ID == v.PlanCommentID })
 	switch {
