@@ -159,56 +159,89 @@ var (
 	mdImage   = regexp.MustCompile(`!\[([^\]]*)\]\(\s*<?([^)\s>]*)>?(?:\s+"[^"]*")?\s*\)`)
 	mdLink    = regexp.MustCompile(`\[([^\]]*)\]\(\s*<?([^)\s>]*)>?(?:\s+"[^"]*")?\s*\)`)
 	mdRefDef  = regexp.MustCompile(`(?m)^[ \t]{0,3}\[([^\]]+)\]:[ \t]*<?(\S+?)>?(?:[ \t]+.*)?$`)
-	htmlImage = regexp.MustCompile(`(?is)<\s*(img|image|picture|source|video|audio|iframe|object|embed|link)\b[^>]*>`)
+	htmlImage = regexp.MustCompile(`(?is)<\s*(img|image|picture|source|video|audio|iframe|object|embed|link|svg|style|script|base|meta|form|input)\b[^>]*>`)
 	htmlHref  = regexp.MustCompile(`(?is)<\s*a\b[^>]*>`)
-	bareURL   = regexp.MustCompile("(?i)(^|[\\s(])((?:https?|ftp)://[^\\s<>`)\\]]+)")
+	bareURL   = regexp.MustCompile("(?i)(^|[\\s(])((?:https?|ftp)://[^\\s<>`)\\]]+|www\\.[^\\s<>`)\\]]+)")
+	autolink  = regexp.MustCompile(`<([A-Za-z][A-Za-z0-9+.\-]{1,31}:[^\s<>]*)>`)
+	// anyDef is a line that may start a reference definition, in a quote
+	// or not: what mdRefDef did not find local is made plain text.
+	anyDef = regexp.MustCompile(`(?m)^([ \t>]*\[[^\]\n]+\]):`)
+)
+
+// Markers of what Neutralise found local, so that the last pass, which
+// disarms every link and definition left, keeps them.
+const (
+	keptLink = "\x00L" // inside a local link's or image's "]("
+	keptDef  = "\x00D" // inside a local reference definition's "]:"
 )
 
 // Neutralise makes text the agent wrote safe to post on the forge whose
-// host is forgeHost: images are never loaded from anywhere (a rendered
-// image is a request its author sees), links to other hosts become plain
-// text that names the host, and HTML that loads or links is dropped.
+// host is forgeHost: images are never loaded from anywhere but the forge (a
+// rendered image is a request its author sees), links to other hosts become
+// plain text that names the host, and HTML that loads or links is dropped.
+// What the patterns recognise is rewritten with a word on what was there;
+// any link or definition syntax left after them (an odd title, nested
+// brackets, a destination on the next line) is disarmed as a whole.
 func Neutralise(text, forgeHost string) string {
+	text = strings.ReplaceAll(text, "\x00", "") // the markers' byte is Alfred's alone
 	text = htmlImage.ReplaceAllString(text, "(HTML removed by Alfred)")
 	text = htmlHref.ReplaceAllString(text, "")
-	text = mdImage.ReplaceAllStringFunc(text, func(m string) string {
-		sub := mdImage.FindStringSubmatch(m)
-		if local(sub[2], forgeHost) {
-			return m
-		}
+	text = replaceLinks(text, mdImage, forgeHost, func(sub []string) string {
 		return fmt.Sprintf("[image %q not shown: %s]", sub[1], hostOf(sub[2]))
 	})
-	text = mdLink.ReplaceAllStringFunc(text, func(m string) string {
-		sub := mdLink.FindStringSubmatch(m)
-		if local(sub[2], forgeHost) {
-			return m
-		}
+	text = replaceLinks(text, mdLink, forgeHost, func(sub []string) string {
 		return fmt.Sprintf("%s (link to %s removed)", sub[1], hostOf(sub[2]))
 	})
 	text = mdRefDef.ReplaceAllStringFunc(text, func(m string) string {
 		sub := mdRefDef.FindStringSubmatch(m)
 		if local(sub[2], forgeHost) {
-			return m
+			return strings.Replace(m, "]:", "]"+keptDef+":", 1)
 		}
-		return fmt.Sprintf("[%s]: # (link to %s removed)", sub[1], hostOf(sub[2]))
+		return fmt.Sprintf("[%s]%s: # (link to %s removed)", sub[1], keptDef, hostOf(sub[2]))
 	})
-	return bareURL.ReplaceAllStringFunc(text, func(m string) string {
+	text = bareURL.ReplaceAllStringFunc(text, func(m string) string {
 		sub := bareURL.FindStringSubmatch(m)
 		if local(sub[2], forgeHost) {
 			return m
 		}
 		return sub[1] + "`" + strings.ReplaceAll(sub[2], "`", "") + "`"
 	})
+	text = autolink.ReplaceAllStringFunc(text, func(m string) string {
+		if inner := m[1 : len(m)-1]; !local(inner, forgeHost) || !strings.Contains(inner, "://") {
+			return "`" + strings.ReplaceAll(inner, "`", "") + "`"
+		}
+		return m
+	})
+	text = strings.ReplaceAll(text, "](", `\](`)
+	text = anyDef.ReplaceAllString(text, `$1\:`)
+	return strings.NewReplacer(keptLink, "", keptDef, "").Replace(text)
 }
 
-// local tells whether a link stays on the forge: relative, an anchor, or
-// on forgeHost.
+// replaceLinks rewrites the matches of re (a link or an image: its text,
+// then its destination) with foreign when the destination is not local, and
+// marks the local ones kept.
+func replaceLinks(text string, re *regexp.Regexp, forgeHost string, foreign func(sub []string) string) string {
+	return re.ReplaceAllStringFunc(text, func(m string) string {
+		sub := re.FindStringSubmatch(m)
+		if local(sub[2], forgeHost) {
+			return strings.Replace(m, "](", "]"+keptLink+"(", 1)
+		}
+		return foreign(sub)
+	})
+}
+
+// local tells whether a link stays on the forge: a plain relative path or
+// anchor (no scheme, no host, nothing Markdown would decode into one: no
+// backslash, no entity), or an http(s) link to forgeHost.
 func local(raw, forgeHost string) bool {
+	if strings.ContainsAny(raw, "\\&") || strings.HasPrefix(raw, "//") || strings.HasPrefix(strings.ToLower(raw), "www.") {
+		return false
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return false
 	}
-	if u.Scheme == "" && u.Host == "" && !strings.HasPrefix(raw, "//") {
+	if u.Scheme == "" && u.Host == "" && u.Opaque == "" {
 		return true
 	}
 	return forgeHost != "" && (u.Scheme == "http" || u.Scheme == "https") && strings.EqualFold(u.Host, forgeHost)

@@ -101,6 +101,18 @@ func TestNeutralise(t *testing.T) {
 		{"at https://forge.example:3000/o/p/pulls/2", "at https://forge.example:3000/o/p/pulls/2"},
 		{"[r]: https://evil.example/x\n![y][r]", "[r]: # (link to evil.example removed)\n![y][r]"},
 		{"![a](//evil.example/x.png)", `[image "a" not shown: evil.example]`},
+		// What the patterns do not recognise is disarmed whole.
+		{"![x](https://evil.example/p.png 'title')", "![x\\](`https://evil.example/p.png` 'title')"},
+		{"![a[b]](https://evil.example/p.png)", "![a[b]\\](`https://evil.example/p.png`)"},
+		{"![x](&#104;ttps://evil.example/p.png)", `[image "x" not shown: another host]`},
+		{`![x](/\/evil.example/p.png)`, `[image "x" not shown: another host]`},
+		{"see <https://evil.example/x>", "see `https://evil.example/x`"},
+		{"see <https://forge.example:3000/o/p>", "see <https://forge.example:3000/o/p>"},
+		{"go to www.evil.example/x", "go to `www.evil.example/x`"},
+		{"[r]:\n  https://evil.example/x\n![y][r]", "[r]\\:\n  `https://evil.example/x`\n![y][r]"},
+		{"> [r]: https://evil.example/x", "> [r]\\: `https://evil.example/x`"},
+		{"[x]\x00L(https://evil.example/x)", "[x]L(`https://evil.example/x`)"},
+		{"[local]: /o/p/wiki\n[z][local]", "[local]: /o/p/wiki\n[z][local]"},
 	}
 	for _, tt := range tests {
 		if got := Neutralise(tt.in, forge); got != tt.want {
