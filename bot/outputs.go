@@ -36,21 +36,28 @@ const maxScanBytes = 4 << 20
 // Alfred holds.
 func (w *Worktree) checkChange(ctx context.Context, ch *Change, allowCI bool, secrets []string) ([]Refusal, error) {
 	held := slices.Clone(ch.Refused)
+	scan := map[string][]string{} // blob -> the paths that carry it
+	var blobs []string
 	for _, f := range ch.Files {
-		if why := pathRule(f, allowCI); why != "" {
+		switch why := pathRule(f, allowCI); {
+		case why != "":
 			held = append(held, Refusal{f.Path, why})
-			continue
+		case f.Status != 'D' && strings.HasPrefix(f.NewMode, "100"):
+			if scan[f.NewBlob] == nil {
+				blobs = append(blobs, f.NewBlob)
+			}
+			scan[f.NewBlob] = append(scan[f.NewBlob], f.Path)
 		}
-		if f.Status == 'D' || !strings.HasPrefix(f.NewMode, "100") {
-			continue
-		}
-		body, err := w.blob(ctx, f.NewBlob, maxScanBytes)
-		if err != nil {
-			return nil, err
-		}
+	}
+	err := w.blobs(ctx, blobs, maxScanBytes, func(sha string, body []byte) {
 		if why := secretIn(body, secrets); why != "" {
-			held = append(held, Refusal{f.Path, why})
+			for _, p := range scan[sha] {
+				held = append(held, Refusal{p, why})
+			}
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	return held, nil
 }

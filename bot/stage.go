@@ -1,15 +1,18 @@
 package bot
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/alchemic-studio/alfred/internal/gitcmd"
@@ -349,12 +352,57 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 	return l.buf.Write(p)
 }
 
-// blob reads the start of a blob of the private repository, at most max
-// bytes, for the checks of a change.
-func (w *Worktree) blob(ctx context.Context, sha string, max int) ([]byte, error) {
-	b := limitedBuffer{max: max}
-	if err := gitcmd.RunTo(ctx, w.privateCmd(), &b, "cat-file", "blob", sha); err != nil && !b.full {
-		return nil, fmt.Errorf("read the change's file %s: %w", sha, err)
+// blobs reads the blobs shas of the private repository with one git
+// process, and hands each one's first max bytes to each, in order; the
+// rest of a blob is read past, never kept.
+func (w *Worktree) blobs(ctx context.Context, shas []string, max int, each func(sha string, body []byte)) error {
+	if len(shas) == 0 {
+		return nil
 	}
-	return b.buf.Bytes(), nil
+	pr, pw := io.Pipe()
+	c := w.privateCmd()
+	c.Stdin = strings.NewReader(strings.Join(shas, "\n") + "\n")
+	done := make(chan error, 1)
+	go func() {
+		err := gitcmd.RunTo(ctx, c, pw, "cat-file", "--batch")
+		pw.CloseWithError(err)
+		done <- err
+	}()
+	err := readBatch(bufio.NewReader(pr), len(shas), max, each)
+	pr.CloseWithError(errors.New("read enough")) // git ends at once if we stopped early
+	if gitErr := <-done; err == nil && gitErr != nil {
+		err = gitErr
+	}
+	if err != nil {
+		return fmt.Errorf("read the change's files: %w", err)
+	}
+	return nil
+}
+
+// readBatch reads n answers of git cat-file --batch: a header "<sha> <type>
+// <size>", the content and a newline each.
+func readBatch(r *bufio.Reader, n, max int, each func(sha string, body []byte)) error {
+	for range n {
+		header, err := r.ReadString('\n')
+		if err != nil {
+			return err
+		}
+		f := strings.Fields(header)
+		if len(f) != 3 {
+			return fmt.Errorf("unexpected answer %q", strings.TrimSpace(header))
+		}
+		size, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil {
+			return fmt.Errorf("unexpected answer %q", strings.TrimSpace(header))
+		}
+		body := make([]byte, min(size, int64(max)))
+		if _, err := io.ReadFull(r, body); err != nil {
+			return err
+		}
+		if _, err := io.CopyN(io.Discard, r, size-int64(len(body))+1); err != nil { // the rest, and the newline
+			return err
+		}
+		each(f[0], body)
+	}
+	return nil
 }
