@@ -18,6 +18,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -133,10 +134,7 @@ func (e *Error) Unwrap() error { return e.Err }
 // ExitCode is git's exit status, -1 when it did not exit.
 func (e *Error) ExitCode() int {
 	var x *exec.ExitError
-	if ee, ok := e.Err.(*exec.ExitError); ok {
-		x = ee
-	}
-	if x == nil {
+	if !errors.As(e.Err, &x) {
 		return -1
 	}
 	return x.ExitCode()
