@@ -85,14 +85,14 @@ func (w *Worktree) Stage(ctx context.Context) (*Change, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list the agent's files: %w", err)
 	}
-	root, err := os.OpenRoot(w.Dir)
+	tree, err := safefs.OpenTree(w.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("open the agent's working copy: %w", err)
 	}
-	defer root.Close()
+	defer tree.Close()
 	ch := &Change{}
 	var keep, gone bytes.Buffer
-	l := lstater{root: root, dirs: map[string]bool{}}
+	l := lstater{tree}
 	for _, p := range uniq(strings.Split(strings.TrimRight(out, "\x00"), "\x00")) {
 		switch why, present := l.check(p); {
 		case why != "":
@@ -104,7 +104,7 @@ func (w *Worktree) Stage(ctx context.Context) (*Change, error) {
 			gone.WriteString(p + "\x00")
 		}
 	}
-	special, err := w.specialFiles(ctx, root)
+	special, err := w.specialFiles(ctx, tree)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +130,7 @@ const maxWalk = 500_000
 // specialFiles finds the FIFOs, sockets and devices the agent left where the
 // project does not ignore them: git would leave them out without a word, and
 // a person should hear that part of what the agent made is not carried.
-func (w *Worktree) specialFiles(ctx context.Context, root *os.Root) ([]Refusal, error) {
+func (w *Worktree) specialFiles(ctx context.Context, root *safefs.Tree) ([]Refusal, error) {
 	var found []string
 	n := 0
 	err := fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
@@ -241,12 +241,9 @@ func (w *Worktree) diff(ctx context.Context, tree string) ([]ChangedFile, error)
 	return files, nil
 }
 
-// lstater looks at the agent's files without following links, its
-// folders' answers kept.
-type lstater struct {
-	root *os.Root
-	dirs map[string]bool // folder -> is a real folder
-}
+// lstater looks at the agent's files without following links
+// (safefs.Tree).
+type lstater struct{ tree *safefs.Tree }
 
 // check says whether the candidate p may enter the change (why is empty)
 // and whether it is there at all. A path under a folder that became a link
@@ -255,16 +252,11 @@ func (l lstater) check(p string) (why string, present bool) {
 	if strings.HasSuffix(p, "/") {
 		return "is a nested git repository (submodules and gitlinks are not accepted)", false
 	}
-	for d := path.Dir(p); d != "."; d = path.Dir(d) {
-		if !l.dir(d) {
-			return "", false
-		}
-	}
-	fi, err := l.root.Lstat(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", false
-	}
-	if err != nil {
+	fi, err := l.tree.Lstat(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, safefs.ErrSymlink), errors.Is(err, safefs.ErrNotRegular):
+		return "", false // gone, or under a folder that is a link or a file now
+	case err != nil:
 		return "could not be read (" + err.Error() + ")", false
 	}
 	switch m := fi.Mode(); {
@@ -281,19 +273,9 @@ func (l lstater) check(p string) (why string, present bool) {
 	}
 }
 
-func (l lstater) dir(d string) bool {
-	ok, seen := l.dirs[d]
-	if !seen {
-		fi, err := l.root.Lstat(d)
-		ok = err == nil && fi.IsDir()
-		l.dirs[d] = ok
-	}
-	return ok
-}
-
 // link refuses a symbolic link that points out of the tree or into .git.
 func (l lstater) link(p string) string {
-	target, err := l.root.Readlink(p)
+	target, err := l.tree.Readlink(p)
 	if err != nil {
 		return "is a link that could not be read"
 	}

@@ -96,7 +96,7 @@ func ReadFile(dir, rel string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	defer root.Close()
-	fi, err := lstatPath(root, clean)
+	fi, err := lstatPath(root, clean, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +139,7 @@ func Lstat(dir, rel string) (fs.FileInfo, error) {
 		return nil, err
 	}
 	defer root.Close()
-	return lstatPath(root, clean)
+	return lstatPath(root, clean, nil)
 }
 
 // localPath is rel cleaned, or an *Error when it is absolute, empty or
@@ -154,16 +154,20 @@ func localPath(rel string) (string, error) {
 
 // lstatPath Lstats every component of rel through root: each folder on
 // the way must be a real folder (not a symlink). It returns the entry's
-// own information (a symlink's, for a symlink).
-func lstatPath(root *os.Root, rel string) (fs.FileInfo, error) {
+// own information (a symlink's, for a symlink). folders, when not nil,
+// keeps the folders found real, for the next paths of a Tree.
+func lstatPath(root *os.Root, rel string, folders map[string]bool) (fs.FileInfo, error) {
 	parts := strings.Split(rel, "/")
 	for i := range parts {
 		prefix := strings.Join(parts[:i+1], "/")
+		last := i == len(parts)-1
+		if !last && folders[prefix] {
+			continue
+		}
 		fi, err := root.Lstat(prefix)
 		if err != nil {
 			return nil, pathError("lstat", rel, err)
 		}
-		last := i == len(parts)-1
 		switch {
 		case last:
 			return fi, nil
@@ -172,8 +176,56 @@ func lstatPath(root *os.Root, rel string) (fs.FileInfo, error) {
 		case !fi.IsDir():
 			return nil, &Error{Path: rel, Reason: "is under " + prefix + ", which is not a folder", Err: ErrNotRegular}
 		}
+		if folders != nil {
+			folders[prefix] = true
+		}
 	}
 	return nil, pathError("lstat", rel, fs.ErrNotExist) // not reached: rel has a component
+}
+
+// Tree looks at many entries of one folder an untrusted party wrote, as
+// Lstat does each, the folders found real on the way kept between them: for
+// a folder that party no longer writes (its sandbox has ended). It is not
+// safe for concurrent use.
+type Tree struct {
+	root    *os.Root
+	folders map[string]bool
+}
+
+// OpenTree opens the folder dir.
+func OpenTree(dir string) (*Tree, error) {
+	root, err := openRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &Tree{root: root, folders: map[string]bool{}}, nil
+}
+
+// Close closes the folder.
+func (t *Tree) Close() error { return t.root.Close() }
+
+// FS walks the folder (fs.WalkDir never follows a symlink).
+func (t *Tree) FS() fs.FS { return t.root.FS() }
+
+// Lstat describes the entry rel itself, as Lstat does.
+func (t *Tree) Lstat(rel string) (fs.FileInfo, error) {
+	clean, err := localPath(rel)
+	if err != nil {
+		return nil, err
+	}
+	return lstatPath(t.root, clean, t.folders)
+}
+
+// Readlink is the target of the symlink rel, never followed.
+func (t *Tree) Readlink(rel string) (string, error) {
+	clean, err := localPath(rel)
+	if err != nil {
+		return "", err
+	}
+	if _, err := lstatPath(t.root, clean, t.folders); err != nil {
+		return "", err
+	}
+	return t.root.Readlink(clean)
 }
 
 // checkFile refuses what is not a regular file of at most limit bytes.

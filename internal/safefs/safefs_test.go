@@ -299,3 +299,37 @@ func TestSize(t *testing.T) {
 		}
 	}
 }
+
+// TestTree: many paths of one folder, as Lstat sees each: a symlinked
+// folder on the way is refused, a link is described and read, never
+// followed.
+func TestTree(t *testing.T) {
+	dir, host := t.TempDir(), t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "a", "b"), 0o755)
+	os.WriteFile(filepath.Join(dir, "a", "b", "f"), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(host, "f"), []byte("host"), 0o644)
+	os.Symlink(host, filepath.Join(dir, "out"))
+	os.Symlink("b/f", filepath.Join(dir, "a", "l"))
+	tr, err := OpenTree(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	for range 2 { // the second time from the kept folders
+		if fi, err := tr.Lstat("a/b/f"); err != nil || !fi.Mode().IsRegular() {
+			t.Fatalf("a/b/f: %v %v", fi, err)
+		}
+	}
+	if _, err := tr.Lstat("out/f"); !errors.Is(err, ErrSymlink) {
+		t.Errorf("out/f through a symlinked folder: %v", err)
+	}
+	if target, err := tr.Readlink("a/l"); err != nil || target != "b/f" {
+		t.Errorf("Readlink(a/l) = %q, %v", target, err)
+	}
+	if _, err := tr.Readlink("out/f"); !errors.Is(err, ErrSymlink) {
+		t.Errorf("Readlink through a symlinked folder: %v", err)
+	}
+	if _, err := tr.Lstat("../x"); !errors.Is(err, ErrOutside) {
+		t.Errorf("../x: %v", err)
+	}
+}
