@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bufio"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -201,16 +200,9 @@ func TestBudgetInFlight(t *testing.T) {
 	c := socketClient(s.SocketPath())
 	auth := map[string]string{"x-api-key": s.Token()}
 
-	req, _ := http.NewRequest(http.MethodPost, "http://gateway/anthropic/v1/messages?hold=1", strings.NewReader("{}"))
-	req.Header.Set("x-api-key", s.Token())
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	br := bufio.NewReader(resp.Body)
-	if line, err := br.ReadString('\n'); err != nil || !strings.Contains(line, "ping") {
-		t.Fatalf("first line %q %v", line, err)
+	br, line := heldStream(t, c, s.Token())
+	if !strings.Contains(line, "ping") {
+		t.Fatalf("first line %q", line)
 	}
 	for i := range 2 { // 60, then 120: crossed
 		if code, _, body := do(t, c, http.MethodPost, "http://gateway/anthropic/v1/messages", "{}", auth); code != 200 {

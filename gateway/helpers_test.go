@@ -152,3 +152,23 @@ func rawRequest(t testing.TB, s *Session, req string) (*http.Response, string) {
 	}
 	return resp, string(b)
 }
+
+// heldStream starts an Anthropic request that the test upstream holds open
+// (?hold=1) and returns its body after the first line, and that line; the
+// body is closed with the test.
+func heldStream(t *testing.T, c *http.Client, token string) (*bufio.Reader, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, "http://gateway/anthropic/v1/messages?hold=1", strings.NewReader("{}"))
+	req.Header.Set("x-api-key", token)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	br := bufio.NewReader(resp.Body)
+	line, err := br.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	return br, line
+}

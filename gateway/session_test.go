@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -73,17 +72,7 @@ func TestLastActivity(t *testing.T) {
 	clock.set(clock.at(5))
 	check("after an answer", clock.at(2))
 
-	req, _ := http.NewRequest(http.MethodPost, "http://gateway/anthropic/v1/messages?hold=1", strings.NewReader("{}"))
-	req.Header.Set("x-api-key", s.Token())
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	br := bufio.NewReader(resp.Body)
-	if _, err := br.ReadString('\n'); err != nil {
-		t.Fatal(err)
-	}
+	br, _ := heldStream(t, c, s.Token())
 	clock.set(clock.at(30))
 	check("while the answer streams", clock.at(30))
 	clock.set(clock.at(40))
