@@ -124,7 +124,8 @@ func (w *Worktree) Stage(ctx context.Context) (*Change, error) {
 }
 
 // maxWalk bounds the entries of the agent's folder looked at for special
-// files.
+// files: past it the look stops (they are never staged either way; the
+// look is only there to tell a person).
 const maxWalk = 500_000
 
 // specialFiles finds the FIFOs, sockets and devices the agent left where the
@@ -137,8 +138,8 @@ func (w *Worktree) specialFiles(ctx context.Context, root *safefs.Tree) ([]Refus
 		if err != nil {
 			return nil // unreadable: nothing of it is staged either
 		}
-		if n++; n > maxWalk {
-			return fmt.Errorf("the working copy has over %d entries", maxWalk)
+		if n++; n > maxWalk || ctx.Err() != nil {
+			return fs.SkipAll
 		}
 		switch t := d.Type(); {
 		case p == ".git" && d.IsDir():
