@@ -87,35 +87,23 @@ func (e *Error) Unwrap() error { return e.Err }
 // refusal is an *Error; a missing file wraps fs.ErrNotExist. See the
 // package documentation for what is checked.
 func ReadFile(dir, rel string, limit int64) ([]byte, error) {
-	clean, err := localPath(rel)
+	t, err := OpenTree(dir)
 	if err != nil {
 		return nil, err
 	}
-	root, err := openRoot(dir)
+	defer t.Close()
+	return t.ReadFile(rel, limit)
+}
+
+// Lstat describes the entry rel of dir itself (never followed), reached
+// without a symlinked folder: a symlinked folder on the way is an *Error.
+func Lstat(dir, rel string) (fs.FileInfo, error) {
+	t, err := OpenTree(dir)
 	if err != nil {
 		return nil, err
 	}
-	defer root.Close()
-	fi, err := lstatPath(root, clean, nil)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkFile(clean, fi, limit); err != nil {
-		return nil, err
-	}
-	f, err := openFile(root, clean)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err = f.Stat() // the file opened, which a swap since the Lstat may have changed
-	if err != nil {
-		return nil, pathError("fstat", clean, err)
-	}
-	if err := checkFile(clean, fi, limit); err != nil {
-		return nil, err
-	}
-	return readAll(f, clean, fi.Size(), limit)
+	defer t.Close()
+	return t.Lstat(rel)
 }
 
 // openRoot opens the folder every path is resolved in.
@@ -125,21 +113,6 @@ func openRoot(dir string) (*os.Root, error) {
 		return nil, fmt.Errorf("safefs: open folder %s: %w", dir, err)
 	}
 	return root, nil
-}
-
-// Lstat describes the entry rel of dir itself (never followed), reached
-// without a symlinked folder: a symlinked folder on the way is an *Error.
-func Lstat(dir, rel string) (fs.FileInfo, error) {
-	clean, err := localPath(rel)
-	if err != nil {
-		return nil, err
-	}
-	root, err := openRoot(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer root.Close()
-	return lstatPath(root, clean, nil)
 }
 
 // localPath is rel cleaned, or an *Error when it is absolute, empty or
@@ -216,16 +189,37 @@ func (t *Tree) Lstat(rel string) (fs.FileInfo, error) {
 	return lstatPath(t.root, clean, t.folders)
 }
 
+// ReadFile reads the file rel of the folder, as ReadFile does.
+func (t *Tree) ReadFile(rel string, limit int64) ([]byte, error) {
+	fi, err := t.Lstat(rel)
+	if err != nil {
+		return nil, err
+	}
+	clean := path.Clean(rel) // valid: Lstat checked it
+	if err := checkFile(clean, fi, limit); err != nil {
+		return nil, err
+	}
+	f, err := openFile(t.root, clean)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err = f.Stat() // the file opened, which a swap since the Lstat may have changed
+	if err != nil {
+		return nil, pathError("fstat", clean, err)
+	}
+	if err := checkFile(clean, fi, limit); err != nil {
+		return nil, err
+	}
+	return readAll(f, clean, fi.Size(), limit)
+}
+
 // Readlink is the target of the symlink rel, never followed.
 func (t *Tree) Readlink(rel string) (string, error) {
-	clean, err := localPath(rel)
-	if err != nil {
+	if _, err := t.Lstat(rel); err != nil {
 		return "", err
 	}
-	if _, err := lstatPath(t.root, clean, t.folders); err != nil {
-		return "", err
-	}
-	return t.root.Readlink(clean)
+	return t.root.Readlink(path.Clean(rel))
 }
 
 // checkFile refuses what is not a regular file of at most limit bytes.
