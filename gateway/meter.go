@@ -31,21 +31,31 @@ var jsonLinesTypes = map[string]bool{
 
 // meter passes an answer through untouched while reading its token usage:
 // an SSE stream or JSON Lines line by line as they come, any other answer
-// as JSON at its end. done gets the counts once, at EOF or Close (a stream
-// cut short counts what it had said).
+// as JSON at its end (its last byte, when its length is known, else EOF).
+// add gets what each part adds, before the part's bytes go on to the
+// agent, so an agent that has its answer can never ask again before the
+// answer is counted (the budget reads the counts); done gets the answer's
+// counts once, at EOF or Close (a stream cut short counts what it had said).
 type meter struct {
-	rc   io.ReadCloser
-	mode meterMode
-	buf  []byte // SSE, lines: the partial line; JSON: the body so far
-	skip bool   // SSE, lines: the current line is too long, drop it
-	over bool   // JSON: the body is too long to read
-	u    tally  // the answer's usage (SSE, one JSON answer)
-	sum  [2]int64
-	once sync.Once
-	done func(in, out int64)
+	rc     io.ReadCloser
+	mode   meterMode
+	buf    []byte // SSE, lines: the partial line; JSON: the body so far
+	skip   bool   // SSE, lines: the current line is too long, drop it
+	over   bool   // JSON: the body is too long to read
+	size   int64  // JSON: the body's length, -1 unknown
+	read   int64  // JSON: the bytes read so far
+	parsed bool   // JSON: the body was read for usage
+	u      tally  // the answer's usage (SSE, one JSON answer)
+	sum    [2]int64
+	told   [2]int64 // what add was given so far
+	once   sync.Once
+	add    func(in, out int64)
+	done   func(in, out int64)
 }
 
-func newMeter(rc io.ReadCloser, contentType string, done func(in, out int64)) *meter {
+// newMeter meters rc, an answer of contentType and size bytes (-1:
+// unknown); add and done are called as the meter says.
+func newMeter(rc io.ReadCloser, contentType string, size int64, add, done func(in, out int64)) *meter {
 	mt, _, _ := mime.ParseMediaType(contentType)
 	mode := modeJSON
 	switch {
@@ -54,7 +64,7 @@ func newMeter(rc io.ReadCloser, contentType string, done func(in, out int64)) *m
 	case jsonLinesTypes[mt]:
 		mode = modeLines
 	}
-	return &meter{rc: rc, mode: mode, done: done}
+	return &meter{rc: rc, mode: mode, size: size, add: add, done: done}
 }
 
 func (m *meter) Read(p []byte) (int, error) {
@@ -75,6 +85,7 @@ func (m *meter) Close() error {
 
 func (m *meter) feed(b []byte) {
 	if m.mode == modeJSON {
+		m.read += int64(len(b))
 		if m.over {
 			return
 		}
@@ -83,8 +94,12 @@ func (m *meter) feed(b []byte) {
 			return
 		}
 		m.buf = append(m.buf, b...)
+		if m.size >= 0 && m.read >= m.size {
+			m.parseBody()
+		}
 		return
 	}
+	defer m.tell()
 	for len(b) > 0 {
 		i := bytes.IndexByte(b, '\n')
 		if i < 0 {
@@ -141,17 +156,43 @@ func (m *meter) answer(b []byte) {
 	m.sum[1] += out
 }
 
+// parseBody reads the whole JSON answer for its usage, once.
+func (m *meter) parseBody() {
+	if m.parsed || m.over {
+		return
+	}
+	m.parsed = true
+	m.body(bytes.TrimSpace(m.buf))
+	m.buf = nil
+	m.tell()
+}
+
+// totals are the answer's counts so far.
+func (m *meter) totals() (in, out int64) {
+	in, out = m.u.totals()
+	return in + m.sum[0], out + m.sum[1]
+}
+
+// tell gives add what the counts grew by since it last did.
+func (m *meter) tell() {
+	in, out := m.totals()
+	if d0, d1 := in-m.told[0], out-m.told[1]; d0 != 0 || d1 != 0 {
+		m.told = [2]int64{in, out}
+		m.add(d0, d1)
+	}
+}
+
 func (m *meter) finish() {
 	m.once.Do(func() {
 		switch {
-		case m.mode == modeJSON && !m.over:
-			m.body(bytes.TrimSpace(m.buf))
+		case m.mode == modeJSON:
+			m.parseBody()
 		case m.mode == modeLines && !m.skip && len(m.buf) > 0:
 			m.line(m.buf) // a last line without its newline
 		}
 		m.buf = nil
-		in, out := m.u.totals()
-		m.done(in+m.sum[0], out+m.sum[1])
+		m.tell()
+		m.done(m.totals())
 	})
 }
 

@@ -237,8 +237,8 @@ func (g *Gateway) reverseProxy(s *Session) *httputil.ReverseProxy {
 				return nil
 			}
 			name, method, path, status := rt.p.Name, resp.Request.Method, rt.target.Path, resp.StatusCode
-			resp.Body = newMeter(resp.Body, resp.Header.Get("Content-Type"), func(in, out int64) {
-				s.addUsage(Usage{InputTokens: in, OutputTokens: out})
+			add := func(in, out int64) { s.addUsage(Usage{InputTokens: in, OutputTokens: out}) }
+			resp.Body = newMeter(resp.Body, resp.Header.Get("Content-Type"), resp.ContentLength, add, func(in, out int64) {
 				s.log.Debug("gateway: model request", "provider", name, "method", method, "path", path,
 					"status", status, "input_tokens", in, "output_tokens", out)
 			})

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -303,5 +304,68 @@ func TestConcurrentSessions(t *testing.T) {
 	}
 	if n := len(mock.Requests()); n != runs*perRun {
 		t.Errorf("the mock got %d requests, want %d", n, runs*perRun)
+	}
+}
+
+// chunked gives its chunks one Read each, and io.EOF only on the Read after
+// the last: as a proxy reads an answer whose last bytes it forwards before
+// it learns that the answer ended.
+type chunked struct{ chunks []string }
+
+func (c *chunked) Read(p []byte) (int, error) {
+	if len(c.chunks) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, c.chunks[0])
+	c.chunks[0] = c.chunks[0][n:]
+	if c.chunks[0] == "" {
+		c.chunks = c.chunks[1:]
+	}
+	return n, nil
+}
+
+func (c *chunked) Close() error { return nil }
+
+// TestMeterCountsBeforeTheEnd: the meter adds an answer's tokens as soon as
+// it has read the bytes that carry them, before the Read that says the
+// answer ended: an agent that has its whole answer and asks again finds
+// the answer counted (the budget reads the counts). A JSON answer of
+// unknown length is counted at its end.
+func TestMeterCountsBeforeTheEnd(t *testing.T) {
+	json := `{"usage":{"input_tokens":7,"output_tokens":3}}`
+	for _, tc := range []struct {
+		name, ctype string
+		size        int64
+		chunks      []string
+		early       bool // counted before EOF
+	}{
+		{"json, its length known", "application/json", int64(len(json)), []string{json[:10], json[10:]}, true},
+		{"json, its length unknown", "application/json", -1, []string{json[:10], json[10:]}, false},
+		{"sse", "text/event-stream", -1, []string{"event: message_start\ndata: {\"message\":{\"usage\":{\"input_tokens\":7}}}\n\n", "data: {\"usage\":{\"output_tokens\":3}}\n\n"}, true},
+		{"json lines", "application/x-ndjson", -1, []string{json + "\n"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var added [2]int64
+			var done []int64
+			m := newMeter(&chunked{chunks: slices.Clone(tc.chunks)}, tc.ctype, tc.size,
+				func(in, out int64) { added[0] += in; added[1] += out },
+				func(in, out int64) { done = append(done, in, out) })
+			buf := make([]byte, 4096)
+			for range tc.chunks {
+				if _, err := m.Read(buf); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := added == [2]int64{7, 3}; got != tc.early {
+				t.Errorf("before the end: added %v; counted %v, want %v", added, got, tc.early)
+			}
+			if _, err := m.Read(buf); err != io.EOF {
+				t.Fatalf("want EOF, got %v", err)
+			}
+			_ = m.Close()
+			if added != [2]int64{7, 3} || len(done) != 2 || done[0] != 7 || done[1] != 3 {
+				t.Errorf("at the end: added %v, done %v; want 7 in, 3 out, once", added, done)
+			}
+		})
 	}
 }
