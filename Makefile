@@ -5,7 +5,7 @@ BIN     ?= bin/alfred
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build run test test-gitea e2e images unit bench lint clean
+.PHONY: all build run test test-forges e2e images unit bench lint clean
 
 all: build
 
@@ -24,10 +24,11 @@ test:
 e2e:
 	bash scripts/test.sh ./e2e/
 
-# The part of the suite that runs on a real Gitea (built and started by
-# scripts/gitea.sh): the forge contract suite and the end-to-end scenario.
-test-gitea:
-	bash scripts/test.sh -run 'RealGitea|E2EGitea' ./forges/forgejo/ ./e2e/
+# The part of the suite that runs on the real Gitea and Forgejo (built and
+# started by scripts/gitea.sh and scripts/forgejo.sh): the forge contract
+# suite and the end-to-end scenario.
+test-forges:
+	bash scripts/test.sh -run 'RealForges' ./forges/forgejo/ ./e2e/
 
 # The bot image and the agent image, built into the private Docker daemon of
 # scripts/dockerd.sh on a local Debian base (no registry needed).

@@ -20,6 +20,7 @@ import (
 	"github.com/alchemic-studio/alfred/bot"
 	"github.com/alchemic-studio/alfred/config"
 	"github.com/alchemic-studio/alfred/forges"
+	"github.com/alchemic-studio/alfred/internal/redact"
 	"github.com/alchemic-studio/alfred/sandbox"
 )
 
@@ -75,8 +76,9 @@ func doctorCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	lines := d.run(ctx)
 	failed := 0
+	hidden := secrets(c) // a forge may quote a token in its refusal
 	for _, l := range lines {
-		fmt.Fprintln(stdout, l)
+		fmt.Fprintln(stdout, redact.Secrets(l.String(), hidden))
 		if !l.OK {
 			failed++
 		}

@@ -2,9 +2,9 @@
 // with the real Docker daemon make test starts and the real Claude Code in
 // the agent container, talking to a mock model server inside that container.
 // The same scenario runs on two forges: the Forgejo fake that speaks the
-// Forgejo 7 API over HTTP and sends signed webhooks (TestE2E), and a real
-// Gitea built from its Go module and started by scripts/gitea.sh
-// (TestE2EGitea), where what only a real forge shows is tried too.
+// Forgejo 7 API over HTTP and sends signed webhooks (TestE2E), and the real
+// Gitea and Forgejo started by scripts/gitea.sh and scripts/forgejo.sh
+// (TestE2ERealForges), where what only a real forge shows is tried too.
 package e2e
 
 import (

@@ -14,16 +14,19 @@ import (
 	"github.com/alchemic-studio/alfred/forges/forgejo/giteatest"
 )
 
-// TestE2EGitea plays the scenario on a real Gitea, then what only a real
-// forge shows: a status label set by hand is restored once, as Gitea really
-// sends the label changes; five pushes in a row on the pull request (Gitea
-// answers mergeable false while it checks each) start no conflict_resolution
-// run; a real conflict on main starts exactly one, which resolves it; the
-// person merges through the API and the issue ends done, its session state
-// removed.
-func TestE2EGitea(t *testing.T) {
+// TestE2ERealForges plays the scenario on the real Gitea and the real
+// Forgejo, then what only a real forge shows: a status label set by hand is
+// restored once, as the forge really sends the label changes; five pushes in
+// a row on the pull request (the forge answers mergeable false while it
+// checks each) start no conflict_resolution run; a real conflict on main
+// starts exactly one, which resolves it; the person merges through the API
+// and the issue ends done, its session state removed.
+func TestE2ERealForges(t *testing.T) { giteatest.Each(t, testE2ERealForge) }
+
+func testE2ERealForge(t *testing.T, in *giteatest.Instance) {
+	t.Parallel()
 	started := time.Now()
-	w := newGiteaWorld(t)
+	w := newGiteaWorld(t, in)
 	s := start(t, w)
 	s.play()
 
@@ -86,22 +89,22 @@ func TestE2EGitea(t *testing.T) {
 	if is := w.repo.Issue(t, s.n); is.State != gitea.StateClosed {
 		t.Errorf("the issue is %s after the merge, want closed", is.State)
 	}
-	t.Logf("e2e on Gitea %s: wall time %s; webhook to the agent being started %s", w.in.Version,
+	t.Logf("e2e on %s %s: wall time %s; webhook to the agent being started %s", in.Title(), in.Version,
 		time.Since(started).Round(time.Millisecond), s.webhookToAgent.Round(time.Millisecond))
 }
 
-// giteaWorld is the world on a real Gitea: a fresh repository of alice with
-// the bot as an admin collaborator (Gitea 1.26 answers 403 to anyone else who
-// asks for a person's permission, which the bot does before obeying them);
-// alice acts through the API.
+// giteaWorld is the world on a real Gitea or Forgejo: a fresh repository of
+// alice with the bot as an admin collaborator (both answer 403 to anyone
+// else who asks for a person's permission, which the bot does before
+// obeying them); alice acts through the API, and the webhook is of the
+// forge's own type.
 type giteaWorld struct {
 	t    testing.TB
 	in   *giteatest.Instance
 	repo *giteatest.Repo
 }
 
-func newGiteaWorld(t testing.TB) *giteaWorld {
-	in := giteatest.FromEnv(t)
+func newGiteaWorld(t testing.TB, in *giteatest.Instance) *giteaWorld {
 	repo := in.NewRepo(t, in.User.Login)
 	repo.SetPermission(t, in.Bot.Login, forges.PermissionAdmin)
 	return &giteaWorld{t: t, in: in, repo: repo}
@@ -125,7 +128,7 @@ func (w *giteaWorld) check(err error, what string) {
 
 func (w *giteaWorld) hook(url, secret string) {
 	_, _, err := w.alice().CreateRepoHook(w.repo.Owner, w.repo.Name, gitea.CreateHookOption{
-		Type:   gitea.HookTypeGitea,
+		Type:   w.in.HookType(),
 		Config: map[string]string{"url": url, "content_type": "json", "secret": secret},
 		Events: []string{"create", "delete", "push", "issues", "issue_comment", "pull_request", "pull_request_review", "status"},
 		Active: true,

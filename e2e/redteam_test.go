@@ -14,6 +14,7 @@ import (
 
 	"github.com/alchemic-studio/alfred/agents/mockllm"
 	"github.com/alchemic-studio/alfred/forges"
+	"github.com/alchemic-studio/alfred/forges/forgejo/giteatest"
 	"github.com/alchemic-studio/alfred/state"
 )
 
@@ -79,7 +80,10 @@ echo done`
 // material and never followed; the legitimate part of the work lands. A
 // change with a workflow and a token is held: nothing pushed, the thread
 // says which files and why.
-func TestE2ERedTeam(t *testing.T) {
+func TestE2ERedTeam(t *testing.T) { giteatest.Each(t, testRedTeam) }
+
+func testRedTeam(t *testing.T, in *giteatest.Instance) {
+	t.Parallel()
 	var hits atomic.Int32
 	listener := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
@@ -88,7 +92,7 @@ func TestE2ERedTeam(t *testing.T) {
 	t.Cleanup(listener.Close)
 	marker := filepath.Join(t.TempDir(), "pwned")
 
-	w := newGiteaWorld(t)
+	w := newGiteaWorld(t, in)
 	w.repo.SetPermission(t, "mallory", forges.PermissionRead)
 	s := start(t, w, withModel(mockllm.Options{Reply: agentReply, WriteDir: "/workspace", ReadOnlyPhrase: "Do not change any file",
 		ShellFor: map[string]string{redTeamGitTitle: redTeamGit(marker, listener.URL), redTeamOutTitle: redTeamOut}}))

@@ -15,7 +15,7 @@ import (
 
 // world is the forge as the scenario's person sees it: what alice does there,
 // and what the test reads back. fakeWorld plays it on the Forgejo fake,
-// giteaWorld on a real Gitea.
+// giteaWorld on a real Gitea or Forgejo.
 type world interface {
 	// forgeEnv is the bot's forge configuration (ALFRED_FORGE...).
 	forgeEnv() []string

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The whole test suite, as `make test` and CI run it. On a fresh Debian machine,
 # as root, it installs what the tests need (git, Chromium, Node.js and npm; the
-# Docker packages come with scripts/dockerd.sh), starts a private Docker daemon
-# and a real Gitea (scripts/gitea.sh), installs the agent CLIs from the npm
+# Docker packages come with scripts/dockerd.sh), starts a private Docker daemon,
+# a real Gitea (scripts/gitea.sh) and a real Forgejo (scripts/forgejo.sh, built
+# in the background from the start the first time, then cached), installs the agent CLIs from the npm
 # registry, builds the bot and agent images on a Debian root filesystem made
 # with debootstrap (scripts/images.sh), starts a single-node Kubernetes cluster
 # (scripts/k8s.sh; its components are built from the Go module proxy in the
 # background from the start, the first time, then cached), runs every test and
-# stops the daemon, the Gitea and the cluster it started.
+# stops the daemon, the forges and the cluster it started.
 # Nothing here skips: a missing part fails the run.
 # Arguments name the packages to test (default ./...; make e2e gives ./e2e/).
 set -euo pipefail
@@ -40,10 +41,16 @@ k8s_build_log=$(mktemp /tmp/alfred-k8s-build.XXXXXX)
 log "building the Kubernetes components in the background (log: $k8s_build_log)"
 bash scripts/k8s.sh build >"$k8s_build_log" 2>&1 &
 k8s_build=$!
+# Forgejo builds from the source tarball beside the repository (4-8 min).
+forgejo_build_log=$(mktemp /tmp/alfred-forgejo-build.XXXXXX)
+log "building Forgejo in the background (log: $forgejo_build_log)"
+bash scripts/forgejo.sh build >"$forgejo_build_log" 2>&1 &
+forgejo_build=$!
 stop_all() {
-	kill "$k8s_build" 2>/dev/null || true
+	kill "$k8s_build" "$forgejo_build" 2>/dev/null || true
 	bash scripts/k8s.sh stop >/dev/null 2>&1 || true
 	bash scripts/gitea.sh stop || true
+	bash scripts/forgejo.sh stop || true
 	bash scripts/dockerd.sh stop || true
 }
 trap stop_all EXIT
@@ -55,6 +62,15 @@ eval "$docker_env"
 log "starting a real Gitea (built from its Go module the first time, then cached)"
 gitea_env=$(bash scripts/gitea.sh start) # a failed build or start stops the run here
 eval "$gitea_env"
+
+log "waiting for the Forgejo build, then starting it"
+if ! wait "$forgejo_build"; then
+	tail -n 30 "$forgejo_build_log" >&2
+	log "the Forgejo build failed (whole log: $forgejo_build_log)"
+	exit 1
+fi
+forgejo_env=$(bash scripts/forgejo.sh start) # a failed start stops the run here
+eval "$forgejo_env"
 
 log "installing the agent CLIs"
 clis_env=$(bash scripts/agent-clis.sh)

@@ -3,8 +3,8 @@
 // Forgejo 7 (Gitea 1.21) and newer, and builds around what a real Forgejo
 // 7.0.16 answers (see testdata/forgejo/README.md at the repository's root): label ids instead of names, uneven
 // paging, 201 for PATCH, 500 for some missing objects, no commit-status webhook.
-// The contract suite also runs it against a real Gitea 1.26
-// (TestContractRealGitea, with scripts/gitea.sh).
+// The contract suite also runs it against a real Gitea 1.27 and a real
+// Forgejo 15 (TestContractRealForges, with scripts/gitea.sh and scripts/forgejo.sh).
 package forgejo
 
 import (
@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -127,10 +128,14 @@ func apiErr(resp *gitea.Response, err error) error {
 		return fmt.Errorf("%w: %s", forges.ErrNotFound, oneLine(err.Error()))
 	}
 	if resp.StatusCode >= 400 {
-		err = fmt.Errorf("HTTP %d: %s", resp.StatusCode, oneLine(err.Error()))
+		err = fmt.Errorf("HTTP %d: %s", resp.StatusCode, tokenHidden.ReplaceAllString(oneLine(err.Error()), "[sha: (hidden)]"))
 	}
 	return forges.Classify(resp.Response, err)
 }
+
+// tokenHidden finds the token Forgejo quotes when it refuses one ("access
+// token does not exist [sha: <the token>]"; Gitea does not quote it).
+var tokenHidden = regexp.MustCompile(`\[sha: [^\]]*\]`)
 
 // missing tells Forgejo's 500 answers that mean "does not exist" (a missing
 // issue's comments, a missing branch): final, not to be retried. It peeks at

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -130,5 +133,26 @@ func TestPagingBelowAskedPageSize(t *testing.T) {
 	}
 	if mr, err := f.MergeRequestForBranch(ctx, p, "b/0"); err != nil || mr.Number != 100 {
 		t.Errorf("MergeRequestForBranch(b/0) = %+v, %v; want 100 from the last page (Link)", mr, err)
+	}
+}
+
+// TestRefusedTokenNotQuoted: Forgejo 15 quotes the token it refuses
+// ("access token does not exist [sha: <the token>]"); the error says it was
+// refused, never the token.
+func TestRefusedTokenNotQuoted(t *testing.T) {
+	const tok = "0123456789abcdef0123456789abcdef01234567"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprintf(w, `{"message":"access token does not exist [sha: %s]","url":"http://x/api/swagger"}`, r.Header.Get("Authorization")[len("token "):])
+	}))
+	defer srv.Close()
+	f, err := forgejo.New(forgejo.Options{BaseURL: srv.URL, Token: tok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.Me(context.Background())
+	if !errors.Is(err, forges.ErrUnauthorized) || strings.Contains(err.Error(), tok) || !strings.Contains(err.Error(), "[sha: (hidden)]") {
+		t.Fatalf("Me with a refused token: %v; want ErrUnauthorized without the token", err)
 	}
 }

@@ -12,13 +12,16 @@ import (
 	"github.com/alchemic-studio/alfred/forges/forgetest"
 )
 
-// TestContractRealGitea runs the contract suite against the real Gitea of
-// scripts/gitea.sh: each subtest gets a fresh repository of the person
-// (ALFRED_TEST_GITEA_USER), where the bot is an admin collaborator, and the
-// Forge under test talks to Gitea through a giteatest.Faults proxy.
-func TestContractRealGitea(t *testing.T) {
-	in := giteatest.FromEnv(t)
-	forgetest.Run(t, func(t *testing.T) forgetest.Harness { return newGiteaHarness(t, in) })
+// TestContractRealForges runs the contract suite against the real Gitea of
+// scripts/gitea.sh and the real Forgejo of scripts/forgejo.sh: each subtest
+// gets a fresh repository of the person (ALFRED_TEST_<FORGE>_USER), where
+// the bot is an admin collaborator, and the Forge under test talks to the
+// server through a giteatest.Faults proxy.
+func TestContractRealForges(t *testing.T) {
+	giteatest.Each(t, func(t *testing.T, in *giteatest.Instance) {
+		t.Parallel()
+		forgetest.Run(t, func(t *testing.T) forgetest.Harness { return newGiteaHarness(t, in) })
+	})
 }
 
 // conflictFile is the file whose first line main and the conflicting
@@ -60,7 +63,7 @@ func newGiteaHarness(t *testing.T, in *giteatest.Instance) *giteaHarness {
 func (h *giteaHarness) Forge() forges.Forge { return h.forge }
 
 func (h *giteaHarness) Project() forges.Project {
-	return forges.Project{Forge: "gitea", Owner: h.repo.Owner, Name: h.repo.Name}
+	return forges.Project{Forge: h.in.Kind, Owner: h.repo.Owner, Name: h.repo.Name}
 }
 
 func (h *giteaHarness) Want() forgetest.Want {

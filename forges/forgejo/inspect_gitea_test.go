@@ -12,12 +12,14 @@ import (
 	"github.com/alchemic-studio/alfred/forges/forgejo/giteatest"
 )
 
-// TestInspectRealGitea runs what alfred doctor asks of Forgejo against the
-// real Gitea: the webhook a person made is listed with its events, the
+// TestInspectRealForges runs what alfred doctor asks of Forgejo against the
+// real Gitea and the real Forgejo: the webhook a person made is listed with its events, the
 // probes reach every area for an admin bot, and a bot with write access only
 // is told it cannot read webhooks.
-func TestInspectRealGitea(t *testing.T) {
-	in := giteatest.FromEnv(t)
+func TestInspectRealForges(t *testing.T) { giteatest.Each(t, testInspect) }
+
+func testInspect(t *testing.T, in *giteatest.Instance) {
+	t.Parallel()
 	repo := in.NewRepo(t, in.User.Login)
 	repo.SetPermission(t, in.Bot.Login, forges.PermissionAdmin)
 	f, err := forgejo.New(forgejo.Options{BaseURL: in.URL, Token: in.Bot.Token, Retry: forges.RetryPolicy{AttemptTimeout: 10 * time.Second}})
@@ -26,7 +28,7 @@ func TestInspectRealGitea(t *testing.T) {
 	}
 	const url = "http://127.0.0.1:9/webhooks/forgejo"
 	_, _, err = in.Client(t, in.User.Login).CreateRepoHook(repo.Owner, repo.Name, gitea.CreateHookOption{
-		Type: gitea.HookTypeGitea, Active: true, Events: f.WebhookEvents(),
+		Type: in.HookType(), Active: true, Events: f.WebhookEvents(),
 		Config: map[string]string{"url": url, "content_type": "json", "secret": "s3cret"},
 	})
 	if err != nil {
@@ -44,7 +46,7 @@ func TestInspectRealGitea(t *testing.T) {
 		t.Fatalf("Webhooks = %+v, want the one hook to %s, active, secret unknown", hooks, url)
 	}
 	if missing := hooks[0].MissingEvents(f.WebhookEvents()); len(missing) != 0 {
-		t.Errorf("Gitea lists the hook without %q (it lists %q)", missing, hooks[0].Events)
+		t.Errorf("%s lists the hook without %q (it lists %q)", in.Title(), missing, hooks[0].Events)
 	}
 	access, err := f.TokenAccess(ctx, p)
 	if err != nil {

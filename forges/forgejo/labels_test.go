@@ -25,17 +25,19 @@ var exclusiveCatalogue = []forges.Label{
 // second sync changes nothing; on the forge, exclusivity follows the name up
 // to its last '/' (Forgejo's and Gitea's Label.ExclusiveScope), so two
 // exclusive "status::" labels stay on an issue together while "kind/feature"
-// takes "kind/bug" off. The same test runs against the real Gitea
-// (TestExclusiveLabelsRealGitea), which is what the fake's behaviour is
-// checked on.
+// takes "kind/bug" off. The same test runs against the real Gitea and the
+// real Forgejo (TestExclusiveLabelsRealForges), which is what the fake's
+// behaviour is checked on.
 func TestExclusiveLabels(t *testing.T) {
 	srv, f, p, ctx := newForge(t)
 	srv.AddIssue(forges.Issue{Number: 1, Title: "t", Author: "alice"})
 	testExclusiveLabels(ctx, t, f, p, 1)
 }
 
-func TestExclusiveLabelsRealGitea(t *testing.T) {
-	in := giteatest.FromEnv(t)
+func TestExclusiveLabelsRealForges(t *testing.T) { giteatest.Each(t, testExclusiveLabelsReal) }
+
+func testExclusiveLabelsReal(t *testing.T, in *giteatest.Instance) {
+	t.Parallel()
 	repo := in.NewRepo(t, in.User.Login)
 	repo.SetPermission(t, in.Bot.Login, forges.PermissionAdmin)
 	f, err := forgejo.New(forgejo.Options{BaseURL: in.URL, Token: in.Bot.Token, Retry: forges.RetryPolicy{AttemptTimeout: 10 * time.Second}})
@@ -45,7 +47,7 @@ func TestExclusiveLabelsRealGitea(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	n := repo.CreateIssue(t, forges.Issue{Title: "t", Author: in.User.Login})
-	testExclusiveLabels(ctx, t, f, forges.Project{Forge: "gitea", Owner: repo.Owner, Name: repo.Name}, n)
+	testExclusiveLabels(ctx, t, f, forges.Project{Forge: in.Kind, Owner: repo.Owner, Name: repo.Name}, n)
 }
 
 func testExclusiveLabels(ctx context.Context, t *testing.T, f *forgejo.Forge, p forges.Project, issue int64) {

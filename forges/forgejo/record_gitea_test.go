@@ -405,7 +405,7 @@ type giteaRecorder struct {
 
 // recordGitea records giteaRecordings into giteaCorpus; see TestRecordGiteaWebhooks.
 func recordGitea(t *testing.T) {
-	in := giteatest.FromEnv(t)
+	in := giteatest.FromEnv(t, giteatest.Gitea)
 	if !strings.HasPrefix(in.Version, "1.26.") {
 		t.Fatalf("%s is the recording of a Gitea 1.26; this one is %s", giteaCorpus, in.Version)
 	}
@@ -470,7 +470,7 @@ func (r *giteaRecorder) tearDown(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := gitea.NewClient(r.in.URL, gitea.SetToken(r.in.Admin.Token), gitea.SetContext(ctx), gitea.SetGiteaVersion(r.in.Version))
+	c, err := gitea.NewClient(r.in.URL, gitea.SetToken(r.in.Admin.Token), gitea.SetContext(ctx), gitea.SetGiteaVersion(r.in.SDKVersion()))
 	if err != nil {
 		t.Errorf("clean up: %v", err)
 		return

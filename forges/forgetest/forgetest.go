@@ -23,7 +23,7 @@
 // forges/forgejo/contract_test.go is the complete example.
 //
 // The same suite also runs against a real Gitea (forges/forgejo's
-// TestContractRealGitea, a fresh repository per subtest), so the Harness asks
+// TestContractRealForges, a fresh repository per subtest), so the Harness asks
 // only what a real forge can do, and the cases use what the seeds return:
 //
 //   - There is one project, Harness.Project(), whose default branch and clone URL

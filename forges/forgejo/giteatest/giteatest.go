@@ -1,8 +1,10 @@
-// Package giteatest drives a real Gitea started by scripts/gitea.sh, for tests
-// that run against the real server rather than a fake: the forge contract
-// suite (forges/forgejo's TestContractRealGitea) and end-to-end tests.
+// Package giteatest drives the real Gitea and the real Forgejo started by
+// scripts/gitea.sh and scripts/forgejo.sh, for tests that run against the
+// real servers rather than a fake: the forge contract suite (forges/forgejo's
+// TestContractRealForges) and end-to-end tests. Each runs a test on both.
 //
-// scripts/gitea.sh start prints the ALFRED_TEST_GITEA_* variables FromEnv reads:
+// The scripts' start prints the ALFRED_TEST_GITEA_* and ALFRED_TEST_FORGEJO_*
+// variables FromEnv reads:
 //
 //	env=$(bash scripts/gitea.sh start) && eval "$env" && go test ./forges/...
 //
@@ -33,66 +35,115 @@ type Account struct {
 	Token string // a secret: never logged
 }
 
-// Instance is a running Gitea and the accounts scripts/gitea.sh made on it.
+// The forges of the Gitea family the suite starts, each by its script
+// (scripts/gitea.sh, scripts/forgejo.sh).
+const (
+	Gitea   = "gitea"
+	Forgejo = "forgejo"
+)
+
+// Kinds are the forges Each runs a test on, in order.
+var Kinds = []string{Gitea, Forgejo}
+
+// Instance is a running Gitea or Forgejo and the accounts its script made
+// on it.
 type Instance struct {
-	URL     string // base URL, without a trailing slash
-	Version string // Gitea's version, e.g. 1.26.0
-	Admin   Account
-	Bot     Account // the bot's account (alfred-bot)
-	User    Account // a person (alice), owner of the repositories NewRepo makes
+	Kind       string // Gitea or Forgejo
+	URL        string // base URL, without a trailing slash
+	Version    string // the forge's own version, e.g. 1.27.3 or 15.0.3
+	APIVersion string // what /api/v1/version says, e.g. 15.0.3+gitea-1.22.0
+	Admin      Account
+	Bot        Account // the bot's account (alfred-bot)
+	User       Account // a person (alice), owner of the repositories NewRepo makes
 
 	mu    sync.Mutex
 	users map[string]bool // logins known to exist
 }
 
-// The variables FromEnv reads, as scripts/gitea.sh prints them.
-const (
-	EnvURL        = "ALFRED_TEST_GITEA_URL"
-	EnvVersion    = "ALFRED_TEST_GITEA_VERSION"
-	EnvAdmin      = "ALFRED_TEST_GITEA_ADMIN"
-	EnvAdminToken = "ALFRED_TEST_GITEA_ADMIN_TOKEN"
-	EnvBot        = "ALFRED_TEST_GITEA_BOT"
-	EnvBotToken   = "ALFRED_TEST_GITEA_BOT_TOKEN"
-	EnvUser       = "ALFRED_TEST_GITEA_USER"
-	EnvUserToken  = "ALFRED_TEST_GITEA_USER_TOKEN"
-)
+// The variables FromEnv reads, after the prefix of the forge
+// (ALFRED_TEST_GITEA_, ALFRED_TEST_FORGEJO_), as its script prints them.
+var envKeys = []string{"URL", "VERSION", "API_VERSION", "ADMIN", "ADMIN_TOKEN", "BOT", "BOT_TOKEN", "USER", "USER_TOKEN"}
+
+// EnvPrefix is the prefix of the variables that describe the forge kind.
+func EnvPrefix(kind string) string { return "ALFRED_TEST_" + strings.ToUpper(kind) + "_" }
 
 // callTimeout bounds each API call of the helpers.
 const callTimeout = 30 * time.Second
 
-// FromEnv is the Gitea the ALFRED_TEST_GITEA_* variables describe. It fails
-// the test when one is missing or the server does not answer; under
-// `go test -short` a missing variable skips the test instead.
-func FromEnv(t testing.TB) *Instance {
+// Each runs fn as a subtest on every real forge of the family (named by
+// its kind), each the one FromEnv gives. The servers share nothing: fn may
+// call t.Parallel.
+func Each(t *testing.T, fn func(t *testing.T, in *Instance)) {
 	t.Helper()
+	for _, kind := range Kinds {
+		t.Run(kind, func(t *testing.T) { fn(t, FromEnv(t, kind)) })
+	}
+}
+
+// FromEnv is the forge of kind (Gitea, Forgejo) its script's variables
+// describe. It fails the test when one is missing or the server does not
+// answer; under `go test -short` a missing variable skips the test instead.
+func FromEnv(t testing.TB, kind string) *Instance {
+	t.Helper()
+	prefix := EnvPrefix(kind)
 	vals := map[string]string{}
-	for _, k := range []string{EnvURL, EnvVersion, EnvAdmin, EnvAdminToken, EnvBot, EnvBotToken, EnvUser, EnvUserToken} {
-		v := os.Getenv(k)
+	for _, k := range envKeys {
+		v := os.Getenv(prefix + k)
 		if v == "" {
-			const how = `start one with: env=$(bash scripts/gitea.sh start) && eval "$env"`
+			how := fmt.Sprintf(`start one with: env=$(bash scripts/%s.sh start) && eval "$env"`, kind)
 			if testing.Short() {
-				t.Skipf("%s is not set: this test needs a real Gitea (skipped under -short); %s", k, how)
+				t.Skipf("%s%s is not set: this test needs a real %s (skipped under -short); %s", prefix, k, Title(kind), how)
 			}
-			t.Fatalf("%s is not set: this test needs a real Gitea; %s", k, how)
+			t.Fatalf("%s%s is not set: this test needs a real %s; %s", prefix, k, Title(kind), how)
 		}
 		vals[k] = v
 	}
 	in := &Instance{
-		URL:     strings.TrimSuffix(vals[EnvURL], "/"),
-		Version: vals[EnvVersion],
-		Admin:   Account{Login: vals[EnvAdmin], Token: vals[EnvAdminToken]},
-		Bot:     Account{Login: vals[EnvBot], Token: vals[EnvBotToken]},
-		User:    Account{Login: vals[EnvUser], Token: vals[EnvUserToken]},
-		users:   map[string]bool{},
+		Kind:       kind,
+		URL:        strings.TrimSuffix(vals["URL"], "/"),
+		Version:    vals["VERSION"],
+		APIVersion: vals["API_VERSION"],
+		Admin:      Account{Login: vals["ADMIN"], Token: vals["ADMIN_TOKEN"]},
+		Bot:        Account{Login: vals["BOT"], Token: vals["BOT_TOKEN"]},
+		User:       Account{Login: vals["USER"], Token: vals["USER_TOKEN"]},
+		users:      map[string]bool{},
 	}
 	for _, a := range []Account{in.Admin, in.Bot, in.User} {
 		in.users[a.Login] = true
 	}
 	c := in.Client(t, "")
 	if _, _, err := c.ServerVersion(); err != nil {
-		t.Fatalf("the Gitea at %s (%s) does not answer: %v; is scripts/gitea.sh's Gitea running?", in.URL, EnvURL, err)
+		t.Fatalf("the %s at %s (%sURL) does not answer: %v; is scripts/%s.sh's %s running?", in.Title(), in.URL, prefix, err, kind, in.Title())
 	}
 	return in
+}
+
+// Title is how a kind is written in prose: Gitea, Forgejo.
+func Title(kind string) string {
+	if kind == "" {
+		return ""
+	}
+	return strings.ToUpper(kind[:1]) + kind[1:]
+}
+
+// Title is how the instance's kind is written in prose.
+func (in *Instance) Title() string { return Title(in.Kind) }
+
+// SDKVersion is the Gitea version the SDK is to assume: Forgejo says the
+// Gitea version it is compatible with after "+gitea-".
+func (in *Instance) SDKVersion() string {
+	if _, compat, ok := strings.Cut(in.APIVersion, "+gitea-"); ok {
+		return compat
+	}
+	return in.Version
+}
+
+// HookType is the webhook type a person picks on the forge: its own.
+func (in *Instance) HookType() gitea.HookType {
+	if in.Kind == Forgejo {
+		return "forgejo"
+	}
+	return gitea.HookTypeGitea
 }
 
 // Client is an SDK client authenticated as the admin, acting as login with
@@ -112,7 +163,7 @@ func (in *Instance) client(ctx context.Context, login string) (*gitea.Client, er
 		gitea.SetToken(in.Admin.Token),
 		gitea.SetContext(ctx),
 		gitea.SetHTTPClient(&http.Client{Timeout: callTimeout}),
-		gitea.SetGiteaVersion(in.Version), // no /version request per client
+		gitea.SetGiteaVersion(in.SDKVersion()), // no /version request per client
 		gitea.SetUserAgent("alfred-giteatest"),
 	}
 	if login != "" && login != in.Admin.Login {
