@@ -108,3 +108,68 @@ func TestServeTwoForges(t *testing.T) {
 		t.Error("the configuration page shows a secret of the GitLab forge")
 	}
 }
+
+// TestServeFirstStart: a first start as a new user makes it, under a
+// supervisor: its data and state folders do not exist yet and its forge
+// does not answer (nothing listens at its address). The bot makes its
+// folders (0700), serves, says on /readyz which forge is unreachable and
+// since when (ready all the same: its webhooks are accepted and journaled),
+// and the metrics say it too.
+func TestServeFirstStart(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "new")
+	down := freePort(t) // closed again: connection refused
+	env := map[string]string{
+		"ALFRED_STATE_DIR": filepath.Join(dir, "state.git"), "ALFRED_DATA_DIR": filepath.Join(dir, "data"),
+		"ALFRED_FORGE": "forgejo", "ALFRED_FORGE_URL": "http://" + down, "ALFRED_FORGE_TOKEN": forgejotest.BotToken,
+		"ALFRED_WEBHOOK_SECRETS": "fj-secret", "ALFRED_RUNNER": "host",
+	}
+	addr := freePort(t)
+	cmd := exec.Command(buildBinary(t), "serve", "-listen", addr, "-log-format", "json")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	out := watch(stderr)
+	out.waitFor(t, `"msg":"serving"`, 30*time.Second)
+	for _, d := range []string{env["ALFRED_DATA_DIR"], env["ALFRED_STATE_DIR"]} {
+		if fi, err := os.Stat(d); err != nil || fi.Mode().Perm() != 0o700 {
+			t.Errorf("folder %s: %v %v; want made, 0700", d, fi, err)
+		}
+	}
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get("/readyz"); code != http.StatusOK || !strings.Contains(body, "forge forgejo unreachable since") ||
+		!strings.Contains(body, "connection refused") {
+		t.Errorf("/readyz: %d %q; want ready, saying the forge is unreachable", code, body)
+	}
+	if _, body := get("/metrics"); !strings.Contains(body, `alfred_forge_up{forge="forgejo"} 0`) {
+		t.Errorf("the metrics do not say the forge is down:\n%s", body)
+	}
+	body, _ := os.ReadFile("testdata/forgejo/forgejo-7.0.16/create.json")
+	m := hmac.New(sha256.New, []byte("fj-secret"))
+	m.Write(body)
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/webhooks/forgejo", bytes.NewReader(body))
+	req.Header.Set("X-Forgejo-Event", "create")
+	req.Header.Set("X-Forgejo-Delivery", "d-1")
+	req.Header.Set("X-Forgejo-Signature", hex.EncodeToString(m.Sum(nil)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("a webhook while the forge is down: %d, want accepted", resp.StatusCode)
+	}
+}

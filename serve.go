@@ -41,6 +41,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	hup, stopHup := notifyRefresh()
 	defer stopHup()
 
+	// A first start makes its folders, private to the bot.
+	for _, dir := range []string{c.DataDir, c.StateDir} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("create the folder %s: %w", dir, err)
+		}
+	}
 	m := metrics.New(version)
 	st, keeper, err := openState(ctx, c, m, log) // state_mirror.go: restore, mirror, write health
 	if err != nil {
@@ -110,10 +116,33 @@ func startEngine(ctx context.Context, c *config.Config, st *state.Store, fs []co
 		r.Handle("/webhooks/"+name, m.Webhooks(name, forges.NewWebhookHandler(name, f.hooks, f.cfg.WebhookSecrets, e.Intake, log))).
 			Methods(http.MethodPost)
 	}
+	m.ForgeReach(func() []metrics.Reach {
+		var out []metrics.Reach
+		for _, r := range e.Reach() {
+			out = append(out, metrics.Reach{Forge: r.Name, Up: r.Reachable(), DownSince: r.Since})
+		}
+		return out
+	})
 	m.Gauge("alfred_runs_in_flight", "Runs launched and not ended (queued or running).", func() float64 { return float64(e.RunsInFlight()) })
 	m.EventsWaiting(e.Waiting)
 	countSandboxes(m, runner)
 	return e, nil
+}
+
+// healthNotes is what /readyz and the home page add to the readiness: the
+// state mirror's state, and each forge the engine does not reach yet.
+func healthNotes(keeper *stateKeeper, follow *liveRuns) func() []string {
+	return func() []string {
+		notes := keeper.notes()
+		if e := follow.engine.Load(); e != nil {
+			for _, r := range e.Reach() {
+				if n := r.Note(); n != "" {
+					notes = append(notes, n)
+				}
+			}
+		}
+		return notes
+	}
 }
 
 // listen serves r on ALFRED_LISTEN (and /metrics on ALFRED_METRICS_LISTEN
@@ -172,14 +201,14 @@ func routes(ctx context.Context, c *config.Config, st *state.Store, keeper *stat
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	pages.Ready, pages.Notes = keeper.ready(pages.Ready), keeper.notes
+	follow := followRuns(&pages)
+	pages.Ready, pages.Notes = keeper.ready(pages.Ready), healthNotes(keeper, follow)
 	var det *detector
 	if len(fs) > 0 {
 		det = newDetector(st, c.AgentDetectInterval, m, log)
 		pages.Redetect = det.Request
 	}
 	go forwardRefresh(ctx, hup, det, log)
-	follow := followRuns(&pages)
 	views.Register(r, pages)
 	if c.MetricsListen == "" { // else on a server of its own: serveMetrics
 		r.Handle("/metrics", m.Handler(c.MetricsToken)).Methods(http.MethodGet)

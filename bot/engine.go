@@ -91,7 +91,7 @@ type Engine struct {
 	settings Settings
 	log      *slog.Logger
 	now      func() time.Time
-	me       map[string]string // the bot's login on each forge
+	reach    reaching // the bot's login on each forge, learnt at Start or later (reach.go)
 
 	inbox  *inbox   // the mailbox workers: one at a time per mailbox
 	events intake   // the journal, the redelivery filter, the event records
@@ -160,12 +160,11 @@ func New(cfg Config) (*Engine, error) {
 	}, nil
 }
 
-// Start learns who the bot is, picks up the work a previous process left
-// (pending events, interrupted runs) and starts polling.
+// Start learns who the bot is on each forge, picks up the work a previous
+// process left (pending events, interrupted runs) and starts polling. A
+// forge that does not answer stops nothing: it is asked again in the
+// background, and its work starts once it answers (reach.go).
 func (e *Engine) Start(ctx context.Context) error {
-	if err := e.learnWhoIAm(ctx); err != nil {
-		return err
-	}
 	e.detectBy = time.Now().Add(e.cfg.DetectionWait)
 	j, journaled, err := openJournal(e.cfg.Journal)
 	if err != nil {
@@ -173,6 +172,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	}
 	e.events.journal = j
 	e.ctx, e.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	reached := e.startReaching(ctx)
 	e.inbox = newInbox(e.ctx, e.handle)
 	e.events.flushNow, e.events.stopFlush, e.events.flushed = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
 	go e.flushLoop()
@@ -180,14 +180,14 @@ func (e *Engine) Start(ctx context.Context) error {
 	if err := e.pruneEvents(ctx); err != nil {
 		return err
 	}
-	if err := e.recoverRuns(ctx); err != nil {
+	if err := e.recoverRuns(ctx, reached...); err != nil {
 		return err
 	}
 	if e.cfg.PollInterval > 0 {
 		e.runs.wg.Add(1)
 		go e.pollLoop()
 	}
-	e.log.Info("engine started", "bot", e.me, "forges", slices.Sorted(maps.Keys(e.cfg.Forges)), "runner", e.cfg.Runner.Name())
+	e.log.Info("engine started", "bot", e.Reach(), "forges", slices.Sorted(maps.Keys(e.cfg.Forges)), "runner", e.cfg.Runner.Name())
 	return nil
 }
 
@@ -218,25 +218,9 @@ func (e *Engine) RunsInFlight() int {
 	return len(e.runs.running)
 }
 
-// learnWhoIAm asks each forge for the bot's login there.
-func (e *Engine) learnWhoIAm(ctx context.Context) error {
-	e.me = make(map[string]string, len(e.cfg.Forges))
-	for name, f := range e.cfg.Forges {
-		me, err := f.Me(ctx)
-		if err != nil {
-			return fmt.Errorf("engine: who is the bot on forge %s: %w", name, err)
-		}
-		e.me[name] = me.Login
-	}
-	return nil
-}
-
 // on is the client of the forge named forge. The events and mailboxes the
 // engine handles name a configured one (checked as they come in: known).
 func (e *Engine) on(forge string) forges.Forge { return e.cfg.Forges[forge] }
-
-// meOn is the bot's login on the forge named forge.
-func (e *Engine) meOn(forge string) string { return e.me[forge] }
 
 // known fails for a forge the engine was not given: a mailbox of a forge
 // removed from the configuration.
@@ -250,6 +234,9 @@ func (e *Engine) known(forge string) error {
 // handle is the worker of one mailbox: it handles m with nothing else of the
 // same mailbox running at the same time.
 func (e *Engine) handle(ctx context.Context, key string, m message) {
+	if !e.awaitForge(ctx, forgeOf(key, m)) {
+		return // closing: a journaled event is handled at the next start
+	}
 	switch {
 	case m.event != nil && m.routeErr != nil:
 		// Where it belongs is unknown, and trying again cannot tell (postEvent).

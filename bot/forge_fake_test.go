@@ -57,6 +57,11 @@ func (f *memForge) record(format string, args ...any) {
 
 func (f *memForge) Kind() forges.Kind { return forges.Forgejo }
 func (f *memForge) Me(context.Context) (forges.User, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.failing("Me"); err != nil {
+		return forges.User{}, err
+	}
 	return forges.User{Login: f.me, ID: 1}, nil
 }
 func (f *memForge) Permission(_ context.Context, _ forges.Project, u string) (forges.Permission, error) {

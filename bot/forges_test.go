@@ -2,9 +2,11 @@ package bot
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/state"
@@ -79,5 +81,70 @@ func TestTwoForgesOneEngine(t *testing.T) {
 	ev := h.send(forges.Event{Type: forges.EventCommentCreated, Actor: "alfred-gl", Target: glIssue, Comment: &forges.Comment{ID: 9, Author: "alfred-gl", Body: "a note"}})
 	if rec := h.handled(ev.DeliveryID); !strings.Contains(rec.Outcome, "the bot's own event") {
 		t.Fatalf("the bot's GitLab comment: %q", rec.Outcome)
+	}
+}
+
+// TestForgeDownAtStart: a forge that does not answer when the engine starts
+// stops nothing. Start succeeds, the engine says since when that forge is
+// unreachable and how often it was asked, the other forge's issue goes on,
+// the down forge's webhook is accepted and waits (no mailbox made, nothing
+// said there); once the forge answers, its work starts by itself.
+func TestForgeDownAtStart(t *testing.T) {
+	g := newGitForge(t, "alfred", "tok-s3cret")
+	g.seed(t, "alice", "demo")
+	gl := newMemForge(g)
+	gl.me = "alfred-gl"
+	gl.perms = map[string]forges.Permission{"alice": forges.PermissionWrite, "alfred-gl": forges.PermissionAdmin}
+	gl.down("Me", 1_000_000)
+	glOrg := orgSetting("AGENT_ADAPTER", "fake")
+	glOrg.Forge = "gitlab"
+	before := time.Now()
+	h := newHarness(t, func(s *setup) { s.second, s.settings = gl, append(s.settings, glOrg) })
+
+	glProject := forges.Project{Forge: "gitlab", Owner: "alice", Name: "demo"}
+	gl.mu.Lock()
+	gl.issues[1] = &forges.Issue{Number: 1, Title: "Add a farewell", Body: "Please add a farewell.", State: "open", Author: "alice",
+		Labels: []string{"type::task"}, Assignees: []string{"alfred-gl"}}
+	gl.mu.Unlock()
+	h.send(forges.Event{Type: forges.EventIssueAssigned, Actor: "alice", Assignee: "alfred-gl", Labels: []string{"type::task"},
+		Target: forges.Target{Project: glProject, Kind: forges.TargetIssue, Number: 1}})
+
+	h.openIssue(1, "Add a greeting", "type::task")
+	h.send(forges.Event{Type: forges.EventIssueAssigned, Actor: "alice", Assignee: "alfred", Target: h.issueTarget(1), Labels: []string{"type::task"}})
+	h.waitStatus(1, StatusWaitingValidation) // the forge that answers works meanwhile
+
+	var down ForgeReach
+	waitUntil(t, func() bool { // asked again in the background
+		for _, r := range h.engine.Reach() {
+			if r.Name == "gitlab" {
+				down = r
+			}
+		}
+		return down.Attempts >= 3
+	})
+	if down.Reachable() || down.Since.Before(before) || !strings.Contains(down.Err, "504 Gateway Timeout") {
+		t.Fatalf("the down forge: %+v; want unreachable since the start, with its error", down)
+	}
+	if up := h.engine.reachOf("forgejo"); !up.Reachable() || up.Login != "alfred" || !up.Since.IsZero() {
+		t.Fatalf("the forge that answers: %+v", up)
+	}
+	glKey := state.MailboxKey{Forge: "gitlab", Owner: "alice", Project: "demo", Kind: state.KindIssue, IID: 1}
+	if mb, err := h.store.Mailbox(glKey); err == nil && mb.ID != "" {
+		t.Fatalf("a mailbox of the down forge was made: %+v", mb)
+	}
+	gl.mu.Lock()
+	calls := slices.Clone(gl.calls)
+	gl.mu.Unlock()
+	if len(calls) != 0 {
+		t.Fatalf("the down forge was written to: %q", calls)
+	}
+
+	gl.down("Me", 0) // it answers again
+	waitUntil(t, func() bool {
+		mb, _ := h.store.Mailbox(glKey)
+		return mb.Status == string(StatusWaitingValidation) && mb.ActiveRunID == ""
+	})
+	if r := h.engine.reachOf("gitlab"); !r.Reachable() || r.Login != "alfred-gl" || !r.Since.IsZero() || r.Attempts != 0 {
+		t.Fatalf("the forge back: %+v", r)
 	}
 }

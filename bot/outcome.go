@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/alchemic-studio/alfred/agents"
@@ -90,16 +91,20 @@ func runPage(publicURL, id string) string {
 	return publicURL + "/runs/" + id
 }
 
-// recoverRuns picks up the runs a previous process left: a finished run whose
-// effects were not applied is applied, an interrupted one is started again.
-func (e *Engine) recoverRuns(ctx context.Context) error {
+// recoverRuns picks up the runs a previous process left on the forges named:
+// a finished run whose effects were not applied is applied, an interrupted
+// one is started again.
+func (e *Engine) recoverRuns(ctx context.Context, names ...string) error {
+	if len(names) == 0 {
+		return nil
+	}
 	mbs, err := e.store.Mailboxes()
 	if err != nil {
 		e.log.Warn("some mailboxes are unreadable", "err", err)
 	}
 	for i := range mbs {
 		mb := &mbs[i]
-		if mb.ActiveRunID == "" {
+		if mb.ActiveRunID == "" || !slices.Contains(names, mb.Forge) {
 			continue
 		}
 		run, _, err := e.store.RunWithSessions(mb.ActiveRunID)
@@ -140,12 +145,13 @@ func (e *Engine) pollLoop() {
 	}
 }
 
-// pollDue queues a poll for each mailbox waiting on its merge request.
+// pollDue queues a poll for each mailbox waiting on its merge request, on
+// the forges that answer.
 func (e *Engine) pollDue() {
 	mbs, _ := e.store.Mailboxes()
 	for _, mb := range mbs {
 		s := Status(mb.Status)
-		if mb.MergeRequestIID != 0 && mb.ActiveRunID == "" && (s == StatusInCI || s == StatusInReview) {
+		if e.meOn(mb.Forge) != "" && mb.MergeRequestIID != 0 && mb.ActiveRunID == "" && (s == StatusInCI || s == StatusInReview) {
 			e.inbox.post(mb.ID, message{poll: true})
 		}
 	}

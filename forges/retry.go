@@ -123,8 +123,9 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if t.p.OnRetry != nil {
 			t.p.OnRetry(reason)
 		}
-		if err := Sleep(ctx, wait); err != nil {
-			return nil, fmt.Errorf("%s %s: %w", req.Method, req.URL.Path, err)
+		if serr := Sleep(ctx, wait); serr != nil {
+			// Cut short while waiting: say what the attempts met.
+			return nil, fmt.Errorf("%s %s: %w (after %d attempts, the last: %s)", req.Method, req.URL.Path, serr, attempt+1, attemptSaid(err, reason))
 		}
 	}
 }
@@ -184,6 +185,17 @@ func (t *retryTransport) backoff(attempt int) time.Duration {
 		d = t.p.MaxBackoff
 	}
 	return d/2 + rand.N(d/2+1)
+}
+
+// attemptSaid is what a failed attempt met: its error, else its status.
+func attemptSaid(err error, reason string) string {
+	if err != nil {
+		return err.Error()
+	}
+	if _, nerr := strconv.Atoi(reason); nerr == nil {
+		return "HTTP " + reason
+	}
+	return reason // rate_limit
 }
 
 // finish returns the last attempt's answer as it is (the SDK turns a status

@@ -238,3 +238,47 @@ func (m *Metrics) RoutingError(forge string) {
 	}
 	m.routingErrors.WithLabelValues(forge).Inc()
 }
+
+// Reach is whether one forge answers, and since when it does not.
+type Reach struct {
+	Forge     string
+	Up        bool
+	DownSince time.Time // zero while Up
+}
+
+// ForgeReach exports, read from f at each scrape, whether each forge
+// answers (alfred_forge_up, 1 or 0) and since when it does not
+// (alfred_forge_down_since_seconds, a Unix time; 0 while it answers).
+func (m *Metrics) ForgeReach(f func() []Reach) {
+	if m == nil {
+		return
+	}
+	m.reg.MustRegister(reachCollector(f))
+}
+
+var (
+	forgeUpDesc = prometheus.NewDesc("alfred_forge_up",
+		"1 when the bot knows who it is on the forge (it answered), 0 while it does not answer; its webhooks are journaled meanwhile.", []string{"forge"}, nil)
+	forgeDownDesc = prometheus.NewDesc("alfred_forge_down_since_seconds",
+		"When the forge stopped answering, as a Unix time; 0 while it answers.", []string{"forge"}, nil)
+)
+
+type reachCollector func() []Reach
+
+func (c reachCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- forgeUpDesc
+	ch <- forgeDownDesc
+}
+
+func (c reachCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, r := range c() {
+		up, since := 0.0, 0.0
+		if r.Up {
+			up = 1
+		} else {
+			since = float64(r.DownSince.UnixNano()) / 1e9
+		}
+		ch <- prometheus.MustNewConstMetric(forgeUpDesc, prometheus.GaugeValue, up, r.Forge)
+		ch <- prometheus.MustNewConstMetric(forgeDownDesc, prometheus.GaugeValue, since, r.Forge)
+	}
+}
