@@ -40,6 +40,15 @@ func parseProject(c *config.Config, s string) (forges.Project, config.Forge, err
 	return forges.Project{Forge: f.Name, Owner: path[:i], Name: path[i+1:]}, f, nil
 }
 
+// labelCatalogue is the bot's labels on forge fc, its status labels in the
+// form its ALFRED_STATUS_LABELS chose.
+func labelCatalogue(fc config.Forge) []forges.Label { return bot.LabelsWith(statusPrefix(fc)) }
+
+// statusPrefix is the prefix of the status labels on forge fc.
+func statusPrefix(fc config.Forge) string {
+	return forges.StatusPrefixOf(forges.Kind(fc.Kind), fc.StatusLabels != "colons")
+}
+
 // labelsSync is `alfred labels sync -project OWNER/NAME`.
 func labelsSync(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var project string
@@ -60,12 +69,13 @@ func labelsSync(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	created, updated, err := forges.SyncLabels(ctx, f, p, bot.Labels())
+	catalogue := labelCatalogue(fc)
+	created, updated, err := forges.SyncLabels(ctx, f, p, catalogue)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "%s: %d labels created, %d updated, %d already right\n", p.FullName(),
-		len(created), len(updated), len(bot.Labels())-len(created)-len(updated))
+		len(created), len(updated), len(catalogue)-len(created)-len(updated))
 	for _, l := range created {
 		fmt.Fprintf(stdout, "  created %s\n", l)
 	}

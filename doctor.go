@@ -17,7 +17,6 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/alchemic-studio/alfred/agents"
-	"github.com/alchemic-studio/alfred/bot"
 	"github.com/alchemic-studio/alfred/config"
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/internal/redact"
@@ -214,12 +213,12 @@ func (d *doctor) checkForge(ctx context.Context, fc config.Forge) []checkLine {
 			"run alfred doctor -project "+fc.Name+":OWNER/NAME for each project the bot works on"))
 	}
 	for _, p := range mine {
-		out = append(out, d.checkProject(ctx, f, p)...)
+		out = append(out, d.checkProject(ctx, f, p, labelCatalogue(fc))...)
 	}
 	return out
 }
 
-func (d *doctor) checkProject(ctx context.Context, f forges.Forge, p forges.Project) []checkLine {
+func (d *doctor) checkProject(ctx context.Context, f forges.Forge, p forges.Project, catalogue []forges.Label) []checkLine {
 	name := "project " + p.FullName()
 	branch, err := f.DefaultBranch(ctx, p)
 	if err != nil {
@@ -230,7 +229,7 @@ func (d *doctor) checkProject(ctx context.Context, f forges.Forge, p forges.Proj
 		out = append(out, d.checkAccess(ctx, in, p)...)
 		out = append(out, d.checkWebhook(ctx, in, p))
 	}
-	return append(out, checkLabels(ctx, f, p))
+	return append(out, checkLabels(ctx, f, p, catalogue))
 }
 
 func (d *doctor) checkAccess(ctx context.Context, in forges.Inspector, p forges.Project) []checkLine {
@@ -302,14 +301,14 @@ func (d *doctor) checkWebhook(ctx context.Context, in forges.Inspector, p forges
 	return failLine(name, detail, add)
 }
 
-func checkLabels(ctx context.Context, f forges.Forge, p forges.Project) checkLine {
+func checkLabels(ctx context.Context, f forges.Forge, p forges.Project, catalogue []forges.Label) checkLine {
 	name := "labels " + p.FullName()
 	have, err := f.Labels(ctx, p)
 	if err != nil {
 		return failLine(name, err.Error(), "give the bot's account access to the project's labels")
 	}
 	var missing, differ []string
-	for _, want := range bot.Labels() {
+	for _, want := range catalogue {
 		i := slices.IndexFunc(have, func(l forges.Label) bool { return l.Name == want.Name })
 		switch {
 		case i < 0:
@@ -319,7 +318,7 @@ func checkLabels(ctx context.Context, f forges.Forge, p forges.Project) checkLin
 		}
 	}
 	if len(missing)+len(differ) == 0 {
-		return okLine(name, fmt.Sprintf("the %d labels of the catalogue exist", len(bot.Labels())))
+		return okLine(name, fmt.Sprintf("the %d labels of the catalogue exist", len(catalogue)))
 	}
 	var parts []string
 	if len(missing) > 0 {

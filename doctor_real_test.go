@@ -58,7 +58,7 @@ func TestDoctorRealForges(t *testing.T) {
 				if tt.labels {
 					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 					defer cancel()
-					if _, _, err := forges.SyncLabels(ctx, f, p, bot.Labels()); err != nil {
+					if _, _, err := forges.SyncLabels(ctx, f, p, bot.LabelsWith(forges.ScopedStatusPrefix)); err != nil {
 						t.Fatal(err)
 					}
 				}

@@ -105,7 +105,7 @@ func TestDoctorAgainstForgejo(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, _, err := forges.SyncLabels(context.Background(), f, forges.Project{Owner: forgejotest.Owner, Name: forgejotest.Repo}, bot.Labels()); err != nil {
+				if _, _, err := forges.SyncLabels(context.Background(), f, forges.Project{Owner: forgejotest.Owner, Name: forgejotest.Repo}, bot.LabelsWith(forges.ScopedStatusPrefix)); err != nil {
 					t.Fatal(err)
 				}
 			}

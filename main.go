@@ -22,7 +22,7 @@ const usage = `alfred: a forge-native bot that works issues with coding-agent CL
 
 Usage:
   alfred serve [flags]                        serve webhooks and pages (alfred serve -h lists the flags)
-  alfred labels sync -project OWNER/NAME      create or update the status::, ai:: and type:: labels
+  alfred labels sync -project OWNER/NAME      create, rename or update the status, ai:: and type:: labels
   alfred agents detect [--refresh]            detect the agent CLIs on the configured runner
                                               (--refresh: the server detects again and records it)
   alfred doctor [-project OWNER/NAME]...      check the whole setup, one OK/FAIL line each

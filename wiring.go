@@ -343,11 +343,13 @@ func newEngine(ctx context.Context, c *config.Config, st *state.Store, fs []conn
 		return nil, nil, err
 	}
 	clients := make(map[string]forges.Forge, len(fs))
+	prefixes := make(map[string]string, len(fs))
 	for _, f := range fs {
 		clients[f.cfg.Name] = f.forge
+		prefixes[f.cfg.Name] = statusPrefix(f.cfg)
 	}
 	e, err := bot.New(bot.Config{
-		Forges: clients, Store: st, Adapters: adapters,
+		Forges: clients, StatusPrefixes: prefixes, Store: st, Adapters: adapters,
 		Runner: runner, Sandbox: baseSpec(c), Seal: seal,
 		Repos:     &bot.Repos{Base: data, Name: "Alfred", Email: "alfred@localhost"},
 		Sessions:  bot.SessionStore{Base: data},

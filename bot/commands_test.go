@@ -532,3 +532,33 @@ func TestStatusLabelChangedInTwoSteps(t *testing.T) {
 		t.Errorf("%d status_label_restored comments for one change, want 1", n)
 	}
 }
+
+// TestScopedStatusLabels: on a forge whose status labels are scoped
+// (Config.StatusPrefixes: "status/"), the bot sets "status/x"; a status
+// label of the other form a person adds counts as a status label too, and
+// is taken off when the bot restores its own, with the restore comment
+// naming the label as the forge has it.
+func TestScopedStatusLabels(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(s *setup) { s.statusPrefixes = map[string]string{"forgejo": forges.ScopedStatusPrefix} })
+	h.assign(7)
+	h.waitStatus(7, StatusWaitingValidation)
+	want := StatusWaitingValidation.LabelWith(forges.ScopedStatusPrefix)
+	if got := h.forge.labels(7); len(statusLabels(got)) != 1 || !slices.Contains(got, want) {
+		t.Fatalf("labels %q, want the one status label %s", got, want)
+	}
+	issue := h.issueTarget(7)
+	h.forge.AddLabels(context.Background(), issue, "status::in_ci")
+	ev := h.send(forges.Event{Type: forges.EventIssueLabeled, Actor: "alice", Target: issue, Labels: h.forge.labels(7)})
+	h.handled(ev.DeliveryID)
+	if got := h.forge.labels(7); len(statusLabels(got)) != 1 || !slices.Contains(got, want) {
+		t.Errorf("labels after the restore: %q, want only %s", got, want)
+	}
+	comments, _ := h.forge.Comments(context.Background(), issue)
+	restored := slices.ContainsFunc(comments, func(c forges.Comment) bool {
+		return strings.Contains(c.Body, "The status label `"+want+"` is managed by me")
+	})
+	if !restored {
+		t.Errorf("no restore comment naming %s", want)
+	}
+}

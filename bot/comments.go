@@ -54,9 +54,9 @@ func textPlanValidated(by string) string {
 	return fmt.Sprintf("Plan validated by %s. Starting the development.", mention(by))
 }
 
-func textStatusRestored(s Status) string {
+func textStatusRestored(label string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "The status label `%s` is managed by me: I restored it. Use the command labels to steer my work:\n", s.Label())
+	fmt.Fprintf(&b, "The status label `%s` is managed by me: I restored it. Use the command labels to steer my work:\n", label)
 	for _, d := range commandDefs {
 		fmt.Fprintf(&b, "\n- `%s`: %s", d.Command.Label(), strings.ToLower(d.Description[:1])+d.Description[1:])
 	}

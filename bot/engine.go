@@ -58,6 +58,9 @@ type Config struct {
 	// EventBudget bounds the handling of one event, every try included
 	// (default 5 minutes): a forge that hangs frees the worker after it.
 	EventBudget time.Duration
+	// StatusPrefixes are the status labels' prefix on each forge, by name
+	// (forges.StatusPrefixOf); a forge missing has "status::".
+	StatusPrefixes map[string]string
 	// Defaults replace setting defaults of the catalogue (see Settings.Defaults).
 	Defaults map[string]string
 	// PollInterval is how often open merge requests are polled for CI and

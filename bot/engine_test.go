@@ -117,6 +117,8 @@ type setup struct {
 	// second, when set, is a second forge the engine works on, named by
 	// its Project.Forge in events.
 	second *memForge
+	// statusPrefixes go to Config.StatusPrefixes.
+	statusPrefixes map[string]string
 }
 
 func newHarness(t *testing.T, opts ...func(*setup)) *harness {
@@ -169,7 +171,7 @@ func newHarness(t *testing.T, opts ...func(*setup)) *harness {
 		clients["gitlab"] = su.second
 	}
 	h.engine, err = New(Config{
-		Forges: clients, Store: h.store,
+		Forges: clients, StatusPrefixes: su.statusPrefixes, Store: h.store,
 		Adapters: su.adapters,
 		Runner:   namedRunner(su.runner),
 		Sandbox:  sandbox.Spec{Image: "alfred-test", UID: os.Getuid(), GID: os.Getgid(), Env: map[string]string{"FAKE_API_KEY": "sk-very-secret"}},

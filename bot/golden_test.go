@@ -36,7 +36,7 @@ func TestGoldenComments(t *testing.T) {
 		KindPlan + "-only":             textPlanOnly(plan),
 		KindQuestions:                  textQuestions("- In which languages?"),
 		KindPlanValidated:              textPlanValidated("alice"),
-		KindStatusLabelRestored:        textStatusRestored(StatusInCI),
+		KindStatusLabelRestored:        textStatusRestored(StatusInCI.Label()),
 		KindRetryResumed:               textRetry("ci_fix"),
 		KindRetryResumed + "-events":   textRetryEvents(2),
 		KindBlocked:                    textBlocked("development", "the agent exited 1: out of memory", 3),

@@ -162,7 +162,7 @@ func (e *Engine) restoreStatus(ctx context.Context, mb *state.Mailbox, ev *forge
 	}
 	// One comment per status: Gitea and Forgejo send a person's change of
 	// labels as one event per label added or removed.
-	if err := e.comment(ctx, mb, KindStatusLabelRestored, "status/"+mb.Status, textStatusRestored(Status(mb.Status))); err != nil {
+	if err := e.comment(ctx, mb, KindStatusLabelRestored, "status/"+mb.Status, textStatusRestored(e.statusLabel(mb.Forge, Status(mb.Status)))); err != nil {
 		return err
 	}
 	return e.save(ctx, mb)
@@ -465,24 +465,38 @@ func (e *Engine) transition(ctx context.Context, mb *state.Mailbox, s Status, ph
 	return e.startRun(ctx, mb, phase, trigger, extra)
 }
 
-// setStatusLabel makes s the one status label of the issue.
+// setStatusLabel makes s the one status label of the issue, in the form
+// of its forge (statusLabel). Where the forge keeps one status itself
+// (exclusive scoped labels), adding it takes the old one off too; the bot
+// removes the others all the same: a label of the other form, or one the
+// forge does not scope.
 func (e *Engine) setStatusLabel(ctx context.Context, mb *state.Mailbox, s Status) error {
 	t := issueTarget(mb)
+	want := e.statusLabel(mb.Forge, s)
 	for _, l := range statusLabels(mb.Labels) {
-		if l != s.Label() {
+		if l != want {
 			if err := e.on(mb.Forge).RemoveLabel(ctx, t, l); err != nil {
 				return fmt.Errorf("remove %s: %w", l, err)
 			}
 		}
 	}
-	if !slices.Contains(mb.Labels, s.Label()) {
-		if err := e.on(mb.Forge).AddLabels(ctx, t, s.Label()); err != nil {
-			return fmt.Errorf("add %s: %w", s.Label(), err)
+	if !slices.Contains(mb.Labels, want) {
+		if err := e.on(mb.Forge).AddLabels(ctx, t, want); err != nil {
+			return fmt.Errorf("add %s: %w", want, err)
 		}
 	}
-	labels := slices.DeleteFunc(slices.Clone(mb.Labels), func(l string) bool { return strings.HasPrefix(l, forges.StatusPrefix) })
-	mb.Labels = append(labels, s.Label())
+	labels := slices.DeleteFunc(slices.Clone(mb.Labels), func(l string) bool { _, ok := forges.StatusOf(l); return ok })
+	mb.Labels = append(labels, want)
 	return nil
+}
+
+// statusLabel is the label of status s on forge: in the form its
+// configuration chose (Config.StatusPrefixes), "status::x" by default.
+func (e *Engine) statusLabel(forge string, s Status) string {
+	if p := e.cfg.StatusPrefixes[forge]; p != "" {
+		return s.LabelWith(p)
+	}
+	return s.Label()
 }
 
 // comment posts (or finds) the managed comment of kind for cause.

@@ -174,21 +174,29 @@ func classifyLabels(ev *forges.Event, mb *state.Mailbox) Intent {
 		}
 	}
 	if mb.Status != "" {
-		if s := statusLabels(now); len(s) != 1 || s[0] != Status(mb.Status).Label() {
+		if s := statusLabels(now); len(s) != 1 || !isStatus(s[0], Status(mb.Status)) {
 			return Intent{Kind: IntentRestoreStatus, Labels: now}
 		}
 	}
 	return Intent{Kind: IntentIgnore, Reason: "no command or status label changed", Labels: now}
 }
 
+// statusLabels are the status labels among labels, of either form
+// ("status::x", "status/x").
 func statusLabels(labels []string) []string {
 	var out []string
 	for _, l := range labels {
-		if strings.HasPrefix(l, forges.StatusPrefix) {
+		if _, ok := forges.StatusOf(l); ok {
 			out = append(out, l)
 		}
 	}
 	return out
+}
+
+// isStatus tells whether label is the label of status s, in either form.
+func isStatus(label string, s Status) bool {
+	got, ok := forges.StatusOf(label)
+	return ok && got == string(s)
 }
 
 // added lists the labels of after that before lacks.

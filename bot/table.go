@@ -214,8 +214,12 @@ func transitionOf(s Step) (Transition, bool) {
 // allows tells whether the row applies in status s.
 func (t Transition) allows(s Status) bool { return len(t.From) == 0 || slices.Contains(t.From, s) }
 
-// Label is the status label.
+// Label is the status label in its default form, "status::x".
 func (s Status) Label() string { return forges.StatusPrefix + string(s) }
+
+// LabelWith is the status label with prefix: "status::" or, where the forge
+// scopes it, "status/" (forges.StatusPrefixOf).
+func (s Status) LabelWith(prefix string) string { return prefix + string(s) }
 
 // Label is the command label.
 func (c Command) Label() string { return forges.CommandPrefix + string(c) }
@@ -249,12 +253,23 @@ func commands() []Command {
 	return out
 }
 
-// Labels is the label catalogue of the lifecycle, which `alfred labels
-// sync` makes a project's labels match (forges.SyncLabels).
-func Labels() []forges.Label {
+// Labels is the label catalogue of the lifecycle with the status labels in
+// their default form.
+func Labels() []forges.Label { return LabelsWith(forges.StatusPrefix) }
+
+// LabelsWith is the label catalogue of the lifecycle, which `alfred labels
+// sync` makes a project's labels match (forges.SyncLabels), with the status
+// labels under statusPrefix (forges.StatusPrefixOf): exclusive, and named
+// in the other form formerly, so that a sync renames them.
+func LabelsWith(statusPrefix string) []forges.Label {
+	other := forges.ScopedStatusPrefix
+	if statusPrefix == forges.ScopedStatusPrefix {
+		other = forges.StatusPrefix
+	}
 	var out []forges.Label
 	for _, d := range statuses {
-		out = append(out, forges.Label{Name: d.Status.Label(), Color: d.Color, Description: d.Description, Exclusive: true})
+		out = append(out, forges.Label{Name: d.Status.LabelWith(statusPrefix), Color: d.Color, Description: d.Description,
+			Exclusive: true, Formerly: []string{d.Status.LabelWith(other)}})
 	}
 	for _, d := range commandDefs {
 		out = append(out, forges.Label{Name: d.Command.Label(), Color: d.Color, Description: d.Description})

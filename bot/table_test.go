@@ -152,7 +152,7 @@ func TestLifecycleDiagram(t *testing.T) {
 // TestStatusRestoredNamesEveryCommand: the comment that points people to
 // the command labels lists those of the table.
 func TestStatusRestoredNamesEveryCommand(t *testing.T) {
-	text := textStatusRestored(StatusInCI)
+	text := textStatusRestored(StatusInCI.Label())
 	for _, d := range commandDefs {
 		if !strings.Contains(text, "`"+d.Command.Label()+"`") {
 			t.Errorf("the restored-label comment lacks %s:\n%s", d.Command.Label(), text)

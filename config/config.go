@@ -2,6 +2,7 @@ package config
 
 import (
 	"bufio"
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -102,6 +103,10 @@ type Forge struct {
 	WebhookSecrets    []string
 	OAuthClientID     string
 	OAuthClientSecret string
+	// StatusLabels is the form of the status labels: "scoped" (the forge's
+	// own: "status/x" exclusive on Forgejo and Gitea, "status::x" on GitLab
+	// and GitHub) or "colons" ("status::x" everywhere).
+	StatusLabels string
 	// GitHub App mode (GitHub only): the App's id, the file of its private
 	// key, and optionally one installation for every repository.
 	AppID           int64
@@ -169,6 +174,11 @@ var Settings = []Setting{
 	{Flag: "webhook-secrets", Env: "ALFRED_WEBHOOK_SECRETS", Default: "", Accepts: "comma-separated secrets", Secret: true, PerForge: true,
 		Help: "webhook secrets accepted (several at once while rotating)",
 		set:  func(c *Config, v string) error { c.Forge.WebhookSecrets = splitList(v); return nil }, get: func(c *Config) string { return strings.Join(c.Forge.WebhookSecrets, ",") }},
+	{Flag: "status-labels", Env: "ALFRED_STATUS_LABELS", Default: "scoped", PerForge: true, Accepts: "scoped or colons",
+		Help: "form of the status labels: scoped, as the forge keeps one itself (Forgejo and Gitea: status/x, exclusive; GitLab: status::x, scoped where the edition has them; GitHub: status::x), or colons (status::x everywhere, as before); alfred labels sync renames them from the other form",
+		set: func(c *Config, v string) error {
+			return setOneOf(&c.Forge.StatusLabels, cmp.Or(v, "scoped"), "scoped", "colons")
+		}, get: func(c *Config) string { return c.Forge.StatusLabels }},
 	{Flag: "github-app-id", Env: "ALFRED_GITHUB_APP_ID", Default: "", PerForge: true, Accepts: "a GitHub App's numeric id, or empty",
 		Help: "act as this GitHub App (with ALFRED_GITHUB_APP_KEY_FILE) instead of ALFRED_FORGE_TOKEN's account: comments by <app-slug>[bot], short-lived installation tokens",
 		set:  func(c *Config, v string) error { return setID(&c.Forge.AppID, v) }, get: func(c *Config) string { return idString(c.Forge.AppID) }},

@@ -30,11 +30,12 @@ func testE2ERealForge(t *testing.T, in *giteatest.Instance) {
 	s := start(t, w)
 	s.play()
 
-	// A person sets a status label by hand: restored, said once.
-	w.label(s.n, []string{"status::in_review"}, []string{"status::in_ci"})
+	// A person sets a second status label by hand: the forge takes the
+	// bot's off (exclusive scoped labels), the bot puts it back, said once.
+	w.label(s.n, []string{"status/in_review"}, nil)
 	waitFor(t, time.Minute, "the status label restored", func() bool {
 		_, labels, _ := w.issue(s.n)
-		return contains(labels, "status::in_ci") && !contains(labels, "status::in_review") && s.kinds()["status_label_restored"] == 1
+		return contains(labels, "status/in_ci") && !contains(labels, "status/in_review") && s.kinds()["status_label_restored"] == 1
 	})
 
 	// Five pushes in a row on the pull request: no conflict_resolution run.

@@ -174,7 +174,10 @@ ALFRED_WEBHOOK_SECRETS=%s
 	for _, s := range sides {
 		o := other(s)
 		body, labels, comments := s.w.issue(s.n)
-		if !contains(labels, "status::waiting_validation") || !contains(labels, "type::task") {
+		// The status label in the form of each forge (ALFRED_STATUS_LABELS
+		// scoped): exclusive "status/x" on Forgejo, "status::x" on GitLab.
+		status := map[string]string{"forgejo": "status/", "gitlab": "status::"}[s.forge] + "waiting_validation"
+		if !contains(labels, status) || !contains(labels, "type::task") {
 			t.Errorf("%s labels: %q", s.forge, labels)
 		}
 		if sec := section(body); !strings.Contains(sec, "The demo should greet its users.") || !strings.Contains(body, s.desc) || strings.Contains(sec, s.desc) {

@@ -99,6 +99,10 @@ type Label struct {
 	// on an issue. Only a Forge implementing ExclusiveLabels stores it;
 	// the others ignore it and read it back false.
 	Exclusive bool `json:"exclusive,omitempty"`
+	// Formerly are names the label had in other catalogues (the other
+	// form of a status label): SyncLabels renames a label found under one
+	// of them on a forge that can (LabelRenamer), so its issues keep it.
+	Formerly []string `json:"formerly,omitempty"`
 }
 
 // MergeRequest states.

@@ -11,7 +11,42 @@ const (
 	StatusPrefix  = "status::" // owned by the bot, exactly one at a time
 	CommandPrefix = "ai::"     // added by people, removed by the bot once handled
 	TypePrefix    = "type::"   // chooses the flow
+	// ScopedStatusPrefix is the status labels' prefix where Forgejo and
+	// Gitea scope them (up to the last '/'): exclusive, the forge itself
+	// keeps one on an issue.
+	ScopedStatusPrefix = "status/"
 )
+
+// StatusPrefixOf is the prefix of the status labels on a forge of kind:
+// scoped, the form in which the forge keeps one status itself (Forgejo and
+// Gitea: "status/", exclusive labels; GitLab: "status::", scoped labels
+// where the edition has them; GitHub has none: "status::"); else "status::"
+// everywhere.
+func StatusPrefixOf(kind Kind, scoped bool) string {
+	if scoped && kind == Forgejo {
+		return ScopedStatusPrefix
+	}
+	return StatusPrefix
+}
+
+// StatusOf reads a status label of either form ("status::x", "status/x"):
+// its status, and whether it is one.
+func StatusOf(label string) (string, bool) {
+	for _, p := range []string{StatusPrefix, ScopedStatusPrefix} {
+		if s, ok := strings.CutPrefix(label, p); ok && s != "" {
+			return s, true
+		}
+	}
+	return "", false
+}
+
+// LabelRenamer is implemented by a Forge that renames a label in place (its
+// issues keep it).
+type LabelRenamer interface {
+	// RenameLabel gives the label named from the name, colour,
+	// description and exclusive flag of l.
+	RenameLabel(ctx context.Context, p Project, from string, l Label) error
+}
 
 // ExclusiveLabels is implemented by a Forge whose label definitions carry an
 // exclusive flag (Forgejo and Gitea): CreateLabel and UpdateLabel set
@@ -28,9 +63,11 @@ type ExclusiveLabels interface {
 // SyncLabels creates the labels of catalogue a project lacks and updates
 // those whose colour or description differ (colours compare without '#' and
 // case), or whose exclusive flag differs on a forge that stores it
-// (ExclusiveLabels). It is idempotent: a second run creates and updates
-// nothing. Labels outside the catalogue are left alone. The bot's catalogue
-// is bot.Labels, made from its lifecycle table.
+// (ExclusiveLabels). A label missing under its name but found under one it
+// had (Label.Formerly) is renamed where the forge can (LabelRenamer; its
+// issues keep it), and counts as updated. It is idempotent: a second run
+// creates and updates nothing. Labels outside the catalogue are left alone.
+// The bot's catalogue is bot.Labels, made from its lifecycle table.
 func SyncLabels(ctx context.Context, f Forge, p Project, catalogue []Label) (created, updated []string, err error) {
 	_, exclusive := f.(ExclusiveLabels)
 	have, err := f.Labels(ctx, p)
@@ -43,8 +80,16 @@ func SyncLabels(ctx context.Context, f Forge, p Project, catalogue []Label) (cre
 			byName[l.Name] = l
 		}
 	}
+	renamer, _ := f.(LabelRenamer)
 	for _, want := range catalogue {
 		got, ok := byName[want.Name]
+		if former := formerOf(want, byName); !ok && former != "" && renamer != nil {
+			if err := renamer.RenameLabel(ctx, p, former, want); err != nil {
+				return created, updated, fmt.Errorf("sync labels of %s: rename %s to %s: %w", p.FullName(), former, want.Name, err)
+			}
+			updated = append(updated, want.Name)
+			continue
+		}
 		switch {
 		case !ok:
 			if err := f.CreateLabel(ctx, p, want); err != nil {
@@ -59,6 +104,16 @@ func SyncLabels(ctx context.Context, f Forge, p Project, catalogue []Label) (cre
 		}
 	}
 	return created, updated, nil
+}
+
+// formerOf is the first of want's former names the project has.
+func formerOf(want Label, have map[string]Label) string {
+	for _, n := range want.Formerly {
+		if _, ok := have[n]; ok {
+			return n
+		}
+	}
+	return ""
 }
 
 // SameColor compares two label colours ignoring a leading '#' and case.

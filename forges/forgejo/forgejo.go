@@ -348,7 +348,8 @@ func (f *Forge) labels(ctx context.Context, p forges.Project) ([]*gitea.Label, e
 // of on an issue (forges.ExclusiveLabels): the name up to its last '/', as
 // their Label.ExclusiveScope has it; "" when the '/' is missing, first or
 // last. A "status::x" name has no scope there: marking it exclusive changes
-// nothing on the forge, and the engine keeps one status itself.
+// nothing on the forge, and the engine keeps one status itself; the scoped
+// form "status/x" (forges.ScopedStatusPrefix, the default) has one.
 func (f *Forge) ExclusiveScope(name string) string {
 	i := strings.LastIndexByte(name, '/')
 	if i <= 0 || i == len(name)-1 {
@@ -404,6 +405,30 @@ func (f *Forge) UpdateLabel(ctx context.Context, p forges.Project, l forges.Labe
 	color := "#" + strings.TrimPrefix(l.Color, "#")
 	if _, resp, err := c.EditLabel(p.Owner, p.Name, id, gitea.EditLabelOption{Color: &color, Description: &l.Description, Exclusive: &l.Exclusive}); err != nil {
 		return fmt.Errorf("update label %s on %s: %w", l.Name, p.FullName(), apiErr(resp, err))
+	}
+	return nil
+}
+
+// RenameLabel gives the label named from l's name, colour, description
+// and exclusive flag (forges.LabelRenamer): the issues that carry it keep
+// it under its new name.
+func (f *Forge) RenameLabel(ctx context.Context, p forges.Project, from string, l forges.Label) error {
+	ids, err := f.labelIDs(ctx, p)
+	if err != nil {
+		return err
+	}
+	id, ok := ids[from]
+	if !ok {
+		return fmt.Errorf("rename label %s on %s: %w", from, p.FullName(), forges.ErrNotFound)
+	}
+	c, err := f.api(ctx)
+	if err != nil {
+		return err
+	}
+	color := "#" + strings.TrimPrefix(l.Color, "#")
+	opt := gitea.EditLabelOption{Name: &l.Name, Color: &color, Description: &l.Description, Exclusive: &l.Exclusive}
+	if _, resp, err := c.EditLabel(p.Owner, p.Name, id, opt); err != nil {
+		return fmt.Errorf("rename label %s to %s on %s: %w", from, l.Name, p.FullName(), apiErr(resp, err))
 	}
 	return nil
 }

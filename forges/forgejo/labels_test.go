@@ -104,3 +104,86 @@ func sorted(s []string) []string {
 	slices.Sort(s)
 	return s
 }
+
+// scopedStatus is a part of the bot's catalogue in the scoped form
+// (bot.LabelsWith(forges.ScopedStatusPrefix)): status labels named
+// "status/x", exclusive, formerly "status::x".
+var scopedStatus = []forges.Label{
+	{Name: "status/in_ci", Color: "c5def5", Description: "waits for CI", Exclusive: true, Formerly: []string{"status::in_ci"}},
+	{Name: "status/in_review", Color: "bfd4f2", Description: "waits for review", Exclusive: true, Formerly: []string{"status::in_review"}},
+}
+
+// TestScopedStatusLabels: on the fake, the real Gitea and the real Forgejo,
+// a sync renames the status labels of the old form in place (the issue that
+// carries one keeps it, under its new name; no second label is made), and
+// then the forge itself keeps one status: adding a second status label
+// takes the first off, without the bot acting.
+func TestScopedStatusLabels(t *testing.T) {
+	t.Run("fake", func(t *testing.T) {
+		srv, f, p, ctx := newForge(t)
+		srv.AddIssue(forges.Issue{Number: 1, Title: "t", Author: "alice"})
+		testScopedStatus(ctx, t, f, p, 1)
+	})
+	giteatest.Each(t, func(t *testing.T, in *giteatest.Instance) {
+		t.Parallel()
+		repo := in.NewRepo(t, in.User.Login)
+		repo.SetPermission(t, in.Bot.Login, forges.PermissionAdmin)
+		f, err := forgejo.New(forgejo.Options{BaseURL: in.URL, Token: in.Bot.Token, Retry: forges.RetryPolicy{AttemptTimeout: 10 * time.Second}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		n := repo.CreateIssue(t, forges.Issue{Title: "t", Author: in.User.Login})
+		testScopedStatus(ctx, t, f, forges.Project{Forge: in.Kind, Owner: repo.Owner, Name: repo.Name}, n)
+	})
+}
+
+func testScopedStatus(ctx context.Context, t *testing.T, f *forgejo.Forge, p forges.Project, issue int64) {
+	t.Helper()
+	old := forges.Label{Name: "status::in_ci", Color: "c5def5", Description: "waits for CI", Exclusive: true}
+	if err := f.CreateLabel(ctx, p, old); err != nil { // as an older Alfred made it
+		t.Fatalf("CreateLabel: %v", err)
+	}
+	tg := forges.Target{Project: p, Kind: forges.TargetIssue, Number: issue}
+	if err := f.AddLabels(ctx, tg, old.Name); err != nil {
+		t.Fatalf("AddLabels: %v", err)
+	}
+	created, updated, err := forges.SyncLabels(ctx, f, p, scopedStatus)
+	if err != nil {
+		t.Fatalf("SyncLabels: %v", err)
+	}
+	if !slices.Equal(created, []string{"status/in_review"}) || !slices.Equal(updated, []string{"status/in_ci"}) {
+		t.Errorf("SyncLabels created %q, updated %q; want status/in_review made, status/in_ci renamed", created, updated)
+	}
+	if created, updated, err := forges.SyncLabels(ctx, f, p, scopedStatus); err != nil || len(created)+len(updated) != 0 {
+		t.Errorf("second SyncLabels = %q, %q, %v; want nothing to do", created, updated, err)
+	}
+	defined, err := f.Labels(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, l := range defined {
+		names = append(names, l.Name)
+	}
+	if want := []string{"status/in_ci", "status/in_review"}; !slices.Equal(sorted(names), want) {
+		t.Errorf("labels defined = %q, want %q: the old one renamed, not doubled", names, want)
+	}
+	labels := func() []string {
+		is, err := f.Issue(ctx, p, issue)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sorted(is.Labels)
+	}
+	if got := labels(); !slices.Equal(got, []string{"status/in_ci"}) {
+		t.Fatalf("issue labels after the rename = %q, want the renamed label kept", got)
+	}
+	if err := f.AddLabels(ctx, tg, "status/in_review"); err != nil {
+		t.Fatalf("AddLabels: %v", err)
+	}
+	if got := labels(); !slices.Equal(got, []string{"status/in_review"}) {
+		t.Errorf("issue labels after a second status = %q, want the forge to have taken the first off", got)
+	}
+}

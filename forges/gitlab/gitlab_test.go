@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -238,6 +239,36 @@ func TestLabelsStoredWithHash(t *testing.T) {
 	for _, l := range h.srv.Labels() {
 		if !strings.HasPrefix(l.Color, "#") || len(l.Color) != 7 {
 			t.Errorf("label %s stored with colour %q, want #rrggbb", l.Name, l.Color)
+		}
+	}
+}
+
+// TestScopedStatusLabels: on GitLab the status labels keep their
+// "status::" form (forges.StatusPrefixOf): scoped labels, so on an edition
+// that has them (Premium, the fake's SetPremium) adding a second status
+// takes the first off without the bot acting; on the free edition both
+// stay, and the engine restores its own.
+func TestScopedStatusLabels(t *testing.T) {
+	if p := forges.StatusPrefixOf(forges.GitLab, true); p != forges.StatusPrefix {
+		t.Fatalf("GitLab's scoped status prefix = %q, want %q", p, forges.StatusPrefix)
+	}
+	for _, premium := range []bool{true, false} {
+		h := newHarness(t)
+		h.srv.SetPremium(premium)
+		ctx := context.Background()
+		n := h.SeedIssue(t, forges.Issue{Number: 3, Title: "t", Author: "alice"})
+		tg := forges.Target{Project: h.Project(), Kind: forges.TargetIssue, Number: n}
+		for _, l := range []string{"status::in_ci", "type::task", "status::in_review"} {
+			if err := h.forge.AddLabels(ctx, tg, l); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := []string{"type::task", "status::in_review"}
+		if !premium {
+			want = []string{"status::in_ci", "type::task", "status::in_review"}
+		}
+		if got := h.TargetLabels(t, tg); !slices.Equal(got, want) {
+			t.Errorf("premium %v: labels %q, want %q", premium, got, want)
 		}
 	}
 }

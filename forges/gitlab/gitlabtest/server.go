@@ -54,6 +54,7 @@ type Server struct {
 	failCode  int
 	failN     int
 	hangN     int
+	premium   bool                       // scoped labels: one label per "a::" scope (SetPremium)
 	inspected inspectState               // what alfred doctor reads: scopes, hooks
 	hook      *hookTarget                // where webhooks go (SetWebhook), nil for none
 	hq        fakeforge.Sender[Delivery] // webhooks waiting to be delivered
@@ -504,6 +505,26 @@ func labelList(v any) ([]string, bool) {
 	return nil, false
 }
 
+// SetPremium makes the fake a GitLab edition with scoped labels (Premium
+// and up): a label "a::b" takes the other labels of scope "a::" off the
+// issue or merge request it is added to. The free edition (the default)
+// has ordinary labels only.
+func (f *Server) SetPremium(on bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.premium = on
+}
+
+// labelScope is the scope of a GitLab scoped label: the name up to its last
+// "::" ("" for an unscoped name).
+func labelScope(name string) string {
+	i := strings.LastIndex(name, "::")
+	if i <= 0 || i+2 == len(name) {
+		return ""
+	}
+	return name[:i]
+}
+
 // applyLabels does labels, add_labels and remove_labels the way GitLab does.
 func (f *Server) applyLabels(cur []string, body map[string]any) []string {
 	if set, ok := labelList(body["labels"]); ok {
@@ -512,6 +533,11 @@ func (f *Server) applyLabels(cur []string, body map[string]any) []string {
 	if add, ok := labelList(body["add_labels"]); ok {
 		f.ensureLabels(add)
 		for _, a := range add {
+			if f.premium {
+				if scope := labelScope(a); scope != "" {
+					cur = slices.DeleteFunc(cur, func(l string) bool { return l != a && labelScope(l) == scope })
+				}
+			}
 			if !slices.Contains(cur, a) {
 				cur = append(cur, a)
 			}
