@@ -3,53 +3,18 @@ package views
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/alchemic-studio/alfred/internal/browsertest"
 )
 
-// browser starts headless Chromium (Debian's chromium, which make test
-// installs) for one test. It fails, never skips, when Chromium is missing,
-// except under -short.
-func browser(t *testing.T) context.Context {
-	t.Helper()
-	path := os.Getenv("ALFRED_CHROMIUM")
-	if path == "" {
-		path = "/usr/bin/chromium"
-	}
-	if _, err := exec.LookPath(path); err != nil {
-		if testing.Short() {
-			t.Skipf("no Chromium at %s (make test installs Debian's chromium)", path)
-		}
-		t.Fatalf("no Chromium at %s: run make test, which installs Debian's chromium, or set ALFRED_CHROMIUM", path)
-	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.NoFirstRun,
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(900, 1100),
-	)
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancel)
-	ctx, cancel2 := chromedp.NewContext(actx)
-	t.Cleanup(cancel2)
-	ctx, cancel3 := context.WithTimeout(ctx, 90*time.Second)
-	t.Cleanup(cancel3)
-	if _, err := chromedp.Run(ctx, chromedp.Title()); err != nil {
-		t.Fatalf("start Chromium: %v", err)
-	}
-	return ctx
-}
+// browser starts headless Chromium for one test (browsertest.Start).
+func browser(t *testing.T) context.Context { return browsertest.Start(t, 90*time.Second) }
 
 func text(t *testing.T, ctx context.Context, sel string) string {
 	t.Helper()

@@ -285,6 +285,21 @@ api_version() {
 	curl -fsS "$URL/api/v1/version" | sed -n 's/.*"version":"\([^"]*\)".*/\1/p'
 }
 
+# stub_assets gives the pages empty stand-ins for the JavaScript and CSS the
+# build lacks (no frontend is built): the forge serves the files of
+# $STATE/custom/public/ as its assets. Without them a browser gets 404s, and
+# the page's script alerts "Failed to load asset files", a dialog that
+# blocks a headless browser's page load.
+stub_assets() {
+	curl -fsS "$URL/user/login" | grep -o '"/assets/[^"?]*\.\(js\|css\)' | tr -d '"' | sort -u |
+		while read -r asset; do
+			file=$STATE/custom/public$asset
+			mkdir -p "$(dirname "$file")" && : >"$file" || return 1
+		done
+	[ "$(id -u)" = 0 ] && chown -R "$RUN_AS:$RUN_AS" "$STATE/custom"
+	return 0
+}
+
 start() {
 	if pid=$(ours_pid) && [ -f "$ENVFILE" ]; then
 		log "$FORGE already running (pid $pid)"
@@ -313,6 +328,7 @@ start() {
 	wait_ready
 	log "$FORGE answered in $(($(now_ms) - t0)) ms (pid $(cat "$PIDFILE"))"
 	said=$(api_version) || fail_start "reading /api/v1/version"
+	stub_assets || fail_start "making the stand-ins of the pages' assets"
 
 	admin_token=$(create_account "$ADMIN" --admin)
 	bot_token=$(create_account "$BOT")

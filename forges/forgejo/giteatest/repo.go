@@ -63,6 +63,13 @@ func (in *Instance) NewRepo(t testing.TB, owner string) *Repo {
 	return r
 }
 
+// SetPrivate makes the repository private (or public again).
+func (r *Repo) SetPrivate(t testing.TB, private bool) {
+	t.Helper()
+	_, _, err := r.in.Client(t, "").EditRepo(r.Owner, r.Name, gitea.EditRepoOption{Private: &private})
+	check(t, err, "make %s private=%v", r.FullName(), private)
+}
+
 // FullName is owner/name.
 func (r *Repo) FullName() string { return r.Owner + "/" + r.Name }
 
