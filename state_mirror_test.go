@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/alchemic-studio/alfred/config"
+	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/forges/forgejo/forgejotest"
+	"github.com/alchemic-studio/alfred/forges/forgejo/giteatest"
 )
 
 // gitOut runs git and fails the test on an error.
@@ -44,12 +46,45 @@ func TestServeMirrorsTheState(t *testing.T) {
 	if err := fj.ServeGit(remote); err != nil {
 		t.Fatal(err)
 	}
+	testMirror(t, mirrorForge{url: fj.URL(), token: forgejotest.BotToken, remote: fj.CloneURL(), head: func() string { return branchOf(remote) }})
+}
+
+// TestServeMirrorsTheStateRealForges: the same on the real Gitea and the
+// real Forgejo, the state remote a private repository of the person where
+// the bot is a collaborator; the remote's branch is read with git over
+// HTTP, as the bot's token.
+func TestServeMirrorsTheStateRealForges(t *testing.T) {
+	giteatest.Each(t, func(t *testing.T, in *giteatest.Instance) {
+		t.Parallel()
+		repo := in.NewRepo(t, in.User.Login)
+		repo.SetPrivate(t, true)
+		repo.SetPermission(t, in.Bot.Login, forges.PermissionAdmin)
+		head := func() string {
+			out, err := exec.Command("git", "-c", "http.extraHeader=Authorization: token "+in.Bot.Token,
+				"ls-remote", repo.CloneURL(), "refs/heads/alfred/state").Output()
+			if err != nil {
+				return "unreadable: " + err.Error()
+			}
+			sha, _, _ := strings.Cut(string(out), "\t")
+			return strings.TrimSpace(sha)
+		}
+		testMirror(t, mirrorForge{url: in.URL, token: in.Bot.Token, remote: repo.CloneURL(), head: head})
+	})
+}
+
+// mirrorForge is the forge of a mirror test and its state remote.
+type mirrorForge struct {
+	url, token, remote string
+	head               func() string // the remote's alfred/state commit ("" when missing)
+}
+
+func testMirror(t *testing.T, f mirrorForge) {
 	bin := buildBinary(t)
 	const secret = "s3cret-hooks"
 	env := func(stateDir string) map[string]string {
 		data := t.TempDir()
-		return map[string]string{"ALFRED_STATE_DIR": stateDir, "ALFRED_DATA_DIR": data, "ALFRED_STATE_REMOTE": fj.CloneURL(),
-			"ALFRED_FORGE": "forgejo", "ALFRED_FORGE_URL": fj.URL(), "ALFRED_FORGE_TOKEN": forgejotest.BotToken,
+		return map[string]string{"ALFRED_STATE_DIR": stateDir, "ALFRED_DATA_DIR": data, "ALFRED_STATE_REMOTE": f.remote,
+			"ALFRED_FORGE": "forgejo", "ALFRED_FORGE_URL": f.url, "ALFRED_FORGE_TOKEN": f.token,
 			"ALFRED_WEBHOOK_SECRETS": secret, "ALFRED_RUNNER": "host", "ALFRED_POLL_INTERVAL": "1h"}
 	}
 	dirA := filepath.Join(t.TempDir(), "state.git")
@@ -57,7 +92,7 @@ func TestServeMirrorsTheState(t *testing.T) {
 	h := newHooks(t, a, secret)
 	h.paced("a", 20, 100, nil)
 	waitUntil(t, 30*time.Second, "the writes recorded and pushed", func() bool {
-		return len(recorded(t, dirA)) == 20 && branchOf(remote) == branchOf(dirA)
+		return len(recorded(t, dirA)) == 20 && f.head() == branchOf(dirA)
 	})
 	waitUntil(t, 10*time.Second, "/readyz to say the mirror is up to date", func() bool {
 		code, body := a.get("/readyz")
@@ -78,7 +113,7 @@ func TestServeMirrorsTheState(t *testing.T) {
 		t.Logf("restore at start: %s", time.Duration(took))
 	}
 	newHooks(t, b, secret).paced("b", 1, 10, nil)
-	waitUntil(t, 30*time.Second, "B's write pushed", func() bool { return len(recorded(t, dirB)) == 21 && branchOf(remote) == branchOf(dirB) })
+	waitUntil(t, 30*time.Second, "B's write pushed", func() bool { return len(recorded(t, dirB)) == 21 && f.head() == branchOf(dirB) })
 	stop(t, b)
 
 	cmd := exec.Command(bin, "serve", "-listen", freePort(t))
@@ -88,7 +123,7 @@ func TestServeMirrorsTheState(t *testing.T) {
 	cmd.Env = append(cmd.Env, "PATH="+os.Getenv("PATH"))
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "has commits the local branch lacks") || !strings.Contains(string(out), "move "+dirA+" aside") ||
-		strings.Contains(string(out), forgejotest.BotToken) {
+		strings.Contains(string(out), f.token) {
 		t.Fatalf("a start behind the remote: %v\n%s", err, out)
 	}
 }
