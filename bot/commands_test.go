@@ -562,3 +562,34 @@ func TestScopedStatusLabels(t *testing.T) {
 		t.Errorf("no restore comment naming %s", want)
 	}
 }
+
+// TestFirstEventQuarantinedThenRetried: the issue's first event fails for
+// good (the forge refuses its status label: deleted since the sync): it is
+// quarantined in a mailbox that holds only it, said in the thread with
+// ai::retry; ai::retry handles it again and the issue starts.
+func TestFirstEventQuarantinedThenRetried(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.forge.gone("AddLabels", 1)
+	h.openIssue(7, "Add a greeting", "type::task")
+	ev := h.send(forges.Event{Type: forges.EventIssueAssigned, Actor: "alice", Assignee: "alfred", Target: h.issueTarget(7), Labels: []string{"type::task"}})
+	if rec := h.handled(ev.DeliveryID); !strings.HasPrefix(rec.Outcome, quarantinedOutcome) {
+		t.Fatalf("the first event: %+v, want quarantined", rec)
+	}
+	mb := h.mailbox(7)
+	if mb.Status != "" || len(mb.Quarantined) != 1 || mb.Quarantined[0].Delivery != ev.DeliveryID {
+		t.Fatalf("the mailbox of the quarantined start: %+v", mb)
+	}
+	comments, _ := h.forge.Comments(context.Background(), h.issueTarget(7))
+	said := slices.ContainsFunc(comments, func(c forges.Comment) bool {
+		return strings.Contains(c.Body, "could not process the event") && strings.Contains(c.Body, CommandRetry.Label())
+	})
+	if !said {
+		t.Fatalf("the thread does not say the event was set aside: %+v", comments)
+	}
+	h.command(7, CommandRetry)
+	h.waitStatus(7, StatusWaitingValidation)
+	if n := len(mustRuns(t, h.store, h.mailbox(7).ID)); n != 1 {
+		t.Errorf("%d runs after ai::retry, want the analysis", n)
+	}
+}

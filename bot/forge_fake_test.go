@@ -26,6 +26,7 @@ type memForge struct {
 	nextID   int64
 	calls    []string       // mutating calls, for assertions
 	failNext map[string]int // method name -> how many calls fail, as a forge that is down
+	goneNext map[string]int // method name -> how many calls answer 404, as a refusal
 	missing  int            // reads of an issue that does not exist
 }
 
@@ -36,8 +37,20 @@ func (f *memForge) down(method string, n int) {
 	f.failNext[method] = n
 }
 
+// gone makes the next n calls of method answer that what they need does
+// not exist (a 404: final, never retried).
+func (f *memForge) gone(method string, n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.goneNext[method] = n
+}
+
 // failing reports whether this call of method fails (caller holds f.mu).
 func (f *memForge) failing(method string) error {
+	if f.goneNext[method] > 0 {
+		f.goneNext[method]--
+		return fmt.Errorf("%s: label not found: %w", method, forges.ErrNotFound)
+	}
 	if f.failNext[method] > 0 {
 		f.failNext[method]--
 		return fmt.Errorf("%s: 504 Gateway Timeout", method)
@@ -48,7 +61,7 @@ func (f *memForge) failing(method string) error {
 func newMemForge(g *gitForge) *memForge {
 	return &memForge{me: "alfred", git: g, perms: map[string]forges.Permission{"alice": forges.PermissionWrite, "alfred": forges.PermissionAdmin},
 		issues: map[int64]*forges.Issue{}, comments: map[forges.Target][]forges.Comment{}, mrs: map[int64]*forges.MergeRequest{},
-		ci: map[string]*forges.CIStatus{}, reviews: map[int64][]forges.ReviewComment{}, nextID: 100, failNext: map[string]int{}}
+		ci: map[string]*forges.CIStatus{}, reviews: map[int64][]forges.ReviewComment{}, nextID: 100, failNext: map[string]int{}, goneNext: map[string]int{}}
 }
 
 func (f *memForge) record(format string, args ...any) {

@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"slices"
 
+	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/state"
 )
 
@@ -42,12 +43,33 @@ func (e *Engine) quarantine(ctx context.Context, key string, m message, cause er
 	e.cfg.Metrics.EventQuarantined()
 	e.log.Error("event quarantined", "mailbox", key, "delivery", m.event.DeliveryID, "event", m.event.Type, "err", e.redact(cause.Error()))
 	mb, err := e.mailbox(key)
-	if err != nil || mb == nil {
-		return // no mailbox to show it: the record and the log say it
+	if err != nil {
+		return // the record and the log say it
+	}
+	fresh := mb == nil
+	if fresh && (!isMailboxKey(key) || m.event.Target.Kind != forges.TargetIssue) {
+		return // no issue to show it on: the record and the log say it
+	}
+	if fresh {
+		// The issue's first event failed (its start): a mailbox that only
+		// holds it, shown in the thread, so that ai::retry finds it.
+		p := m.event.Target.Project
+		mb = &state.Mailbox{ID: key, Forge: p.Forge, Owner: p.Owner, Project: p.Name, Kind: state.KindIssue, IID: m.event.Target.Number}
+		if is := m.event.Issue; is != nil {
+			mb.Title, mb.IssueURL, mb.Author = is.Title, is.URL, is.Author
+		}
 	}
 	mb.Quarantined = append(mb.Quarantined, state.QuarantinedEvent{Delivery: m.event.DeliveryID, Type: string(m.event.Type),
 		Path: m.eventPath, Error: e.redact(cause.Error()), At: e.now()})
 	err = e.safely("quarantine", func() error {
+		if fresh {
+			// Kept only once the thread shows it: an issue the forge no
+			// longer has gets no mailbox.
+			if err := e.updateStatusComment(ctx, mb); err != nil {
+				return err
+			}
+			return e.save(ctx, mb)
+		}
 		if err := e.save(ctx, mb); err != nil {
 			return err
 		}

@@ -53,7 +53,10 @@ func Classify(ev *forges.Event, mb *state.Mailbox, me string) Intent {
 	if strings.EqualFold(ev.Actor, me) {
 		return ignore("the bot's own event")
 	}
-	if mb == nil {
+	if mb == nil || notStarted(mb) && ev.Type != forges.EventIssueLabeled && ev.Type != forges.EventIssueUnlabeled {
+		// No mailbox, or one that holds only the quarantined first event
+		// of the issue (quarantine): not started yet; its labels are read
+		// for a command (ai::retry).
 		return classifyNew(ev, me)
 	}
 	if Status(mb.Status) == StatusDone {
@@ -158,6 +161,10 @@ func labelsOf(ev *forges.Event) []string {
 	}
 	return nil
 }
+
+// notStarted tells a mailbox that holds only the quarantined first event of
+// its issue: no status yet.
+func notStarted(mb *state.Mailbox) bool { return mb.Kind == state.KindIssue && mb.Status == "" }
 
 // classifyLabels diffs the reported label set against the one the mailbox saw
 // last (Forgejo says only that labels changed). A command label wins over a
