@@ -9,7 +9,7 @@ import (
 )
 
 // corpus is Forgejo's webhook corpus: deliveries recorded from a real Forgejo
-// 7.0.16 and from a real Gitea 1.26 (see its README).
+// 7.0.16, a real Gitea 1.26 and a real Forgejo 15 (see its README).
 const corpus = "../../testdata/forgejo"
 
 // knownParserBugs are real deliveries Parse refuses as malformed (answered
