@@ -8,10 +8,13 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/client"
@@ -106,8 +109,49 @@ func (d *doctor) run(ctx context.Context) []checkLine {
 	if len(d.c.Forges) == 0 {
 		out = append(out, d.checkOAuth(d.c.Forge))
 	}
+	out = append(out, d.checkServing(ctx)...)
 	out = append(out, d.checkSandbox(ctx)...)
 	return append(out, d.checkSealed()...)
+}
+
+// checkServing asks the bot serving this configuration (ALFRED_LISTEN on
+// this machine), if it runs, what the forge cannot show: the webhook
+// deliveries it refused for their signature, which means the webhook's
+// secret on the forge is not one of ALFRED_WEBHOOK_SECRETS.
+func (d *doctor) checkServing(ctx context.Context) []checkLine {
+	host, port, err := net.SplitHostPort(d.c.Listen)
+	if err != nil {
+		return nil
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	u := "http://" + net.JoinHostPort(host, port) + "/readyz"
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return []checkLine{okLine("serving", "no bot answers at "+u+": the webhook secrets are checked while it runs")}
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var out []checkLine
+	for _, l := range strings.Split(string(body), "\n") {
+		forge, rest, ok := strings.Cut(strings.TrimPrefix(l, "forge "), ": ")
+		if !strings.HasPrefix(l, "forge ") || !ok || !strings.Contains(rest, "webhook deliveries refused") {
+			continue
+		}
+		out = append(out, failLine("webhook secret "+forge, "the bot at "+u+" says: "+rest,
+			"set the webhook's secret on the forge to one of ALFRED_WEBHOOK_SECRETS (or add the forge's to them), then redeliver"))
+	}
+	if len(out) == 0 {
+		out = append(out, okLine("serving", "the bot at "+u+" refused no webhook delivery for its signature since it started"))
+	}
+	return out
 }
 
 // checkSealed says, per agent CLI, whether its runs are sealed behind the

@@ -90,3 +90,50 @@ func TestDoctorRealForges(t *testing.T) {
 		}
 	})
 }
+
+// TestDoctorSecretMismatchRealForges: the webhook of the project points at
+// the running bot with a secret that is none of its ALFRED_WEBHOOK_SECRETS;
+// the forge's test delivery is refused, and alfred doctor, asking the bot,
+// says so as the one failure (the forge does not show a webhook's secret).
+func TestDoctorSecretMismatchRealForges(t *testing.T) {
+	bin := buildBinary(t)
+	giteatest.Each(t, func(t *testing.T, in *giteatest.Instance) { // not parallel: doctorLines sets the environment
+		repo := in.NewRepo(t, in.User.Login)
+		repo.SetPermission(t, in.Bot.Login, forges.PermissionAdmin)
+		p := forges.Project{Forge: "forgejo", Owner: repo.Owner, Name: repo.Name}
+		f, err := forgejo.New(forgejo.Options{BaseURL: in.URL, Token: in.Bot.Token, Retry: forges.RetryPolicy{AttemptTimeout: 10 * time.Second}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, _, err := forges.SyncLabels(ctx, f, p, bot.LabelsWith(forges.ScopedStatusPrefix)); err != nil {
+			t.Fatal(err)
+		}
+		env := doctorEnv(t)
+		env["ALFRED_FORGE"], env["ALFRED_FORGE_URL"], env["ALFRED_FORGE_TOKEN"] = "forgejo", in.URL, in.Bot.Token
+		env["ALFRED_DATA_DIR"] = t.TempDir()
+		s := serveAlfred(t, bin, env)
+		env["ALFRED_LISTEN"], env["ALFRED_PUBLIC_URL"] = s.addr, "http://"+s.addr
+		hook, _, err := in.Client(t, in.User.Login).CreateRepoHook(repo.Owner, repo.Name, gitea.CreateHookOption{
+			Type: in.HookType(), Active: true, Events: f.WebhookEvents(),
+			Config: map[string]string{"url": "http://" + s.addr + "/webhooks/forgejo", "content_type": "json", "secret": "not-the-bots-secret"},
+		})
+		if err != nil {
+			t.Fatalf("create the webhook: %v", err)
+		}
+		if _, err := in.Client(t, in.User.Login).TestWebhook(repo.Owner, repo.Name, hook.ID, ""); err != nil {
+			t.Fatalf("the forge's test delivery: %v", err)
+		}
+		waitUntil(t, 30*time.Second, "the test delivery refused", func() bool {
+			_, body := s.get("/readyz")
+			return strings.Contains(body, "webhook deliveries refused")
+		})
+		code, out, failed := doctorLines(t, env, "-project", repo.FullName())
+		checkDoctor(t, code, out, failed, []string{"webhook secret forgejo"})
+		if strings.Contains(out, "not-the-bots-secret") || strings.Contains(out, "s3cret") {
+			t.Errorf("the output shows a secret:\n%s", out)
+		}
+		t.Logf("alfred doctor on %s, secret mismatch:\n%s", in.Title(), out)
+	})
+}

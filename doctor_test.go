@@ -40,7 +40,7 @@ func doctorEnv(t *testing.T) map[string]string {
 	return map[string]string{
 		"ALFRED_CONFIG": "", "ALFRED_STATE_DIR": dir, "ALFRED_PUBLIC_URL": doctorPublic,
 		"ALFRED_WEBHOOK_SECRETS": "s3cret", "ALFRED_RUNNER": "host", "ALFRED_DOCKER_HOST": "",
-		"ALFRED_OAUTH_CLIENT_ID": "client", "ALFRED_OAUTH_CLIENT_SECRET": "secret", "ALFRED_FORGE_NAME": "",
+		"ALFRED_OAUTH_CLIENT_ID": "client", "ALFRED_OAUTH_CLIENT_SECRET": "oauth-client-s3cret-0123", "ALFRED_FORGE_NAME": "",
 		"PATH": bin + ":/usr/bin:/bin",
 	}
 }

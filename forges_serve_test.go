@@ -93,6 +93,22 @@ func TestServeTwoForges(t *testing.T) {
 			t.Errorf("POST %s (%v): %d, want %d", tc.path, tc.header, got, tc.want)
 		}
 	}
+	// Each forge's refusal is said on /readyz, with what to check.
+	ready, err := http.Get("http://" + addr + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	health, _ := io.ReadAll(ready.Body)
+	ready.Body.Close()
+	for _, forge := range []string{"forgejo", "gl"} {
+		if want := "forge " + forge + ": 1 webhook deliveries refused since"; !strings.Contains(string(health), want) ||
+			!strings.Contains(string(health), "ALFRED_WEBHOOK_SECRETS") {
+			t.Errorf("/readyz lacks %q:\n%s", want, health)
+		}
+	}
+	if strings.Contains(string(health), "gl-secret") || strings.Contains(string(health), "fj-secret") {
+		t.Errorf("/readyz shows a secret:\n%s", health)
+	}
 	resp, err := http.Get("http://" + addr + "/config")
 	if err != nil {
 		t.Fatal(err)

@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
+	"sync"
 	"syscall"
 	"time"
 
@@ -71,14 +74,15 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	r, det, follow, err := routes(ctx, c, st, keeper, fs, adapters, hup, m, log)
+	hooks := &webhookRoutes{}
+	r, det, follow, err := routes(ctx, c, st, keeper, fs, adapters, hup, hooks, m, log)
 	if err != nil {
 		return err
 	}
 
 	var engine *bot.Engine
 	if len(fs) > 0 {
-		if engine, err = startEngine(ctx, c, st, fs, adapters, ranges, det, follow, r, m, log); err != nil {
+		if engine, err = startEngine(ctx, c, st, fs, adapters, ranges, det, follow, hooks, r, m, log); err != nil {
 			return err
 		}
 	}
@@ -100,7 +104,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 // from the journal, already knows if it may resume), the webhook route and
 // the engine's gauges.
 func startEngine(ctx context.Context, c *config.Config, st *state.Store, fs []connected, adapters map[string]agents.Adapter,
-	ranges map[string]string, det *detector, follow *liveRuns, r *mux.Router, m *metrics.Metrics, log *slog.Logger) (*bot.Engine, error) {
+	ranges map[string]string, det *detector, follow *liveRuns, hooks *webhookRoutes, r *mux.Router, m *metrics.Metrics, log *slog.Logger) (*bot.Engine, error) {
 	detected := make(chan struct{})
 	e, runner, err := newEngine(ctx, c, st, fs, adapters, detected, m, log)
 	if err != nil {
@@ -113,8 +117,9 @@ func startEngine(ctx context.Context, c *config.Config, st *state.Store, fs []co
 	follow.set(e)
 	for _, f := range fs { // each forge its own route, parser and secrets
 		name := f.cfg.Name
-		r.Handle("/webhooks/"+name, m.Webhooks(name, forges.NewWebhookHandler(name, f.hooks, f.cfg.WebhookSecrets, e.Intake, log))).
-			Methods(http.MethodPost)
+		h := forges.NewWebhookHandler(name, f.hooks, f.cfg.WebhookSecrets, e.Intake, log)
+		hooks.add(name, h)
+		r.Handle("/webhooks/"+name, m.Webhooks(name, h)).Methods(http.MethodPost)
 	}
 	m.ForgeReach(func() []metrics.Reach {
 		var out []metrics.Reach
@@ -129,11 +134,42 @@ func startEngine(ctx context.Context, c *config.Config, st *state.Store, fs []co
 	return e, nil
 }
 
+// webhookRoutes are the webhook endpoints, by forge, once the engine runs.
+type webhookRoutes struct {
+	mu sync.Mutex
+	hs map[string]*forges.WebhookHandler
+}
+
+func (w *webhookRoutes) add(forge string, h *forges.WebhookHandler) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.hs == nil {
+		w.hs = map[string]*forges.WebhookHandler{}
+	}
+	w.hs[forge] = h
+}
+
+// notes say, per forge, the deliveries refused for their signature since
+// the start: its webhook's secret is not one of ALFRED_WEBHOOK_SECRETS.
+func (w *webhookRoutes) notes() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(w.hs)) {
+		if r := w.hs[name].Refused(); r.Count > 0 {
+			out = append(out, fmt.Sprintf("forge %s: %d webhook deliveries refused since %s, the last at %s (%s): the webhook's secret on the forge must be one of its ALFRED_WEBHOOK_SECRETS",
+				name, r.Count, r.First.UTC().Format(time.RFC3339), r.Last.UTC().Format(time.RFC3339), r.Reason))
+		}
+	}
+	return out
+}
+
 // healthNotes is what /readyz and the home page add to the readiness: the
-// state mirror's state, and each forge the engine does not reach yet.
-func healthNotes(keeper *stateKeeper, follow *liveRuns) func() []string {
+// state mirror's state, each forge the engine does not reach yet, and the
+// webhook deliveries refused for their signature.
+func healthNotes(keeper *stateKeeper, follow *liveRuns, hooks *webhookRoutes) func() []string {
 	return func() []string {
-		notes := keeper.notes()
+		notes := append(keeper.notes(), hooks.notes()...)
 		if e := follow.engine.Load(); e != nil {
 			for _, r := range e.Reach() {
 				if n := r.Note(); n != "" {
@@ -195,14 +231,14 @@ func shutdown(c *config.Config, srv, msrv *http.Server, engine *bot.Engine, log 
 // agents screen's button and SIGHUP (none without a forge: no runs) and the
 // follower of live runs, which the engine joins once started.
 func routes(ctx context.Context, c *config.Config, st *state.Store, keeper *stateKeeper, fs []connected, adapters map[string]agents.Adapter,
-	hup <-chan os.Signal, m *metrics.Metrics, log *slog.Logger) (*mux.Router, *detector, *liveRuns, error) {
+	hup <-chan os.Signal, hooks *webhookRoutes, m *metrics.Metrics, log *slog.Logger) (*mux.Router, *detector, *liveRuns, error) {
 	r := mux.NewRouter()
 	pages, err := pageDeps(c, st, fs, adapters, log)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	follow := followRuns(&pages)
-	pages.Ready, pages.Notes = keeper.ready(pages.Ready), healthNotes(keeper, follow)
+	pages.Ready, pages.Notes = keeper.ready(pages.Ready), healthNotes(keeper, follow, hooks)
 	var det *detector
 	if len(fs) > 0 {
 		det = newDetector(st, c.AgentDetectInterval, m, log)

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
+	"time"
 )
 
 // MaxWebhookBody caps a webhook body; a longer delivery is answered 413.
@@ -31,22 +33,56 @@ type Sink func(ctx context.Context, ev *Event) error
 //	200 "ignored: <reason>" for a delivery the bot has no use for
 //	500 the sink failed (the forge redelivers)
 //	202 "accepted" once the sink has taken the event
-func NewWebhookHandler(name string, hooks Hooks, secrets []string, sink Sink, logger *slog.Logger) http.Handler {
+//
+// Refused says what it refused for a wrong signature or token, for the
+// health notes: the forge's webhook secret and ALFRED_WEBHOOK_SECRETS
+// disagree, which nobody would see otherwise.
+func NewWebhookHandler(name string, hooks Hooks, secrets []string, sink Sink, logger *slog.Logger) *WebhookHandler {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &webhookHandler{name: name, hooks: hooks, secrets: secrets, sink: sink, log: logger.With("forge", name)}
+	return &WebhookHandler{name: name, hooks: hooks, secrets: secrets, sink: sink, log: logger.With("forge", name)}
 }
 
-type webhookHandler struct {
+// WebhookHandler is one forge's webhook endpoint (NewWebhookHandler).
+type WebhookHandler struct {
 	name    string
 	hooks   Hooks
 	secrets []string
 	sink    Sink
 	log     *slog.Logger
+
+	mu      sync.Mutex
+	refused Refusals
 }
 
-func (h *webhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// Refusals are the deliveries a handler refused for their signature or
+// token since it started.
+type Refusals struct {
+	Count       int
+	First, Last time.Time
+	Reason      string // the last one's
+}
+
+// Refused says the deliveries refused for their signature or token.
+func (h *WebhookHandler) Refused() Refusals {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.refused
+}
+
+func (h *WebhookHandler) refuse(reason string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now := time.Now()
+	if h.refused.Count == 0 {
+		h.refused.First = now
+	}
+	h.refused.Count++
+	h.refused.Last, h.refused.Reason = now, reason
+}
+
+func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		reply(w, http.StatusMethodNotAllowed, "method not allowed: webhooks are POSTed")
@@ -65,6 +101,7 @@ func (h *webhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := h.hooks.Verify(r.Header, body, h.secrets); err != nil {
 		h.log.Warn("webhook refused", "status", 401, "reason", err.Error())
+		h.refuse(oneLine(err.Error()))
 		reply(w, http.StatusUnauthorized, oneLine(err.Error()))
 		return
 	}

@@ -68,6 +68,10 @@ func TestWebhookHandler(t *testing.T) {
 			if rec.Code != tc.wantStatus {
 				t.Errorf("status = %d (%q), want %d", rec.Code, rec.Body.String(), tc.wantStatus)
 			}
+			if r := h.Refused(); (r.Count == 1) != (tc.wantStatus == http.StatusUnauthorized) || r.Count > 1 ||
+				r.Count == 1 && (r.Reason == "" || r.First.IsZero() || r.Last.Before(r.First)) {
+				t.Errorf("Refused() = %+v after a %d", r, rec.Code)
+			}
 			text := rec.Body.String()
 			if !strings.Contains(text, tc.wantText) || strings.Count(text, "\n") != 1 {
 				t.Errorf("body = %q, want one line containing %q", text, tc.wantText)
