@@ -1,6 +1,7 @@
 package main
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -59,5 +60,46 @@ func TestImportRules(t *testing.T) {
 	}
 	if _, err := os.Stat("docs/design.md"); err != nil {
 		t.Errorf("the rules are documented in docs/design.md: %v", err)
+	}
+}
+
+// TestKindsNamedOnlyInForges: the forge kinds are named only under forges/
+// (each forge's package and forges/setup, their one registration): no
+// string literal "forgejo", "github" or "gitlab" in the code of another
+// package, so adding a forge touches forges/ alone. Tests, test helpers and
+// testdata are left out. config still checks its ALFRED_FORGE values itself
+// (namedByConfig): the next step moves them to forges/setup.
+func TestKindsNamedOnlyInForges(t *testing.T) {
+	kinds := []string{`"forgejo"`, `"github"`, `"gitlab"`}
+	namedByConfig := map[string]bool{"config/config.go": true}
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			switch d.Name() {
+			case "forges", "e2e", "testdata", ".git", "node_modules":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || namedByConfig[path] {
+			return nil
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING && slices.Contains(kinds, strings.ToLower(lit.Value)) {
+				t.Errorf("%s names the forge kind %s: its knowledge belongs to forges/setup", fset.Position(lit.Pos()), lit.Value)
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/alchemic-studio/alfred/config"
+	"github.com/alchemic-studio/alfred/forges/setup"
 	"github.com/alchemic-studio/alfred/metrics"
 	"github.com/alchemic-studio/alfred/state"
 	"github.com/alchemic-studio/alfred/state/mirror"
@@ -105,19 +106,11 @@ func forgeCredentials(c *config.Config, remote string) (user, token string) {
 // forgeGitHost is the host a forge serves git from, and the user name git
 // gives with the bot's token there.
 func forgeGitHost(f config.Forge) (host, user string) {
-	u, _ := url.Parse(f.URL)
-	host = ""
-	if u != nil {
-		host = u.Hostname()
+	k, ok := setup.Of(f.Kind)
+	if !ok {
+		return "", ""
 	}
-	switch f.Kind {
-	case "github":
-		if host == "" || host == "api.github.com" {
-			host = "github.com"
-		}
-		return host, "x-access-token"
-	}
-	return host, "oauth2"
+	return k.GitHost(f.URL)
 }
 
 // observe is the store's Observe: it counts the commit and notes whether

@@ -29,9 +29,7 @@ import (
 	"github.com/alchemic-studio/alfred/bot"
 	"github.com/alchemic-studio/alfred/config"
 	"github.com/alchemic-studio/alfred/forges"
-	"github.com/alchemic-studio/alfred/forges/forgejo"
-	"github.com/alchemic-studio/alfred/forges/github"
-	"github.com/alchemic-studio/alfred/forges/gitlab"
+	"github.com/alchemic-studio/alfred/forges/setup"
 	"github.com/alchemic-studio/alfred/gateway"
 	"github.com/alchemic-studio/alfred/metrics"
 	"github.com/alchemic-studio/alfred/sandbox"
@@ -67,19 +65,12 @@ func connectForges(c *config.Config, m *metrics.Metrics) ([]connected, error) {
 func newForge(c *config.Config, fc config.Forge, m *metrics.Metrics) (forges.Forge, forges.Hooks, error) {
 	hc := &http.Client{Transport: m.Transport(fc.Name, http.DefaultTransport)}
 	retry := forges.RetryPolicy{Budget: c.ForgeCallBudget, OnRetry: m.ForgeRetry(fc.Name)}
-	switch fc.Kind {
-	case "forgejo":
-		f, err := forgejo.New(forgejo.Options{BaseURL: fc.URL, Token: fc.Token, HTTPClient: hc, Retry: retry})
-		return f, forgejo.Hooks{}, err
-	case "github":
-		f, err := github.New(github.Options{BaseURL: fc.URL, Token: fc.Token, HTTPClient: hc, Retry: retry,
-			AppID: fc.AppID, PrivateKeyPath: fc.AppKeyFile, InstallationID: fc.AppInstallation})
-		return f, github.Hooks{}, err
-	case "gitlab":
-		f, err := gitlab.New(gitlab.Options{BaseURL: fc.URL, Token: fc.Token, HTTPClient: hc, Retry: retry})
-		return f, gitlab.Hooks{}, err
+	k, ok := setup.Of(fc.Kind)
+	if !ok {
+		return nil, nil, errors.New("no forge configured: set ALFRED_FORGE and ALFRED_FORGE_URL")
 	}
-	return nil, nil, errors.New("no forge configured: set ALFRED_FORGE and ALFRED_FORGE_URL")
+	return k.New(setup.Options{URL: fc.URL, Token: fc.Token, HTTPClient: hc, Retry: retry,
+		AppID: fc.AppID, AppKeyFile: fc.AppKeyFile, AppInstallation: fc.AppInstallation})
 }
 
 // newRunner builds the configured sandbox runner.
@@ -485,26 +476,12 @@ func permissionOn(fs []connected) func(context.Context, forges.Project, string) 
 	}
 }
 
-// oauthOf is forge f's OAuth2 application, its "current user" endpoint and
-// the JSON field of the login there.
+// oauthOf is forge f's OAuth2 application (setup.Kind.OAuth), its "current
+// user" endpoint and the JSON field of the login there.
 func oauthOf(f config.Forge) (o *oauth2.Config, userURL, loginField string) {
-	web, field, scopes := strings.TrimRight(f.URL, "/"), "login", []string(nil)
-	switch f.Kind {
-	case "forgejo":
-		userURL = web + "/api/v1/user"
-		o = &oauth2.Config{Endpoint: oauth2.Endpoint{AuthURL: web + "/login/oauth/authorize", TokenURL: web + "/login/oauth/access_token"}}
-	case "github":
-		if web == "" || web == "https://api.github.com" {
-			web, userURL = "https://github.com", "https://api.github.com/user"
-		} else { // GitHub Enterprise: the API is under /api/v3
-			web = strings.TrimSuffix(web, "/api/v3")
-			userURL = web + "/api/v3/user"
-		}
-		o = &oauth2.Config{Endpoint: oauth2.Endpoint{AuthURL: web + "/login/oauth/authorize", TokenURL: web + "/login/oauth/access_token"}}
-	case "gitlab":
-		userURL, field, scopes = web+"/api/v4/user", "username", []string{"read_user"}
-		o = &oauth2.Config{Endpoint: oauth2.Endpoint{AuthURL: web + "/oauth/authorize", TokenURL: web + "/oauth/token"}}
-	}
-	o.ClientID, o.ClientSecret, o.Scopes = f.OAuthClientID, f.OAuthClientSecret, scopes
-	return o, userURL, field
+	k, _ := setup.Of(f.Kind) // a configured forge's kind is known (config checks it)
+	e := k.OAuth(f.URL)
+	o = &oauth2.Config{Endpoint: oauth2.Endpoint{AuthURL: e.AuthURL, TokenURL: e.TokenURL},
+		ClientID: f.OAuthClientID, ClientSecret: f.OAuthClientSecret, Scopes: e.Scopes}
+	return o, e.UserURL, e.LoginField
 }

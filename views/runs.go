@@ -13,6 +13,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/alchemic-studio/alfred/forges"
+	"github.com/alchemic-studio/alfred/forges/setup"
 	"github.com/alchemic-studio/alfred/internal/redact"
 	"github.com/alchemic-studio/alfred/state"
 )
@@ -385,19 +386,23 @@ var forgeItem = regexp.MustCompile(`(/-)?/(issues|merge_requests|pulls|pull)/[0-
 
 // commitURL is the address of commit sha's diff on the forge of kind (the
 // forge's kind, or "" to tell it from the mailbox's addresses): the
-// project's address, from the mailbox's issue or merge request, then
-// "/-/commit/<sha>" on GitLab, "/commit/<sha>" on Forgejo, Gitea and
-// GitHub. "" when the mailbox has no address or sha is empty.
+// project's address, from the mailbox's issue or merge request, then the
+// kind's setup.Kind.CommitPath and the sha ("/-/commit/" where the
+// address has GitLab's "/-/", "/commit/" else). "" when the mailbox has no
+// address or sha is empty.
 func commitURL(kind string, mb state.Mailbox, sha string) string {
 	for _, u := range []string{mb.IssueURL, mb.MergeRequestURL} {
 		loc := forgeItem.FindStringSubmatchIndex(u)
 		if sha == "" || loc == nil {
 			continue
 		}
-		if kind == "gitlab" || (kind == "" && loc[2] >= 0) {
-			return u[:loc[0]] + "/-/commit/" + url.PathEscape(sha)
+		path := "/commit/"
+		if k, ok := setup.Of(kind); ok {
+			path = k.CommitPath
+		} else if loc[2] >= 0 {
+			path = "/-/commit/"
 		}
-		return u[:loc[0]] + "/commit/" + url.PathEscape(sha)
+		return u[:loc[0]] + path + url.PathEscape(sha)
 	}
 	return ""
 }
