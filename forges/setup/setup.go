@@ -1,6 +1,6 @@
 // Package setup is where each forge kind is set up, the one place beside
 // the forges' own packages that names a kind: how its client and webhook
-// parser are built, what its settings need, where its OAuth2 endpoints and
+// parser are built, where its OAuth2 endpoints and
 // its commit pages are, and the host and user name git uses with the bot's
 // token there. Adding a forge is a package of its own under forges/ and a
 // row here; nothing outside forges/ switches on a kind (a test of the root
@@ -25,7 +25,7 @@ type Options struct {
 	Token      string
 	HTTPClient *http.Client
 	Retry      forges.RetryPolicy
-	// The GitHub App (Kind.App): its id, the file of its key, and an
+	// The GitHub App (GitHub only): its id, the file of its key, and an
 	// installation for every repository (0: looked up per repository).
 	AppID           int64
 	AppKeyFile      string
@@ -43,10 +43,6 @@ type OAuth struct {
 // Kind is one forge kind's registration.
 type Kind struct {
 	Name string // ALFRED_FORGE's value
-	// URLOptional: ALFRED_FORGE_URL may be left empty (GitHub: github.com).
-	URLOptional bool
-	// App: the kind has a GitHub App mode (ALFRED_GITHUB_APP_*).
-	App bool
 	// New builds the client and the webhook parser.
 	New func(Options) (forges.Forge, forges.Hooks, error)
 	// OAuth are the endpoints of the forge at base (ALFRED_FORGE_URL).
@@ -74,7 +70,7 @@ var kinds = []Kind{
 		GitHost:    func(base string) (string, string) { return hostOf(base), "oauth2" },
 	},
 	{
-		Name: string(forges.GitHub), URLOptional: true, App: true,
+		Name: string(forges.GitHub),
 		New: func(o Options) (forges.Forge, forges.Hooks, error) {
 			f, err := github.New(github.Options{BaseURL: o.URL, Token: o.Token, HTTPClient: o.HTTPClient, Retry: o.Retry,
 				AppID: o.AppID, PrivateKeyPath: o.AppKeyFile, InstallationID: o.AppInstallation})
