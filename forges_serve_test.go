@@ -5,14 +5,11 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/alchemic-studio/alfred/forges/forgejo/forgejotest"
 	"github.com/alchemic-studio/alfred/forges/gitlab/gitlabtest"
@@ -42,41 +39,12 @@ func TestServeTwoForges(t *testing.T) {
 		t.Fatalf("a project without its forge: %d %q", code, errOut)
 	}
 
-	addr := freePort(t)
-	cmd := exec.Command(buildBinary(t), "serve", "-listen", addr, "-log-format", "json")
-	cmd.Dir = dir
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	out := watch(stderr)
-	out.waitFor(t, `"msg":"serving"`, 30*time.Second)
+	srv := serveAlfred(t, buildBinary(t), env)
+	addr := srv.addr
 
-	fjBody, _ := os.ReadFile("testdata/forgejo/forgejo-7.0.16/create.json")
+	fjBody := recordedCreate(t)
 	glBody, _ := os.ReadFile("testdata/gitlab/webhooks/build.json")
-	post := func(path string, body []byte, header map[string]string) int {
-		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+path, bytes.NewReader(body))
-		for k, v := range header {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
-	signed := func(secret string) map[string]string {
-		m := hmac.New(sha256.New, []byte(secret))
-		m.Write(fjBody)
-		return map[string]string{"X-Forgejo-Event": "create", "X-Forgejo-Delivery": "d-1", "X-Forgejo-Signature": hex.EncodeToString(m.Sum(nil))}
-	}
+	signed := func(secret string) map[string]string { return forgejoSigned(fjBody, secret) }
 	for _, tc := range []struct {
 		path   string
 		body   []byte
@@ -89,32 +57,22 @@ func TestServeTwoForges(t *testing.T) {
 		{"/webhooks/gl", glBody, map[string]string{"X-Gitlab-Event": "Job Hook", "X-Gitlab-Token": "fj-secret"}, http.StatusUnauthorized},
 		{"/webhooks/gitlab", glBody, map[string]string{"X-Gitlab-Event": "Job Hook", "X-Gitlab-Token": "gl-secret"}, http.StatusNotFound},
 	} {
-		if got := post(tc.path, tc.body, tc.header); got != tc.want {
+		if got := post(t, addr, tc.path, tc.body, tc.header); got != tc.want {
 			t.Errorf("POST %s (%v): %d, want %d", tc.path, tc.header, got, tc.want)
 		}
 	}
 	// Each forge's refusal is said on /readyz, with what to check.
-	ready, err := http.Get("http://" + addr + "/readyz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	health, _ := io.ReadAll(ready.Body)
-	ready.Body.Close()
+	_, health := srv.get("/readyz")
 	for _, forge := range []string{"forgejo", "gl"} {
-		if want := "forge " + forge + ": 1 webhook deliveries refused since"; !strings.Contains(string(health), want) ||
-			!strings.Contains(string(health), "ALFRED_WEBHOOK_SECRETS") {
+		if want := "forge " + forge + ": 1 webhook deliveries refused since"; !strings.Contains(health, want) ||
+			!strings.Contains(health, "ALFRED_WEBHOOK_SECRETS") {
 			t.Errorf("/readyz lacks %q:\n%s", want, health)
 		}
 	}
-	if strings.Contains(string(health), "gl-secret") || strings.Contains(string(health), "fj-secret") {
+	if strings.Contains(health, "gl-secret") || strings.Contains(health, "fj-secret") {
 		t.Errorf("/readyz shows a secret:\n%s", health)
 	}
-	resp, err := http.Get("http://" + addr + "/config")
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	_, page := srv.get("/config")
 	for _, want := range []string{"/webhooks/forgejo", "/webhooks/gl", "Forge gl (gitlab at " + gl.URL()} {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("the configuration page lacks %q", want)
@@ -139,53 +97,56 @@ func TestServeFirstStart(t *testing.T) {
 		"ALFRED_FORGE": "forgejo", "ALFRED_FORGE_URL": "http://" + down, "ALFRED_FORGE_TOKEN": forgejotest.BotToken,
 		"ALFRED_WEBHOOK_SECRETS": "fj-secret", "ALFRED_RUNNER": "host",
 	}
-	addr := freePort(t)
-	cmd := exec.Command(buildBinary(t), "serve", "-listen", addr, "-log-format", "json")
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	out := watch(stderr)
-	out.waitFor(t, `"msg":"serving"`, 30*time.Second)
+	srv := serveAlfred(t, buildBinary(t), env)
 	for _, d := range []string{env["ALFRED_DATA_DIR"], env["ALFRED_STATE_DIR"]} {
 		if fi, err := os.Stat(d); err != nil || fi.Mode().Perm() != 0o700 {
 			t.Errorf("folder %s: %v %v; want made, 0700", d, fi, err)
 		}
 	}
-	get := func(path string) (int, string) {
-		resp, err := http.Get("http://" + addr + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
-	if code, body := get("/readyz"); code != http.StatusOK || !strings.Contains(body, "forge forgejo unreachable since") ||
+	if code, body := srv.get("/readyz"); code != http.StatusOK || !strings.Contains(body, "forge forgejo unreachable since") ||
 		!strings.Contains(body, "connection refused") {
 		t.Errorf("/readyz: %d %q; want ready, saying the forge is unreachable", code, body)
 	}
-	if _, body := get("/metrics"); !strings.Contains(body, `alfred_forge_up{forge="forgejo"} 0`) {
+	if _, body := srv.get("/metrics"); !strings.Contains(body, `alfred_forge_up{forge="forgejo"} 0`) {
 		t.Errorf("the metrics do not say the forge is down:\n%s", body)
 	}
-	body, _ := os.ReadFile("testdata/forgejo/forgejo-7.0.16/create.json")
-	m := hmac.New(sha256.New, []byte("fj-secret"))
+	body := recordedCreate(t)
+	if code := post(t, srv.addr, "/webhooks/forgejo", body, forgejoSigned(body, "fj-secret")); code != http.StatusOK {
+		t.Errorf("a webhook while the forge is down: %d, want accepted", code)
+	}
+}
+
+// recordedCreate is a create delivery Forgejo 7 sent (the corpus).
+func recordedCreate(t *testing.T) []byte {
+	t.Helper()
+	b, err := os.ReadFile("testdata/forgejo/forgejo-7.0.16/create.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// forgejoSigned are the headers of a Forgejo delivery of body signed with secret.
+func forgejoSigned(body []byte, secret string) map[string]string {
+	m := hmac.New(sha256.New, []byte(secret))
 	m.Write(body)
-	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/webhooks/forgejo", bytes.NewReader(body))
-	req.Header.Set("X-Forgejo-Event", "create")
-	req.Header.Set("X-Forgejo-Delivery", "d-1")
-	req.Header.Set("X-Forgejo-Signature", hex.EncodeToString(m.Sum(nil)))
+	return map[string]string{"X-Forgejo-Event": "create", "X-Forgejo-Delivery": "d-1", "X-Forgejo-Signature": hex.EncodeToString(m.Sum(nil))}
+}
+
+// post POSTs body with header to path of the bot at addr and answers the status.
+func post(t *testing.T, addr, path string, body []byte, header map[string]string) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, "http://"+addr+path, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Errorf("a webhook while the forge is down: %d, want accepted", resp.StatusCode)
-	}
+	return resp.StatusCode
 }

@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -117,30 +118,37 @@ func TestRecordGiteaWebhooks(t *testing.T) {
 // with the recording's secret (all four signature headers of Gitea).
 func checkGiteaDelivery(t *testing.T, r giteaRecording, h http.Header, body []byte) {
 	t.Helper()
+	checkSigned(t, r, h, body, "Gitea", map[string]string{
+		"X-Gogs-Signature": forges.SignHMACSHA256(fixtureSecret, body), "X-Gitea-Hook-Installation-Target-Type": r.hook,
+	})
+}
+
+// checkSigned checks what every delivery of the Gitea family carries: its
+// signature with the recording's secret (X-Hub-Signature-256 and the
+// brand's), its event type under the brand's header and Gitea's, its
+// delivery and event headers, its length and its payload's action; and the
+// headers of also.
+func checkSigned(t *testing.T, r giteaRecording, h http.Header, body []byte, brand string, also map[string]string) {
+	t.Helper()
 	if err := (Hooks{}).Verify(h, body, []string{fixtureSecret}); err != nil {
 		t.Errorf("Verify with the recording's secret: %v", err)
 	}
 	sig := forges.SignHMACSHA256(fixtureSecret, body)
-	for k, v := range map[string]string{
-		"X-Gitea-Signature":   sig,
-		"X-Gogs-Signature":    sig,
-		"X-Hub-Signature-256": "sha256=" + sig,
-	} {
-		if h.Get(k) != v {
-			t.Errorf("%s = %q, want %q (HMAC-SHA256 of the body with %q)", k, h.Get(k), v, fixtureSecret)
-		}
+	want := map[string]string{
+		"X-" + brand + "-Signature":  sig,
+		"X-Hub-Signature-256":        "sha256=" + sig,
+		"X-" + brand + "-Event-Type": r.typ,
+		"X-Gitea-Event-Type":         r.typ,
+		"Content-Type":               "application/json",
 	}
-	for k, v := range map[string]string{
-		"X-Gitea-Event-Type":                    r.typ,
-		"X-Gitea-Hook-Installation-Target-Type": r.hook,
-		"Content-Type":                          "application/json",
-	} {
+	maps.Copy(want, also)
+	for k, v := range want {
 		if h.Get(k) != v {
 			t.Errorf("%s = %q, want %q", k, h.Get(k), v)
 		}
 	}
-	if h.Get("X-Gitea-Delivery") == "" || h.Get("X-Gitea-Event") == "" {
-		t.Errorf("no X-Gitea-Delivery or X-Gitea-Event: %v", h)
+	if h.Get("X-"+brand+"-Delivery") == "" || h.Get("X-"+brand+"-Event") == "" {
+		t.Errorf("no X-%s-Delivery or X-%s-Event: %v", brand, brand, h)
 	}
 	if n, err := strconv.Atoi(h.Get("Content-Length")); err != nil || n != len(body) {
 		t.Errorf("Content-Length %q, body of %d bytes", h.Get("Content-Length"), len(body))
@@ -363,8 +371,9 @@ func (l *hookListener) wait(r giteaRecording, timeout time.Duration) (d *rawDeli
 type giteaRecorder struct {
 	in    *giteatest.Instance
 	hooks *hookListener
-	org   string // the fresh organization of the person
-	repo  string // its fresh repository
+	org   string          // the fresh organization of the person
+	repo  string          // its fresh repository
+	fresh *giteatest.Repo // the repository, when giteatest made it (Forgejo's recorder)
 	// saved maps the name of each recording saved to its delivery id, and
 	// the delivery id to the file.
 	saved map[string]string
