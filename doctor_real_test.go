@@ -39,13 +39,9 @@ func TestDoctorRealForges(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				repo := in.NewRepo(t, in.User.Login)
-				repo.SetPermission(t, in.Bot.Login, forges.PermissionAdmin)
+				repo := in.NewBotRepo(t)
 				p := forges.Project{Forge: "forgejo", Owner: repo.Owner, Name: repo.Name}
-				f, err := forgejo.New(forgejo.Options{BaseURL: in.URL, Token: in.Bot.Token, Retry: forges.RetryPolicy{AttemptTimeout: 10 * time.Second}})
-				if err != nil {
-					t.Fatal(err)
-				}
+				f := botForge(t, in)
 				if tt.hook != "" {
 					_, _, err := in.Client(t, in.User.Login).CreateRepoHook(repo.Owner, repo.Name, gitea.CreateHookOption{
 						Type: in.HookType(), Active: true, Events: f.WebhookEvents(),
@@ -98,13 +94,9 @@ func TestDoctorRealForges(t *testing.T) {
 func TestDoctorSecretMismatchRealForges(t *testing.T) {
 	bin := buildBinary(t)
 	giteatest.Each(t, func(t *testing.T, in *giteatest.Instance) { // not parallel: doctorLines sets the environment
-		repo := in.NewRepo(t, in.User.Login)
-		repo.SetPermission(t, in.Bot.Login, forges.PermissionAdmin)
+		repo := in.NewBotRepo(t)
 		p := forges.Project{Forge: "forgejo", Owner: repo.Owner, Name: repo.Name}
-		f, err := forgejo.New(forgejo.Options{BaseURL: in.URL, Token: in.Bot.Token, Retry: forges.RetryPolicy{AttemptTimeout: 10 * time.Second}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		f := botForge(t, in)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		if _, _, err := forges.SyncLabels(ctx, f, p, bot.LabelsWith(forges.ScopedStatusPrefix)); err != nil {
@@ -136,4 +128,14 @@ func TestDoctorSecretMismatchRealForges(t *testing.T) {
 		}
 		t.Logf("alfred doctor on %s, secret mismatch:\n%s", in.Title(), out)
 	})
+}
+
+// botForge is the Forge of the real server in, as the bot.
+func botForge(t *testing.T, in *giteatest.Instance) *forgejo.Forge {
+	t.Helper()
+	f, err := forgejo.New(forgejo.Options{BaseURL: in.URL, Token: in.Bot.Token, Retry: forges.RetryPolicy{AttemptTimeout: 10 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

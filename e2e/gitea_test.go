@@ -106,8 +106,7 @@ type giteaWorld struct {
 }
 
 func newGiteaWorld(t testing.TB, in *giteatest.Instance) *giteaWorld {
-	repo := in.NewRepo(t, in.User.Login)
-	repo.SetPermission(t, in.Bot.Login, forges.PermissionAdmin)
+	repo := in.NewBotRepo(t)
 	return &giteaWorld{t: t, in: in, repo: repo}
 }
 

@@ -46,8 +46,7 @@ type giteaHarness struct {
 }
 
 func newGiteaHarness(t *testing.T, in *giteatest.Instance) *giteaHarness {
-	repo := in.NewRepo(t, in.User.Login)
-	repo.SetPermission(t, in.Bot.Login, forges.PermissionAdmin) // reading others' permission needs admin
+	repo := in.NewBotRepo(t)
 	h := &giteaHarness{in: in, repo: repo, faults: in.NewFaults(t), heads: map[int64]string{}, files: map[string]bool{}}
 	f, err := forgejo.New(forgejo.Options{
 		BaseURL: h.faults.URL(), Token: in.Bot.Token, Username: in.Bot.Login,

@@ -8,7 +8,6 @@ import (
 	"code.gitea.io/sdk/gitea"
 
 	"github.com/alchemic-studio/alfred/forges"
-	"github.com/alchemic-studio/alfred/forges/forgejo"
 	"github.com/alchemic-studio/alfred/forges/forgejo/giteatest"
 )
 
@@ -20,14 +19,10 @@ func TestInspectRealForges(t *testing.T) { giteatest.Each(t, testInspect) }
 
 func testInspect(t *testing.T, in *giteatest.Instance) {
 	t.Parallel()
-	repo := in.NewRepo(t, in.User.Login)
-	repo.SetPermission(t, in.Bot.Login, forges.PermissionAdmin)
-	f, err := forgejo.New(forgejo.Options{BaseURL: in.URL, Token: in.Bot.Token, Retry: forges.RetryPolicy{AttemptTimeout: 10 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	repo := in.NewBotRepo(t)
+	f := botClient(t, in)
 	const url = "http://127.0.0.1:9/webhooks/forgejo"
-	_, _, err = in.Client(t, in.User.Login).CreateRepoHook(repo.Owner, repo.Name, gitea.CreateHookOption{
+	_, _, err := in.Client(t, in.User.Login).CreateRepoHook(repo.Owner, repo.Name, gitea.CreateHookOption{
 		Type: in.HookType(), Active: true, Events: f.WebhookEvents(),
 		Config: map[string]string{"url": url, "content_type": "json", "secret": "s3cret"},
 	})

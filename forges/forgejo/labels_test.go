@@ -38,12 +38,8 @@ func TestExclusiveLabelsRealForges(t *testing.T) { giteatest.Each(t, testExclusi
 
 func testExclusiveLabelsReal(t *testing.T, in *giteatest.Instance) {
 	t.Parallel()
-	repo := in.NewRepo(t, in.User.Login)
-	repo.SetPermission(t, in.Bot.Login, forges.PermissionAdmin)
-	f, err := forgejo.New(forgejo.Options{BaseURL: in.URL, Token: in.Bot.Token, Retry: forges.RetryPolicy{AttemptTimeout: 10 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	repo := in.NewBotRepo(t)
+	f := botClient(t, in)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	n := repo.CreateIssue(t, forges.Issue{Title: "t", Author: in.User.Login})
@@ -126,12 +122,8 @@ func TestScopedStatusLabels(t *testing.T) {
 	})
 	giteatest.Each(t, func(t *testing.T, in *giteatest.Instance) {
 		t.Parallel()
-		repo := in.NewRepo(t, in.User.Login)
-		repo.SetPermission(t, in.Bot.Login, forges.PermissionAdmin)
-		f, err := forgejo.New(forgejo.Options{BaseURL: in.URL, Token: in.Bot.Token, Retry: forges.RetryPolicy{AttemptTimeout: 10 * time.Second}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		repo := in.NewBotRepo(t)
+		f := botClient(t, in)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		n := repo.CreateIssue(t, forges.Issue{Title: "t", Author: in.User.Login})
@@ -186,4 +178,14 @@ func testScopedStatus(ctx context.Context, t *testing.T, f *forgejo.Forge, p for
 	if got := labels(); !slices.Equal(got, []string{"status/in_review"}) {
 		t.Errorf("issue labels after a second status = %q, want the forge to have taken the first off", got)
 	}
+}
+
+// botClient is the Forge of the real server in, as the bot.
+func botClient(t *testing.T, in *giteatest.Instance) *forgejo.Forge {
+	t.Helper()
+	f, err := forgejo.New(forgejo.Options{BaseURL: in.URL, Token: in.Bot.Token, Retry: forges.RetryPolicy{AttemptTimeout: 10 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

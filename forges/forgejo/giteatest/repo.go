@@ -63,6 +63,16 @@ func (in *Instance) NewRepo(t testing.TB, owner string) *Repo {
 	return r
 }
 
+// NewBotRepo is NewRepo of the person (User) with the bot an admin
+// collaborator: the forges let only site and repository admins read
+// another user's permission, which the bot asks before obeying anyone.
+func (in *Instance) NewBotRepo(t testing.TB) *Repo {
+	t.Helper()
+	r := in.NewRepo(t, in.User.Login)
+	r.SetPermission(t, in.Bot.Login, forges.PermissionAdmin)
+	return r
+}
+
 // SetPrivate makes the repository private (or public again).
 func (r *Repo) SetPrivate(t testing.TB, private bool) {
 	t.Helper()
