@@ -226,17 +226,7 @@ stop() {
 # it started for itself.
 stop_daemon() {
 	pid=$(ours_pid) || return 0
-	log "stopping dockerd pid $pid"
-	kill -TERM "$pid"
-	i=0
-	while [ -d "/proc/$pid" ] && [ $i -lt 150 ]; do
-		sleep 0.2
-		i=$((i + 1))
-	done
-	if [ -d "/proc/$pid" ]; then
-		log "dockerd pid $pid ignored SIGTERM for 30s; killing it"
-		kill -KILL "$pid" 2>/dev/null || true
-	fi
+	term_then_kill dockerd "$pid"
 	# The containerd that dockerd started for itself stops with it; after a
 	# SIGKILL it may linger: stop it too, again only by its own pidfile.
 	cpidfile="$EXEC_ROOT/containerd/containerd.pid"

@@ -35,19 +35,35 @@ git config --global user.email >/dev/null || git config --global user.email "tes
 log "lint"
 make --no-print-directory lint
 
+# Builds that run in the background while the rest is made, by name: their
+# PIDs and logs.
+declare -A build_pid build_log
+
+# build_behind NAME WHAT: starts `bash scripts/NAME.sh build` in the background.
+build_behind() {
+	build_log[$1]=$(mktemp "/tmp/alfred-$1-build.XXXXXX")
+	log "building $2 in the background (log: ${build_log[$1]})"
+	bash "scripts/$1.sh" build >"${build_log[$1]}" 2>&1 &
+	build_pid[$1]=$!
+}
+
+# await_build NAME WHAT: waits for NAME's build; a failed one stops the run
+# with the end of its log.
+await_build() {
+	if ! wait "${build_pid[$1]}"; then
+		tail -n 30 "${build_log[$1]}" >&2
+		log "the $2 build failed (whole log: ${build_log[$1]})"
+		exit 1
+	fi
+}
+
 # The Kubernetes components take the longest to build (20-60 min the first
-# time on two cores): the build runs in the background while the rest is made.
-k8s_build_log=$(mktemp /tmp/alfred-k8s-build.XXXXXX)
-log "building the Kubernetes components in the background (log: $k8s_build_log)"
-bash scripts/k8s.sh build >"$k8s_build_log" 2>&1 &
-k8s_build=$!
-# Forgejo builds from the source tarball beside the repository (4-8 min).
-forgejo_build_log=$(mktemp /tmp/alfred-forgejo-build.XXXXXX)
-log "building Forgejo in the background (log: $forgejo_build_log)"
-bash scripts/forgejo.sh build >"$forgejo_build_log" 2>&1 &
-forgejo_build=$!
+# time on two cores); Forgejo builds from the source tarball beside the
+# repository (4-8 min).
+build_behind k8s "the Kubernetes components"
+build_behind forgejo Forgejo
 stop_all() {
-	kill "$k8s_build" "$forgejo_build" 2>/dev/null || true
+	kill "${build_pid[@]}" 2>/dev/null || true
 	bash scripts/k8s.sh stop >/dev/null 2>&1 || true
 	bash scripts/gitea.sh stop || true
 	bash scripts/forgejo.sh stop || true
@@ -64,11 +80,7 @@ gitea_env=$(bash scripts/gitea.sh start) # a failed build or start stops the run
 eval "$gitea_env"
 
 log "waiting for the Forgejo build, then starting it"
-if ! wait "$forgejo_build"; then
-	tail -n 30 "$forgejo_build_log" >&2
-	log "the Forgejo build failed (whole log: $forgejo_build_log)"
-	exit 1
-fi
+await_build forgejo Forgejo
 forgejo_env=$(bash scripts/forgejo.sh start) # a failed start stops the run here
 eval "$forgejo_env"
 
@@ -81,11 +93,7 @@ images_env=$(bash scripts/images.sh) # a failed build stops the run here, naming
 eval "$images_env"
 
 log "waiting for the Kubernetes build, then starting the cluster"
-if ! wait "$k8s_build"; then
-	tail -n 30 "$k8s_build_log" >&2
-	log "the Kubernetes build failed (whole log: $k8s_build_log)"
-	exit 1
-fi
+await_build k8s Kubernetes
 k8s_env=$(bash scripts/k8s.sh start) # a failed start stops the run here
 eval "$k8s_env"
 

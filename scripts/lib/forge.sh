@@ -358,17 +358,7 @@ start() {
 # stop_forge stops the forge of our pidfile, if it runs.
 stop_forge() {
 	pid=$(ours_pid) || return 0
-	log "stopping $FORGE pid $pid"
-	kill -TERM "$pid"
-	i=0
-	while [ -d "/proc/$pid" ] && [ $i -lt 150 ]; do
-		sleep 0.2
-		i=$((i + 1))
-	done
-	if [ -d "/proc/$pid" ]; then
-		log "$FORGE pid $pid ignored SIGTERM for 30s; killing it"
-		kill -KILL "$pid" 2>/dev/null || true
-	fi
+	term_then_kill "$FORGE" "$pid"
 }
 
 stop() {

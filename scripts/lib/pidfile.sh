@@ -12,3 +12,19 @@ pid_of() {
 	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$2" || return 1
 	echo "$pid"
 }
+
+# term_then_kill NAME PID stops PID with SIGTERM, then SIGKILL when it is
+# still there after 30 s; the caller's log function says each.
+term_then_kill() {
+	log "stopping $1 pid $2"
+	kill -TERM "$2"
+	i=0
+	while [ -d "/proc/$2" ] && [ $i -lt 150 ]; do
+		sleep 0.2
+		i=$((i + 1))
+	done
+	if [ -d "/proc/$2" ]; then
+		log "$1 pid $2 ignored SIGTERM for 30s; killing it"
+		kill -KILL "$2" 2>/dev/null || true
+	fi
+}
