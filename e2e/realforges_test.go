@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -151,16 +150,11 @@ func openLate(t *testing.T, addr, target string) {
 	t.Cleanup(func() { srv.Close() })
 }
 
-// get answers the body of a GET of u, whatever its status.
+// get answers the body of a GET of u, whatever its status (fetch).
 func get(t *testing.T, u string) string {
 	t.Helper()
-	resp, err := http.Get(u)
-	if err != nil {
-		t.Fatalf("GET %s: %v", u, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
+	_, body := fetch(t, u)
+	return body
 }
 
 // grepLines are the lines of s that start with prefix.
