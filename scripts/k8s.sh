@@ -409,6 +409,16 @@ mark() {
 
 ours() { pid_of "$STATE/$1.pid" "$(mark "$1")"; }
 
+# launched_alive NAME tells whether the process launch started for NAME
+# still runs (not a zombie). Not ours: right after launch its command line
+# may still be the forking shell's, before the exec, and lack the mark.
+launched_alive() {
+	pid=$(cat "$STATE/$1.pid" 2>/dev/null) || return 1
+	[ -r "/proc/$pid/stat" ] || return 1
+	state=$(sed 's/^.*) //' "/proc/$pid/stat" | cut -d' ' -f1)
+	[ "$state" != Z ]
+}
+
 # launch NAME COMMAND...: start a service in the background, log to $LOGS/NAME.log.
 launch() {
 	name=$1
@@ -464,7 +474,7 @@ wait_for() {
 	deadline=$(($(date +%s) + WAIT))
 	while :; do
 		"$@" >/dev/null 2>&1 && return 0
-		ours "$name" >/dev/null || fail_start "$name exited while waiting for $what" "$name"
+		launched_alive "$name" || fail_start "$name exited while waiting for $what" "$name"
 		[ "$(date +%s)" -lt "$deadline" ] || fail_start "$name: no $what within ${WAIT}s" "$name"
 		sleep 0.3
 	done
