@@ -15,12 +15,13 @@ import (
 	"github.com/alchemic-studio/alfred/bot"
 	"github.com/alchemic-studio/alfred/config"
 	"github.com/alchemic-studio/alfred/forges"
+	"github.com/alchemic-studio/alfred/forges/setup"
 	"github.com/alchemic-studio/alfred/state"
 )
 
 // load reads the configuration of a subcommand with its own flags.
 func load(name string, args []string, stderr io.Writer, extra func(*flag.FlagSet)) (*config.Config, []string, error) {
-	return config.LoadWith(name, args, os.LookupEnv, stderr, extra)
+	return config.LoadWith(name, args, os.LookupEnv, stderr, setup.ConfigKinds(), extra)
 }
 
 // parseProject reads OWNER/NAME (OWNER may be a GitLab group path).

@@ -21,6 +21,7 @@ import (
 	"github.com/alchemic-studio/alfred/bot"
 	"github.com/alchemic-studio/alfred/config"
 	"github.com/alchemic-studio/alfred/forges"
+	"github.com/alchemic-studio/alfred/forges/setup"
 	"github.com/alchemic-studio/alfred/metrics"
 	"github.com/alchemic-studio/alfred/state"
 	"github.com/alchemic-studio/alfred/views"
@@ -30,7 +31,7 @@ import (
 // until SIGTERM or SIGINT; then requests in flight finish, runs are stopped
 // to be resumed at the next start, and the state store is flushed and closed.
 func serve(ctx context.Context, args []string, stderr io.Writer) error {
-	c, err := config.Load("serve", args, os.LookupEnv, stderr)
+	c, err := config.Load("serve", args, os.LookupEnv, stderr, setup.ConfigKinds())
 	if err != nil {
 		return err
 	}

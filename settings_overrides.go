@@ -11,6 +11,7 @@ import (
 
 	"github.com/alchemic-studio/alfred/bot"
 	"github.com/alchemic-studio/alfred/config"
+	"github.com/alchemic-studio/alfred/forges/setup"
 )
 
 // storedOverrides reads every setting override of the state branch and the
@@ -80,7 +81,7 @@ func (d *doctor) checkSettings(ctx context.Context) []checkLine {
 func configReference(w io.Writer) error {
 	var b strings.Builder
 	b.WriteString("## Process configuration\n\nFlags of `alfred serve`, `ALFRED_*` variables and lines of the `-config` file.\n\n")
-	if err := config.Reference(&b); err != nil {
+	if err := config.Reference(&b, setup.ConfigKinds()); err != nil {
 		return err
 	}
 	b.WriteString("\n## Project settings\n\nSet per organization or project with `alfred settings set`, stored in the state branch; a project's value wins over its organization's, which wins over the default.\n\n")

@@ -11,7 +11,7 @@ import (
 // TestAgentDetectionSettings: the detection interval, the widened verified
 // ranges and the admins, as given and as refused.
 func TestAgentDetectionSettings(t *testing.T) {
-	c, err := Load("serve", nil, env(nil), io.Discard)
+	c, err := Load("serve", nil, env(nil), io.Discard, testKinds)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,7 +22,7 @@ func TestAgentDetectionSettings(t *testing.T) {
 	c, err = Load("serve", []string{"-agent-detect-interval", "0"}, env(map[string]string{
 		"ALFRED_AGENT_VERIFIED_RANGES": " claude-code=>=2.1.101, <2.3.0 ; codex=>=0.40.0 || 0.39.2;",
 		"ALFRED_ADMINS":                "alice, bob",
-	}), io.Discard)
+	}), io.Discard, testKinds)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestAgentDetectionSettingsRefused(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Load("serve", nil, env(tt.env), io.Discard)
+			_, err := Load("serve", nil, env(tt.env), io.Discard, testKinds)
 			if err == nil {
 				t.Fatal("Load accepted it")
 			}
@@ -70,7 +70,7 @@ func TestAgentDetectionSettingsRefused(t *testing.T) {
 }
 
 func TestCheckVerifiedRangesNamesAnUnknownAdapter(t *testing.T) {
-	c, err := Load("serve", nil, env(map[string]string{"ALFRED_AGENT_VERIFIED_RANGES": "claude=>=2.0.0"}), io.Discard)
+	c, err := Load("serve", nil, env(map[string]string{"ALFRED_AGENT_VERIFIED_RANGES": "claude=>=2.0.0"}), io.Discard, testKinds)
 	if err != nil {
 		t.Fatal(err)
 	}

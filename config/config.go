@@ -89,6 +89,9 @@ type Config struct {
 	// daemon's host, bind-mounted read-only into sealed containers; empty:
 	// the agent image's own /usr/local/bin/alfred-forward.
 	GatewayForwarder string
+
+	// kinds are the forge kinds ALFRED_FORGE accepts (Load's).
+	kinds []ForgeKind
 }
 
 // Forge is one forge the bot works on: its kind, the name its records and
@@ -159,9 +162,9 @@ var Settings = []Setting{
 		Help: "how long requests and runs in flight may take to finish on SIGTERM",
 		set:  func(c *Config, v string) error { return setDuration(&c.ShutdownTimeout, v) }, get: func(c *Config) string { return c.ShutdownTimeout.String() }},
 
-	{Flag: "forge", Env: "ALFRED_FORGE", Default: "", PerForge: true, Accepts: "forgejo, github, gitlab, or empty",
+	{Flag: "forge", Env: "ALFRED_FORGE", Default: "", PerForge: true, Accepts: kindsPlaceholder + ", or empty",
 		Help: "kind of forge the bot works on (Forgejo covers Gitea); empty serves without a forge",
-		set:  func(c *Config, v string) error { return setOneOf(&c.Forge.Kind, v, "", "forgejo", "github", "gitlab") }, get: func(c *Config) string { return c.Forge.Kind }},
+		set:  setKind, get: func(c *Config) string { return c.Forge.Kind }},
 	{Flag: "forge-name", Env: "ALFRED_FORGE_NAME", Default: "", PerForge: true, Accepts: "letters, digits, '-' or '_'; empty means the forge kind",
 		Help: "name of the forge in records and in the webhook URL /webhooks/{name}",
 		set:  func(c *Config, v string) error { return setName(&c.Forge.Name, v) }, get: func(c *Config) string { return c.Forge.Name }},
@@ -321,10 +324,11 @@ const (
 // Load builds the configuration of a subcommand from, in rising precedence,
 // the defaults, the optional file, the environment and the command-line
 // flags. args are the subcommand's arguments; lookupEnv is os.LookupEnv in
-// production. The first invalid value stops it with an error naming the
-// setting and what it accepts.
-func Load(name string, args []string, lookupEnv func(string) (string, bool), stderr io.Writer) (*Config, error) {
-	c, rest, err := LoadWith(name, args, lookupEnv, stderr, nil)
+// production; kinds are the forge kinds ALFRED_FORGE accepts, with what is
+// checked of each (forges/setup registers them). The first invalid value
+// stops it with an error naming the setting and what it accepts.
+func Load(name string, args []string, lookupEnv func(string) (string, bool), stderr io.Writer, kinds []ForgeKind) (*Config, error) {
+	c, rest, err := LoadWith(name, args, lookupEnv, stderr, kinds, nil)
 	if err == nil && len(rest) > 0 {
 		err = fmt.Errorf("unexpected argument %q", rest[0])
 	}
@@ -334,8 +338,8 @@ func Load(name string, args []string, lookupEnv func(string) (string, bool), std
 // LoadWith is Load for subcommands with flags of their own (added by extra)
 // and positional arguments, which it returns. Flags may come before, between
 // or after the positional arguments.
-func LoadWith(name string, args []string, lookupEnv func(string) (string, bool), stderr io.Writer, extra func(*flag.FlagSet)) (*Config, []string, error) {
-	fs, file, given := flagSet(name, stderr, extra)
+func LoadWith(name string, args []string, lookupEnv func(string) (string, bool), stderr io.Writer, kinds []ForgeKind, extra func(*flag.FlagSet)) (*Config, []string, error) {
+	fs, file, given := flagSet(name, stderr, kinds, extra)
 	positional, err := parseInterleaved(fs, args)
 	if err != nil {
 		return nil, nil, err
@@ -348,14 +352,14 @@ func LoadWith(name string, args []string, lookupEnv func(string) (string, bool),
 	if err != nil {
 		return nil, nil, err
 	}
-	c := &Config{}
+	c := &Config{kinds: kinds}
 	for _, s := range Settings {
 		if err := s.set(c, strings.TrimSpace(values[s.Env])); err != nil {
-			return nil, nil, fmt.Errorf("setting %s (flag -%s): %w; it accepts %s", s.Env, s.Flag, err, s.Accepts)
+			return nil, nil, fmt.Errorf("setting %s (flag -%s): %w; it accepts %s", s.Env, s.Flag, err, s.accepts(kinds))
 		}
 	}
 	for _, sec := range sections {
-		f, err := sec.forge(lookupEnv)
+		f, err := sec.forge(lookupEnv, kinds)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -368,7 +372,7 @@ func LoadWith(name string, args []string, lookupEnv func(string) (string, bool),
 }
 
 // flagSet declares a flag per setting, the -config flag and extra's.
-func flagSet(name string, stderr io.Writer, extra func(*flag.FlagSet)) (*flag.FlagSet, *string, map[string]*string) {
+func flagSet(name string, stderr io.Writer, kinds []ForgeKind, extra func(*flag.FlagSet)) (*flag.FlagSet, *string, map[string]*string) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	file := fs.String(FileFlag, "", "optional configuration file of ALFRED_NAME=value lines (env "+FileEnv+")")
@@ -376,7 +380,7 @@ func flagSet(name string, stderr io.Writer, extra func(*flag.FlagSet)) (*flag.Fl
 	for _, s := range Settings {
 		v := new(string)
 		given[s.Flag] = v
-		help := fmt.Sprintf("%s (env %s; %s)", s.Help, s.Env, s.Accepts)
+		help := fmt.Sprintf("%s (env %s; %s)", s.Help, s.Env, s.accepts(kinds))
 		if s.Secret {
 			help += " — prefer the variable: flags show in process lists"
 		}
@@ -452,7 +456,7 @@ func (c *Config) check() error {
 		return fmt.Errorf("settings ALFRED_OAUTH_CLIENT_ID and ALFRED_OAUTH_CLIENT_SECRET: set both or neither")
 	}
 	if c.Forge.Kind != "" {
-		if err := c.Forge.check("setting "); err != nil {
+		if err := c.Forge.check("setting ", c.kinds); err != nil {
 			return err
 		}
 	}
@@ -471,28 +475,31 @@ func (c *Config) check() error {
 }
 
 // check reports what is missing or contradictory in one forge's settings;
-// where prefixes the settings' names ("setting ", "[forge x] ").
-func (f Forge) check(where string) error {
+// where prefixes the settings' names ("setting ", "[forge x] "). Its kind
+// is one of kinds or empty (setKind).
+func (f Forge) check(where string, kinds []ForgeKind) error {
 	if f.Kind == "" {
-		return fmt.Errorf("%sALFRED_FORGE: required; it accepts forgejo, github or gitlab", where)
+		return fmt.Errorf("%sALFRED_FORGE: required; it accepts %s", where, kindNames(kinds, anyKind))
 	}
-	if f.URL == "" && f.Kind != "github" {
+	k, _ := kindNamed(kinds, f.Kind)
+	if f.URL == "" && !k.URLOptional {
 		return fmt.Errorf("%sALFRED_FORGE_URL: required when ALFRED_FORGE is %s; it accepts the forge's base http(s) URL", where, f.Kind)
 	}
 	if (f.OAuthClientID == "") != (f.OAuthClientSecret == "") {
 		return fmt.Errorf("%sALFRED_OAUTH_CLIENT_ID and ALFRED_OAUTH_CLIENT_SECRET: set both or neither", where)
 	}
-	return f.checkApp(where)
+	return f.checkApp(where, k, kinds)
 }
 
-// checkApp checks the GitHub App settings: GitHub only, an id with its key,
-// and no token beside them.
-func (f Forge) checkApp(where string) error {
+// checkApp checks the App settings: a kind with an App mode, an id with its
+// key, and no token beside them.
+func (f Forge) checkApp(where string, k ForgeKind, kinds []ForgeKind) error {
 	switch {
 	case f.AppID == 0 && f.AppKeyFile == "" && f.AppInstallation == 0:
 		return nil
-	case f.Kind != "github":
-		return fmt.Errorf("%sALFRED_GITHUB_APP_ID: GitHub App mode is for ALFRED_FORGE=github, not %s", where, f.Kind)
+	case !k.App:
+		apps := kindNames(kinds, func(k ForgeKind) bool { return k.App })
+		return fmt.Errorf("%sALFRED_GITHUB_APP_ID: GitHub App mode is for ALFRED_FORGE=%s, not %s", where, apps, f.Kind)
 	case f.AppID == 0 || f.AppKeyFile == "":
 		return fmt.Errorf("%sALFRED_GITHUB_APP_ID and ALFRED_GITHUB_APP_KEY_FILE: set both for GitHub App mode", where)
 	case f.Token != "":
@@ -512,7 +519,7 @@ func (c *Config) ForgeNamed(name string) (Forge, error) {
 	}
 	switch {
 	case len(names) == 0:
-		return Forge{}, errors.New("no forge: set ALFRED_FORGE (forgejo, github or gitlab) and ALFRED_FORGE_URL")
+		return Forge{}, errors.New(c.noForge())
 	case name == "":
 		return Forge{}, fmt.Errorf("several forges are configured (%s): name one, as NAME:OWNER/PROJECT", strings.Join(names, ", "))
 	}
@@ -538,7 +545,7 @@ func (c *Config) Ignored() []string {
 // shows it; an empty list means the bot can take issues.
 func (c *Config) Missing() []string {
 	if len(c.Forges) == 0 {
-		return []string{"no forge: set ALFRED_FORGE (forgejo, github or gitlab) and ALFRED_FORGE_URL"}
+		return []string{c.noForge()}
 	}
 	var m []string
 	for _, f := range c.Forges {
@@ -589,8 +596,8 @@ type section struct {
 
 // forge builds the section's forge. A value may name variables of the
 // environment ($NAME or ${NAME}), so that secrets stay out of the file.
-func (sec section) forge(lookupEnv func(string) (string, bool)) (Forge, error) {
-	tmp := &Config{}
+func (sec section) forge(lookupEnv func(string) (string, bool), kinds []ForgeKind) (Forge, error) {
+	tmp := &Config{kinds: kinds}
 	where := "[forge " + sec.name + "] "
 	for _, st := range Settings {
 		if !st.PerForge {
@@ -598,14 +605,14 @@ func (sec section) forge(lookupEnv func(string) (string, bool)) (Forge, error) {
 		}
 		v := os.Expand(sec.values[st.Env], func(k string) string { v, _ := lookupEnv(k); return v })
 		if err := st.set(tmp, strings.TrimSpace(v)); err != nil {
-			return Forge{}, fmt.Errorf("configuration file, %s%s: %w; it accepts %s", where, st.Env, err, st.Accepts)
+			return Forge{}, fmt.Errorf("configuration file, %s%s: %w; it accepts %s", where, st.Env, err, st.accepts(kinds))
 		}
 	}
 	if tmp.Forge.Name != "" && tmp.Forge.Name != sec.name {
 		return Forge{}, fmt.Errorf("configuration file, %sALFRED_FORGE_NAME: the section names the forge already", where)
 	}
 	tmp.Forge.Name = sec.name
-	return tmp.Forge, tmp.Forge.check("configuration file, " + where)
+	return tmp.Forge, tmp.Forge.check("configuration file, "+where, kinds)
 }
 
 // readFile reads the configuration file: settings before the first section,
@@ -834,7 +841,7 @@ func setName(dst *string, v string) error {
 
 // Reference writes the catalogue as the Markdown table of the README's
 // configuration reference (`alfred config reference`).
-func Reference(w io.Writer) error {
+func Reference(w io.Writer, kinds []ForgeKind) error {
 	var b strings.Builder
 	b.WriteString("| variable | flag | default | accepts | what it does |\n|---|---|---|---|---|\n")
 	for _, s := range Settings {
@@ -842,7 +849,7 @@ func Reference(w io.Writer) error {
 		if s.Default == "" {
 			def = "(empty)"
 		}
-		fmt.Fprintf(&b, "| `%s` | `-%s` | %s | %s | %s |\n", s.Env, s.Flag, def, s.Accepts, s.Help)
+		fmt.Fprintf(&b, "| `%s` | `-%s` | %s | %s | %s |\n", s.Env, s.Flag, def, s.accepts(kinds), s.Help)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -14,7 +14,7 @@ func env(m map[string]string) func(string) (string, bool) {
 }
 
 func TestLoadDefaults(t *testing.T) {
-	c, err := Load("serve", nil, env(nil), io.Discard)
+	c, err := Load("serve", nil, env(nil), io.Discard, testKinds)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestLoadPrecedence(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := env(map[string]string{"ALFRED_CONFIG": file, "ALFRED_LISTEN": "127.0.0.1:9002", "ALFRED_LOG_LEVEL": "warn"})
-	c, err := Load("serve", []string{"-listen", "127.0.0.1:9003"}, e, io.Discard)
+	c, err := Load("serve", []string{"-listen", "127.0.0.1:9003"}, e, io.Discard, testKinds)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestLoadErrorsNameTheSetting(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Load("serve", tt.args, env(tt.env), io.Discard)
+			_, err := Load("serve", tt.args, env(tt.env), io.Discard, testKinds)
 			if err == nil {
 				t.Fatal("Load accepted it")
 			}
@@ -95,7 +95,7 @@ func TestLoadErrorsNameTheSetting(t *testing.T) {
 func TestDescribeHidesSecrets(t *testing.T) {
 	c, err := Load("serve", nil, env(map[string]string{
 		"ALFRED_FORGE": "github", "ALFRED_FORGE_TOKEN": "tok-123", "ALFRED_WEBHOOK_SECRETS": "s1, s2",
-	}), io.Discard)
+	}), io.Discard, testKinds)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,3 +129,6 @@ func TestReadmeListsEverySetting(t *testing.T) {
 		}
 	}
 }
+
+// testKinds are kinds as forges/setup registers them (setup.ConfigKinds).
+var testKinds = []ForgeKind{{Name: "forgejo"}, {Name: "github", URLOptional: true, App: true}, {Name: "gitlab"}}

@@ -30,7 +30,7 @@ ALFRED_OAUTH_CLIENT_SECRET=secret
 	}
 	e := env(map[string]string{"ALFRED_CONFIG": file, "GL_TOKEN": "glpat-1", "GH_TOKEN": "ghp-1",
 		"ALFRED_FORGE": "forgejo", "ALFRED_FORGE_URL": "https://codeberg.example", "ALFRED_FORGE_TOKEN": "fj-1"})
-	c, err := Load("serve", nil, e, io.Discard)
+	c, err := Load("serve", nil, e, io.Discard, testKinds)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestForgeSectionErrors(t *testing.T) {
 	for _, tc := range tests {
 		file := filepath.Join(t.TempDir(), "alfred.env")
 		os.WriteFile(file, []byte(tc.content), 0o600)
-		_, err := Load("serve", nil, env(map[string]string{"ALFRED_CONFIG": file}), io.Discard)
+		_, err := Load("serve", nil, env(map[string]string{"ALFRED_CONFIG": file}), io.Discard, testKinds)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
@@ -86,14 +86,14 @@ func TestForgeSectionErrors(t *testing.T) {
 }
 
 func TestIgnoredForgeSettings(t *testing.T) {
-	c, err := Load("serve", nil, env(map[string]string{"ALFRED_WEBHOOK_SECRETS": "s", "ALFRED_LISTEN": "127.0.0.1:9"}), io.Discard)
+	c, err := Load("serve", nil, env(map[string]string{"ALFRED_WEBHOOK_SECRETS": "s", "ALFRED_LISTEN": "127.0.0.1:9"}), io.Discard, testKinds)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := c.Ignored(); len(got) != 1 || got[0] != "ALFRED_WEBHOOK_SECRETS" {
 		t.Fatalf("Ignored() = %q", got)
 	}
-	c, _ = Load("serve", nil, env(map[string]string{"ALFRED_FORGE": "github", "ALFRED_WEBHOOK_SECRETS": "s"}), io.Discard)
+	c, _ = Load("serve", nil, env(map[string]string{"ALFRED_FORGE": "github", "ALFRED_WEBHOOK_SECRETS": "s"}), io.Discard, testKinds)
 	if got := c.Ignored(); len(got) != 0 {
 		t.Fatalf("with a forge: Ignored() = %q", got)
 	}

@@ -19,12 +19,12 @@ func TestGatewaySettings(t *testing.T) {
 		{map[string]string{"ALFRED_GATEWAY": "off"}, false},
 		{map[string]string{"ALFRED_GATEWAY": "on"}, true},
 	} {
-		c, err := Load("serve", nil, env(tc.env), io.Discard)
+		c, err := Load("serve", nil, env(tc.env), io.Discard, testKinds)
 		if err != nil || c.Sealing() != tc.want || c.GatewayForwarder != "" {
 			t.Errorf("%v: %v, sealing %v; want %v", tc.env, err, c.Sealing(), tc.want)
 		}
 	}
-	c, err := Load("serve", nil, env(map[string]string{"ALFRED_GATEWAY": "on", "ALFRED_GATEWAY_FORWARDER": "/opt/alfred-forward"}), io.Discard)
+	c, err := Load("serve", nil, env(map[string]string{"ALFRED_GATEWAY": "on", "ALFRED_GATEWAY_FORWARDER": "/opt/alfred-forward"}), io.Discard, testKinds)
 	if err != nil || !c.Sealing() || c.GatewayForwarder != "/opt/alfred-forward" {
 		t.Fatalf("on: %v %+v", err, c)
 	}
@@ -33,7 +33,7 @@ func TestGatewaySettings(t *testing.T) {
 		{"ALFRED_GATEWAY": "on", "ALFRED_RUNNER": "host"},
 		{"ALFRED_GATEWAY_FORWARDER": "bin/alfred-forward"},
 	} {
-		if _, err := Load("serve", nil, env(bad), io.Discard); err == nil || !strings.Contains(err.Error(), "ALFRED_GATEWAY") {
+		if _, err := Load("serve", nil, env(bad), io.Discard, testKinds); err == nil || !strings.Contains(err.Error(), "ALFRED_GATEWAY") {
 			t.Errorf("%v: %v", bad, err)
 		}
 	}

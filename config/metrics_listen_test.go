@@ -25,7 +25,7 @@ func TestMetricsListen(t *testing.T) {
 			errs: []string{"ALFRED_METRICS_LISTEN", "ALFRED_LISTEN", "empty"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := Load("serve", tc.args, env(tc.env), io.Discard)
+			c, err := Load("serve", tc.args, env(tc.env), io.Discard, testKinds)
 			if tc.errs == nil {
 				if err != nil {
 					t.Fatal(err)

@@ -22,7 +22,7 @@ func TestStateRemote(t *testing.T) {
 		{"alfred-state", false},
 		{":nohost", false},
 	} {
-		c, err := Load("serve", nil, env(map[string]string{"ALFRED_STATE_REMOTE": tt.value}), io.Discard)
+		c, err := Load("serve", nil, env(map[string]string{"ALFRED_STATE_REMOTE": tt.value}), io.Discard, testKinds)
 		if (err == nil) != tt.ok {
 			t.Errorf("ALFRED_STATE_REMOTE=%q: %v, want accepted: %v", tt.value, err, tt.ok)
 			continue

@@ -15,6 +15,7 @@ import (
 
 	"github.com/alchemic-studio/alfred/config"
 	"github.com/alchemic-studio/alfred/forges"
+	"github.com/alchemic-studio/alfred/forges/setup"
 	"github.com/alchemic-studio/alfred/state"
 )
 
@@ -205,7 +206,7 @@ func TestConfigOnlyForAdmins(t *testing.T) {
 	c, err := config.Load("serve", nil, func(k string) (string, bool) {
 		v, ok := map[string]string{"ALFRED_FORGE": "forgejo", "ALFRED_FORGE_URL": "http://127.0.0.1:3000", "ALFRED_FORGE_TOKEN": "tok-secret-1"}[k]
 		return v, ok
-	}, io.Discard)
+	}, io.Discard, setup.ConfigKinds())
 	if err != nil {
 		t.Fatal(err)
 	}

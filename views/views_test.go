@@ -12,6 +12,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/alchemic-studio/alfred/config"
+	"github.com/alchemic-studio/alfred/forges/setup"
 )
 
 func serve(t *testing.T, d Deps) *httptest.Server {
@@ -55,7 +56,7 @@ func TestHomeSaysWhatIsMissing(t *testing.T) {
 		v, ok := map[string]string{"ALFRED_FORGE": "forgejo", "ALFRED_FORGE_URL": "http://127.0.0.1:3000", "ALFRED_FORGE_TOKEN": "tok-secret-1"}[k]
 		return v, ok
 	}
-	c, err := config.Load("serve", nil, lookup, io.Discard)
+	c, err := config.Load("serve", nil, lookup, io.Discard, setup.ConfigKinds())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,10 @@ import (
 	"github.com/alchemic-studio/alfred/forges"
 )
 
+// GitUser is the user name git gives with the bot's token over HTTPS:
+// Forgejo and Gitea check only the token.
+const GitUser = "oauth2"
+
 // Options configure a Forge.
 type Options struct {
 	// BaseURL is the root of the instance, e.g. https://forge.example.org.
@@ -31,7 +35,7 @@ type Options struct {
 	// Token is the bot's access token. It is a secret: never logged.
 	Token string
 	// Username is the user name given to git with Token over HTTPS. Forgejo
-	// checks only the token; empty means "oauth2".
+	// checks only the token; empty means GitUser.
 	Username string
 	// HTTPClient is the client requests go through (its Transport is wrapped
 	// with Retry); nil means a new client over http.DefaultTransport.
@@ -75,7 +79,7 @@ func New(opts Options) (*Forge, error) {
 		opts.ServerVersion = "1.21.0"
 	}
 	if opts.Username == "" {
-		opts.Username = "oauth2"
+		opts.Username = GitUser
 	}
 	base := http.DefaultTransport
 	hc := &http.Client{}

@@ -255,13 +255,15 @@ func (f *Forge) BranchExists(ctx context.Context, p forges.Project, branch strin
 	return true, nil
 }
 
-// GitCredentials are "x-access-token" and the token, which GitHub accepts
-// for git over HTTPS with personal access tokens and App installation tokens
-// alike. In App mode the token is the one of the installation on p, valid
+// GitUser is the user name git gives with a token over HTTPS, which GitHub
+// accepts with personal access tokens and App installation tokens alike.
+const GitUser = "x-access-token"
+
+// GitCredentials are GitUser and the token. In App mode the token is the one of the installation on p, valid
 // for at least a minute more, and p must be named.
 func (f *Forge) GitCredentials(ctx context.Context, p forges.Project) (username, password string, err error) {
 	if f.app == nil {
-		return "x-access-token", f.token, nil
+		return GitUser, f.token, nil
 	}
 	if p.Owner == "" || p.Name == "" {
 		return "", "", fmt.Errorf("git credentials of GitHub App %d: no repository named, and its tokens are per repository", f.app.id)
@@ -270,7 +272,7 @@ func (f *Forge) GitCredentials(ctx context.Context, p forges.Project) (username,
 	if err != nil {
 		return "", "", err
 	}
-	return "x-access-token", token, nil
+	return GitUser, token, nil
 }
 
 // answer is the HTTP answer an SDK error came with, nil for none.

@@ -183,10 +183,13 @@ func (f *Forge) project(ctx context.Context, p forges.Project) (*gl.Project, err
 	return pr, nil
 }
 
-// GitCredentials are "oauth2" and the token, which GitLab accepts for any
-// kind of access token over HTTPS.
+// GitUser is the user name git gives with a token over HTTPS, which GitLab
+// accepts for any kind of access token.
+const GitUser = "oauth2"
+
+// GitCredentials are GitUser and the token.
 func (f *Forge) GitCredentials(context.Context, forges.Project) (username, password string, err error) {
-	return "oauth2", f.token, nil
+	return GitUser, f.token, nil
 }
 
 // pid is the project id the SDK escapes into the path: "group/sub/name".

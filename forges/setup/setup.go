@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/alchemic-studio/alfred/config"
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/forges/forgejo"
 	"github.com/alchemic-studio/alfred/forges/github"
@@ -52,6 +53,9 @@ type Kind struct {
 	// GitHost is the host the forge at base serves git from, and the user
 	// name git gives with the bot's token there.
 	GitHost func(base string) (host, user string)
+	// URLOptional: the kind has a default address (ALFRED_FORGE_URL may be
+	// empty); App: it has an App mode (ALFRED_GITHUB_APP_*).
+	URLOptional, App bool
 }
 
 var kinds = []Kind{
@@ -67,7 +71,7 @@ var kinds = []Kind{
 				UserURL: web + "/api/v1/user", LoginField: "login"}
 		},
 		CommitPath: "/commit/",
-		GitHost:    func(base string) (string, string) { return hostOf(base), "oauth2" },
+		GitHost:    func(base string) (string, string) { return hostOf(base), forgejo.GitUser },
 	},
 	{
 		Name: string(forges.GitHub),
@@ -92,8 +96,10 @@ var kinds = []Kind{
 			if host == "" || host == "api.github.com" {
 				host = "github.com"
 			}
-			return host, "x-access-token"
+			return host, github.GitUser
 		},
+		URLOptional: true,
+		App:         true,
 	},
 	{
 		Name: string(forges.GitLab),
@@ -107,7 +113,7 @@ var kinds = []Kind{
 				UserURL: web + "/api/v4/user", LoginField: "username", Scopes: []string{"read_user"}}
 		},
 		CommitPath: "/-/commit/",
-		GitHost:    func(base string) (string, string) { return hostOf(base), "oauth2" },
+		GitHost:    func(base string) (string, string) { return hostOf(base), gitlab.GitUser },
 	},
 }
 
@@ -120,11 +126,11 @@ func Of(name string) (Kind, bool) {
 	return kinds[i], true
 }
 
-// Names are the kinds, in their order.
-func Names() []string {
-	out := make([]string, len(kinds))
+// ConfigKinds are the kinds as the configuration checks them (config.Load).
+func ConfigKinds() []config.ForgeKind {
+	out := make([]config.ForgeKind, len(kinds))
 	for i, k := range kinds {
-		out[i] = k.Name
+		out[i] = config.ForgeKind{Name: k.Name, URLOptional: k.URLOptional, App: k.App}
 	}
 	return out
 }
