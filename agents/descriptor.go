@@ -8,6 +8,8 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 	"github.com/google/uuid"
+
+	"github.com/alchemic-studio/alfred/gateway"
 )
 
 // Descriptor is what a local CLI declares about itself: the facts the shared
@@ -70,8 +72,9 @@ type Descriptor struct {
 // carry that provider's credentials or endpoint, which a sealed run never
 // passes on (the gateway holds them).
 type Sealed struct {
-	// Provider is the gateway provider's name: "anthropic", "openai",
-	// "gemini" or "xai" (the constructors of package gateway).
+	// Provider is the name of the provider of gateway.Catalogue the CLI
+	// calls (gateway.NameAnthropic, ...): its address, key variables and
+	// headers are the catalogue's.
 	Provider string
 	// BaseURLVar names the variable the CLI reads its provider's base URL
 	// from; a sealed run sets it to the forwarder's base URL for Provider
@@ -131,6 +134,9 @@ func (s *Sealed) Environment(offered map[string]string, baseURL, token string) m
 func (s *Sealed) validate(d Descriptor) error {
 	if s.Provider == "" || s.BaseURLVar == "" || s.KeyVar == "" {
 		return errors.New("sealed: a provider, BaseURLVar and KeyVar are needed")
+	}
+	if _, ok := gateway.Lookup(s.Provider); !ok {
+		return fmt.Errorf("sealed: provider %q is not in the gateway's catalogue", s.Provider)
 	}
 	received := slices.Concat(BaseEnv, d.EnvAllowlist, s.Credentials)
 	for k := range s.Env("http://127.0.0.1:1/"+s.Provider, "token") {

@@ -54,15 +54,16 @@ func TestDescriptorValidate(t *testing.T) {
 		edit func(*Descriptor)
 		want string // "" means valid
 	}{
-		"valid":                {func(*Descriptor) {}, ""},
-		"no id":                {func(d *Descriptor) { d.ID = "" }, "no adapter id"},
-		"no executable":        {func(d *Descriptor) { d.Executable = "" }, "no executable"},
-		"version argv instead": {func(d *Descriptor) { d.Executable, d.VersionArgv = "", []string{"x", "-V"} }, ""},
-		"bad range":            {func(d *Descriptor) { d.VerifiedRange = "not a range" }, "verified range"},
-		"state outside home":   {func(d *Descriptor) { d.SessionStatePath = "/root/.x" }, AgentHome},
-		"bad worktree pattern": {func(d *Descriptor) { d.WorktreeFiles = []string{"!x"} }, "plain exclude line"},
-		"sealed":               {func(d *Descriptor) { d.Sealed = sealedX() }, ""},
-		"sealed, no key var":   {func(d *Descriptor) { d.Sealed = sealedX(); d.Sealed.KeyVar = "" }, "KeyVar"},
+		"valid":                    {func(*Descriptor) {}, ""},
+		"no id":                    {func(d *Descriptor) { d.ID = "" }, "no adapter id"},
+		"no executable":            {func(d *Descriptor) { d.Executable = "" }, "no executable"},
+		"version argv instead":     {func(d *Descriptor) { d.Executable, d.VersionArgv = "", []string{"x", "-V"} }, ""},
+		"bad range":                {func(d *Descriptor) { d.VerifiedRange = "not a range" }, "verified range"},
+		"state outside home":       {func(d *Descriptor) { d.SessionStatePath = "/root/.x" }, AgentHome},
+		"bad worktree pattern":     {func(d *Descriptor) { d.WorktreeFiles = []string{"!x"} }, "plain exclude line"},
+		"sealed":                   {func(d *Descriptor) { d.Sealed = sealedX() }, ""},
+		"sealed, no key var":       {func(d *Descriptor) { d.Sealed = sealedX(); d.Sealed.KeyVar = "" }, "KeyVar"},
+		"sealed, no such provider": {func(d *Descriptor) { d.Sealed = sealedX(); d.Sealed.Provider = "bedrock" }, "catalogue"},
 		"sealed sets a variable the CLI never receives": {
 			func(d *Descriptor) { d.Sealed = sealedX(); d.Sealed.Set = map[string]string{"X_OFFLINE": "1"} }, "X_OFFLINE"},
 		"sealed sets an allowed variable": {

@@ -81,46 +81,33 @@ const (
 // x-api-key. An empty baseURL means AnthropicURL. It forwards POST
 // /v1/messages and /v1/messages/count_tokens, GET /v1/models and
 // /v1/models/{model}.
-func Anthropic(baseURL, key string) Provider {
-	return Provider{Name: "anthropic", BaseURL: or(baseURL, AnthropicURL), Key: key, Header: "x-api-key",
-		Endpoints: slices.Clone(anthropicEndpoints), ErrorShape: ErrorShapeAnthropic}
-}
+func Anthropic(baseURL, key string) Provider { return must(NameAnthropic).Provider(baseURL, key) }
 
 // OpenAI is the OpenAI API (Codex, OpenCode, Copilot BYOK), named "openai",
 // key as a Bearer token. An empty baseURL means OpenAIURL. It forwards POST
 // /v1/responses, /v1/responses/compact and /v1/chat/completions, GET
 // /v1/models and /v1/models/{model}.
-func OpenAI(baseURL, key string) Provider {
-	return Provider{Name: "openai", BaseURL: or(baseURL, OpenAIURL), Key: key, Header: "Authorization", Scheme: "Bearer",
-		Endpoints: slices.Clone(openAIEndpoints), ErrorShape: ErrorShapeOpenAI}
-}
+func OpenAI(baseURL, key string) Provider { return must(NameOpenAI).Provider(baseURL, key) }
 
 // Gemini is the Gemini API (Gemini CLI), named "gemini", key in
 // x-goog-api-key. An empty baseURL means GeminiURL. It forwards POST
 // /v1beta/models/{model}:generateContent, :streamGenerateContent and
 // :countTokens, GET /v1beta/models and /v1beta/models/{model}.
-func Gemini(baseURL, key string) Provider {
-	return Provider{Name: "gemini", BaseURL: or(baseURL, GeminiURL), Key: key, Header: "x-goog-api-key",
-		Endpoints: slices.Clone(geminiEndpoints), ErrorShape: ErrorShapeGoogle}
-}
+func Gemini(baseURL, key string) Provider { return must(NameGemini).Provider(baseURL, key) }
 
 // XAI is xAI's API (Grok), named "xai", key as a Bearer token. An empty
 // baseURL means XAIURL. It forwards POST /v1/chat/completions and
 // /v1/responses, GET /v1/models and /v1/models/{model}.
-func XAI(baseURL, key string) Provider {
-	return Provider{Name: "xai", BaseURL: or(baseURL, XAIURL), Key: key, Header: "Authorization", Scheme: "Bearer",
-		Endpoints: slices.Clone(xaiEndpoints), ErrorShape: ErrorShapeOpenAI}
-}
+func XAI(baseURL, key string) Provider { return must(NameXAI).Provider(baseURL, key) }
 
-// ProviderNamed is the provider of a usual name: "anthropic", "openai",
-// "gemini" or "xai" (Anthropic, OpenAI, Gemini, XAI), the names the agent
-// adapters declare (agents.Sealed.Provider); false for any other name.
+// ProviderNamed is the catalogue's provider of that name (Anthropic, OpenAI,
+// Gemini, XAI) at baseURL with key; false for any other name.
 func ProviderNamed(name, baseURL, key string) (Provider, bool) {
-	mk, ok := map[string]func(string, string) Provider{"anthropic": Anthropic, "openai": OpenAI, "gemini": Gemini, "xai": XAI}[name]
+	c, ok := Lookup(name)
 	if !ok {
 		return Provider{}, false
 	}
-	return mk(baseURL, key), true
+	return c.Provider(baseURL, key), true
 }
 
 func or(s, def string) string {

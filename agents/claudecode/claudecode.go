@@ -26,6 +26,7 @@ import (
 	"strings"
 
 	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/gateway"
 	"github.com/alchemic-studio/alfred/sandbox"
 )
 
@@ -78,7 +79,7 @@ func (CLI) Descriptor() agents.Descriptor {
 			"IS_SANDBOX":                               "1",
 		},
 		Sealed: &agents.Sealed{
-			Provider: "anthropic", BaseURLVar: "ANTHROPIC_BASE_URL", KeyVar: "ANTHROPIC_API_KEY",
+			Provider: gateway.NameAnthropic, BaseURLVar: "ANTHROPIC_BASE_URL", KeyVar: "ANTHROPIC_API_KEY",
 			Credentials: []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "CLAUDE_CODE_OAUTH_TOKEN"},
 		},
 	}

@@ -40,6 +40,7 @@ import (
 	"strings"
 
 	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/gateway"
 	"github.com/alchemic-studio/alfred/sandbox"
 )
 
@@ -76,7 +77,7 @@ func (CLI) Descriptor() agents.Descriptor {
 		PromptOnStdin:    true,
 		EnvAllowlist:     []string{"OPENAI_ORGANIZATION", "OPENAI_PROJECT", "RUST_LOG"},
 		Sealed: &agents.Sealed{
-			Provider: "openai", BaseURLVar: "OPENAI_BASE_URL", BaseURLPath: "/v1", KeyVar: "OPENAI_API_KEY",
+			Provider: gateway.NameOpenAI, BaseURLVar: "OPENAI_BASE_URL", BaseURLPath: "/v1", KeyVar: "OPENAI_API_KEY",
 			Credentials: []string{"OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL", "AZURE_OPENAI_API_KEY"},
 		},
 	}

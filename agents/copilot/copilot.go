@@ -32,6 +32,7 @@ import (
 	"strings"
 
 	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/gateway"
 	"github.com/alchemic-studio/alfred/sandbox"
 )
 
@@ -75,7 +76,7 @@ func (CLI) Descriptor() agents.Descriptor {
 		},
 		FixedEnv: map[string]string{"COPILOT_AUTO_UPDATE": "false", "NO_COLOR": "1"},
 		Sealed: &agents.Sealed{
-			Provider: "openai", BaseURLVar: "COPILOT_PROVIDER_BASE_URL", BaseURLPath: "/v1", KeyVar: "COPILOT_PROVIDER_API_KEY",
+			Provider: gateway.NameOpenAI, BaseURLVar: "COPILOT_PROVIDER_BASE_URL", BaseURLPath: "/v1", KeyVar: "COPILOT_PROVIDER_API_KEY",
 			Set: map[string]string{"COPILOT_OFFLINE": "true", "COPILOT_PROVIDER_TYPE": "openai"},
 			Credentials: []string{"COPILOT_PROVIDER_BASE_URL", "COPILOT_PROVIDER_API_KEY", "COPILOT_PROVIDER_BEARER_TOKEN",
 				"COPILOT_PROVIDER_HEADERS", "COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"},

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/gateway"
 	"github.com/alchemic-studio/alfred/sandbox"
 )
 
@@ -136,7 +137,7 @@ func (CLI) Classify(res *sandbox.Result) agents.FallbackReason {
 // as if it called Anthropic, at FAKE_BASE_URL with the run's token as
 // FAKE_API_KEY, which the gateway takes over.
 var Sealed = &agents.Sealed{
-	Provider: "anthropic", BaseURLVar: "FAKE_BASE_URL", KeyVar: "FAKE_API_KEY",
+	Provider: gateway.NameAnthropic, BaseURLVar: "FAKE_BASE_URL", KeyVar: "FAKE_API_KEY",
 	Credentials: []string{"FAKE_API_KEY", "FAKE_BASE_URL"},
 }
 

@@ -37,6 +37,7 @@ import (
 	"strings"
 
 	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/gateway"
 	"github.com/alchemic-studio/alfred/sandbox"
 )
 
@@ -92,7 +93,7 @@ func (CLI) Descriptor() agents.Descriptor {
 		},
 		FixedEnv: map[string]string{"GEMINI_CLI_TRUST_WORKSPACE": "true", "NO_COLOR": "1"},
 		Sealed: &agents.Sealed{
-			Provider: "gemini", BaseURLVar: "GOOGLE_GEMINI_BASE_URL", KeyVar: "GEMINI_API_KEY",
+			Provider: gateway.NameGemini, BaseURLVar: "GOOGLE_GEMINI_BASE_URL", KeyVar: "GEMINI_API_KEY",
 			Credentials: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_VERTEX_BASE_URL"},
 			KeepMounts:  []string{SettingsPath},
 		},

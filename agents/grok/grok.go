@@ -32,6 +32,7 @@ import (
 	"strings"
 
 	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/gateway"
 	"github.com/alchemic-studio/alfred/sandbox"
 )
 
@@ -65,7 +66,7 @@ func (CLI) Descriptor() agents.Descriptor {
 		WorktreeFiles: []string{"/.grok/settings.json"},
 		EnvAllowlist:  []string{"GROK_MODEL"},
 		Sealed: &agents.Sealed{
-			Provider: "xai", BaseURLVar: "GROK_BASE_URL", BaseURLPath: "/v1", KeyVar: "GROK_API_KEY",
+			Provider: gateway.NameXAI, BaseURLVar: "GROK_BASE_URL", BaseURLPath: "/v1", KeyVar: "GROK_API_KEY",
 			Credentials: []string{"GROK_API_KEY", "GROK_BASE_URL", "MORPH_API_KEY"},
 		},
 	}

@@ -36,6 +36,7 @@ import (
 	"strings"
 
 	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/gateway"
 	"github.com/alchemic-studio/alfred/sandbox"
 )
 
@@ -91,7 +92,7 @@ func (CLI) Descriptor() agents.Descriptor {
 		},
 		FixedEnv: map[string]string{"OPENCODE_DB": DBEnv, "OPENCODE_DISABLE_AUTOUPDATE": "1"},
 		Sealed: &agents.Sealed{
-			Provider: "openai", BaseURLVar: "OPENAI_BASE_URL", BaseURLPath: "/v1", KeyVar: "OPENAI_API_KEY",
+			Provider: gateway.NameOpenAI, BaseURLVar: "OPENAI_BASE_URL", BaseURLPath: "/v1", KeyVar: "OPENAI_API_KEY",
 			Credentials: []string{"OPENAI_API_KEY", "OPENAI_BASE_URL"},
 		},
 	}

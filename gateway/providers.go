@@ -1,0 +1,114 @@
+package gateway
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+)
+
+// The providers' names: the first path segment that routes to each, and
+// what the agent adapters declare (agents.Sealed.Provider).
+const (
+	NameAnthropic = "anthropic"
+	NameOpenAI    = "openai"
+	NameGemini    = "gemini"
+	NameXAI       = "xai"
+)
+
+// Credential is one variable of the bot's environment a provider's key may
+// come from, and how the gateway sends that key on.
+type Credential struct {
+	Var string
+	// Header carries the key, prefixed by Scheme and a space when Scheme
+	// is set (Provider.Header, Provider.Scheme).
+	Header, Scheme string
+}
+
+// Catalogued is one provider of the catalogue: everything Alfred knows of
+// a model API, in one row. The gateway forwards to it (Provider), the
+// wiring finds its address and key in the variables ALFRED_AGENT_ENV
+// offers (Served), and the doctor names the variable to set (KeyVar).
+type Catalogued struct {
+	Name       string
+	DefaultURL string
+	// URLVar is the variable that moves its address (a proxy, a mock);
+	// a trailing "/v1" is dropped, since the CLIs' base URLs may end in
+	// the API version their sealed variables add again
+	// (agents.Sealed.BaseURLPath).
+	URLVar string
+	// Credentials are where its key comes from, the first one set winning.
+	Credentials []Credential
+	// Keyless: served even when no key is offered (the requests then go
+	// on without one: a local model or a mock that needs none).
+	Keyless    bool
+	Endpoints  []Endpoint
+	ErrorShape ErrorShape
+}
+
+// Catalogue is every provider the sealed CLIs call.
+var Catalogue = []Catalogued{
+	{Name: NameAnthropic, DefaultURL: AnthropicURL, URLVar: "ANTHROPIC_BASE_URL",
+		Credentials: []Credential{{"ANTHROPIC_API_KEY", "x-api-key", ""}, {"ANTHROPIC_AUTH_TOKEN", "Authorization", "Bearer"}},
+		Keyless:     true, Endpoints: anthropicEndpoints, ErrorShape: ErrorShapeAnthropic},
+	{Name: NameOpenAI, DefaultURL: OpenAIURL, URLVar: "OPENAI_BASE_URL",
+		Credentials: []Credential{{"OPENAI_API_KEY", "Authorization", "Bearer"}, {"CODEX_API_KEY", "Authorization", "Bearer"}},
+		Endpoints:   openAIEndpoints, ErrorShape: ErrorShapeOpenAI},
+	{Name: NameGemini, DefaultURL: GeminiURL, URLVar: "GOOGLE_GEMINI_BASE_URL",
+		Credentials: []Credential{{"GEMINI_API_KEY", "x-goog-api-key", ""}, {"GOOGLE_API_KEY", "x-goog-api-key", ""}},
+		Endpoints:   geminiEndpoints, ErrorShape: ErrorShapeGoogle},
+	{Name: NameXAI, DefaultURL: XAIURL, URLVar: "GROK_BASE_URL",
+		Credentials: []Credential{{"GROK_API_KEY", "Authorization", "Bearer"}, {"XAI_API_KEY", "Authorization", "Bearer"}},
+		Endpoints:   xaiEndpoints, ErrorShape: ErrorShapeOpenAI},
+}
+
+// Lookup is the catalogue's provider called name.
+func Lookup(name string) (Catalogued, bool) {
+	i := slices.IndexFunc(Catalogue, func(c Catalogued) bool { return c.Name == name })
+	if i < 0 {
+		return Catalogued{}, false
+	}
+	return Catalogue[i], true
+}
+
+// KeyVar is the first variable its key is read from, the one to name to a
+// person.
+func (c Catalogued) KeyVar() string { return c.Credentials[0].Var }
+
+// Provider is the provider at baseURL (empty: DefaultURL) with key, sent as
+// its first credential is.
+func (c Catalogued) Provider(baseURL, key string) Provider {
+	return c.provider(baseURL, key, c.Credentials[0])
+}
+
+func (c Catalogued) provider(baseURL, key string, cred Credential) Provider {
+	return Provider{Name: c.Name, BaseURL: cmp.Or(baseURL, c.DefaultURL), Key: key, Header: cred.Header, Scheme: cred.Scheme,
+		Endpoints: slices.Clone(c.Endpoints), ErrorShape: c.ErrorShape}
+}
+
+// Served are the providers the gateway serves from the variables offered
+// (offered answers "" for one that is not): each with a key, from its first
+// credential set, and the keyless ones in any case, at the address their
+// URLVar gives, else their default.
+func Served(offered func(name string) string) []Provider {
+	var out []Provider
+	for _, c := range Catalogue {
+		base := strings.TrimSuffix(strings.TrimRight(offered(c.URLVar), "/"), "/v1")
+		i := slices.IndexFunc(c.Credentials, func(cr Credential) bool { return offered(cr.Var) != "" })
+		switch {
+		case i >= 0:
+			out = append(out, c.provider(base, offered(c.Credentials[i].Var), c.Credentials[i]))
+		case c.Keyless:
+			out = append(out, c.Provider(base, ""))
+		}
+	}
+	return out
+}
+
+// must is the catalogue's provider called name, for the constructors.
+func must(name string) Catalogued {
+	c, ok := Lookup(name)
+	if !ok {
+		panic("gateway: no provider " + name + " in the catalogue")
+	}
+	return c
+}

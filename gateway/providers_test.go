@@ -1,0 +1,63 @@
+package gateway
+
+import (
+	"testing"
+)
+
+// TestServed: the providers served from the offered variables, each row of
+// the catalogue read the one way: the first credential set wins and is sent
+// as it says, a keyless provider is served without one, the address
+// variable moves it (its "/v1" dropped), nothing offered serves only the
+// keyless.
+func TestServed(t *testing.T) {
+	type want struct{ base, key, header, scheme string }
+	cases := []struct {
+		name    string
+		offered map[string]string
+		want    map[string]want
+	}{
+		{"nothing offered", nil, map[string]want{NameAnthropic: {AnthropicURL, "", "x-api-key", ""}}},
+		{"anthropic's token only", map[string]string{"ANTHROPIC_AUTH_TOKEN": "tok"},
+			map[string]want{NameAnthropic: {AnthropicURL, "tok", "Authorization", "Bearer"}}},
+		{"its key wins over its token", map[string]string{"ANTHROPIC_AUTH_TOKEN": "tok", "ANTHROPIC_API_KEY": "key"},
+			map[string]want{NameAnthropic: {AnthropicURL, "key", "x-api-key", ""}}},
+		{"the second variable of a row", map[string]string{"CODEX_API_KEY": "ck", "XAI_API_KEY": "xk", "GOOGLE_API_KEY": "gk"},
+			map[string]want{NameAnthropic: {AnthropicURL, "", "x-api-key", ""}, NameOpenAI: {OpenAIURL, "ck", "Authorization", "Bearer"},
+				NameGemini: {GeminiURL, "gk", "x-goog-api-key", ""}, NameXAI: {XAIURL, "xk", "Authorization", "Bearer"}}},
+		{"an address moved", map[string]string{"OPENAI_API_KEY": "ok", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1/", "ANTHROPIC_BASE_URL": "http://127.0.0.1:8"},
+			map[string]want{NameAnthropic: {"http://127.0.0.1:8", "", "x-api-key", ""}, NameOpenAI: {"http://127.0.0.1:9", "ok", "Authorization", "Bearer"}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Served(func(k string) string { return tc.offered[k] })
+			if len(got) != len(tc.want) {
+				t.Fatalf("served %d providers, want %d: %+v", len(got), len(tc.want), got)
+			}
+			for _, p := range got {
+				w, ok := tc.want[p.Name]
+				if !ok || p.BaseURL != w.base || p.Key != w.key || p.Header != w.header || p.Scheme != w.scheme {
+					t.Errorf("%s: %s %q %s %s, want %+v", p.Name, p.BaseURL, p.Key, p.Header, p.Scheme, w)
+				}
+			}
+		})
+	}
+}
+
+// TestCatalogue: every row is complete and its endpoints compile; a name
+// not in it is refused.
+func TestCatalogue(t *testing.T) {
+	for _, c := range Catalogue {
+		if c.Name == "" || c.DefaultURL == "" || c.URLVar == "" || len(c.Credentials) == 0 || c.ErrorShape == "" {
+			t.Errorf("row %+v is missing a column", c)
+		}
+		if _, err := compileEndpoints(c.Endpoints); err != nil {
+			t.Errorf("%s: %v", c.Name, err)
+		}
+		if got, ok := Lookup(c.Name); !ok || got.KeyVar() != c.Credentials[0].Var {
+			t.Errorf("Lookup(%q) = %+v, %v", c.Name, got, ok)
+		}
+	}
+	if _, ok := ProviderNamed("bedrock", "", ""); ok {
+		t.Error("a provider outside the catalogue was made")
+	}
+}
