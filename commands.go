@@ -13,6 +13,7 @@ import (
 
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/bot"
+	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/config"
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/forges/setup"
@@ -43,7 +44,7 @@ func parseProject(c *config.Config, s string) (forges.Project, config.Forge, err
 
 // labelCatalogue is the bot's labels on forge fc, its status labels in the
 // form its ALFRED_STATUS_LABELS chose.
-func labelCatalogue(fc config.Forge) []forges.Label { return bot.LabelsWith(statusPrefix(fc)) }
+func labelCatalogue(fc config.Forge) []forges.Label { return lifecycle.LabelsWith(statusPrefix(fc)) }
 
 // statusPrefix is the prefix of the status labels on forge fc.
 func statusPrefix(fc config.Forge) string {

@@ -8,7 +8,7 @@ import (
 
 	"code.gitea.io/sdk/gitea"
 
-	"github.com/alchemic-studio/alfred/bot"
+	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/forges/forgejo"
 	"github.com/alchemic-studio/alfred/forges/forgejo/giteatest"
@@ -54,7 +54,7 @@ func TestDoctorRealForges(t *testing.T) {
 				if tt.labels {
 					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 					defer cancel()
-					if _, _, err := forges.SyncLabels(ctx, f, p, bot.LabelsWith(forges.ScopedStatusPrefix)); err != nil {
+					if _, _, err := forges.SyncLabels(ctx, f, p, lifecycle.LabelsWith(forges.ScopedStatusPrefix)); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -99,7 +99,7 @@ func TestDoctorSecretMismatchRealForges(t *testing.T) {
 		f := botForge(t, in)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if _, _, err := forges.SyncLabels(ctx, f, p, bot.LabelsWith(forges.ScopedStatusPrefix)); err != nil {
+		if _, _, err := forges.SyncLabels(ctx, f, p, lifecycle.LabelsWith(forges.ScopedStatusPrefix)); err != nil {
 			t.Fatal(err)
 		}
 		env := doctorEnv(t)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/alchemic-studio/alfred/bot"
+	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/config"
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/forges/forgejo"
@@ -105,7 +105,7 @@ func TestDoctorAgainstForgejo(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, _, err := forges.SyncLabels(context.Background(), f, forges.Project{Owner: forgejotest.Owner, Name: forgejotest.Repo}, bot.LabelsWith(forges.ScopedStatusPrefix)); err != nil {
+				if _, _, err := forges.SyncLabels(context.Background(), f, forges.Project{Owner: forgejotest.Owner, Name: forgejotest.Repo}, lifecycle.LabelsWith(forges.ScopedStatusPrefix)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -163,7 +163,7 @@ func TestDoctorAgainstGitLab(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, _, err := forges.SyncLabels(context.Background(), f, gl.Project(), bot.Labels()); err != nil {
+				if _, _, err := forges.SyncLabels(context.Background(), f, gl.Project(), lifecycle.Labels()); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -20,15 +20,16 @@ import (
 func TestImportRules(t *testing.T) {
 	const module = "github.com/alchemic-studio/alfred/"
 	rules := map[string][]string{
-		"bot":     {"views", "config"},
-		"forges":  {"bot", "state", "agents", "sandbox", "views"},
-		"agents":  {"bot", "forges", "state", "views"},
-		"sandbox": {"*"},
-		"state":   {"*"},
-		"views":   {"bot", "agents", "sandbox"},
-		"config":  {"*"},
-		"metrics": {"*"},
-		"gateway": {"bot", "forges", "agents", "sandbox", "state", "views", "config", "metrics"},
+		"bot":           {"views", "config"},
+		"bot/lifecycle": {"bot", "views", "config", "sandbox", "gateway"},
+		"forges":        {"bot", "state", "agents", "sandbox", "views"},
+		"agents":        {"bot", "forges", "state", "views"},
+		"sandbox":       {"*"},
+		"state":         {"*"},
+		"views":         {"bot", "agents", "sandbox"},
+		"config":        {"*"},
+		"metrics":       {"*"},
+		"gateway":       {"bot", "forges", "agents", "sandbox", "state", "views", "config", "metrics"},
 	}
 	allowed := map[string][]string{"sandbox": {"internal/tunnel"}, "gateway": {"internal/redact"}, "state": {"internal/gitcmd"}}
 	for dir, banned := range rules {

@@ -27,6 +27,7 @@ import (
 	"github.com/alchemic-studio/alfred/agents/grok"
 	"github.com/alchemic-studio/alfred/agents/opencode"
 	"github.com/alchemic-studio/alfred/bot"
+	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/config"
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/forges/setup"
@@ -421,7 +422,7 @@ func pageDeps(c *config.Config, st *state.Store, fs []connected, adapters map[st
 		}
 		list = append(list, a)
 	}
-	statuses := views.Statuses{Person: bot.StatusesWaiting(bot.WaitsPerson), Work: bot.StatusesWaiting(bot.WaitsWork), Done: bot.StatusesWaiting(bot.WaitsNobody)}
+	statuses := views.Statuses{Person: lifecycle.StatusesWaiting(lifecycle.WaitsPerson), Work: lifecycle.StatusesWaiting(lifecycle.WaitsWork), Done: lifecycle.StatusesWaiting(lifecycle.WaitsNobody)}
 	var phases []string
 	for _, p := range agents.Phases() {
 		phases = append(phases, string(p))

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/alchemic-studio/alfred/agents"
-	"github.com/alchemic-studio/alfred/bot"
+	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/config"
 )
 
@@ -116,12 +116,12 @@ func TestPagesKnowTheLifecycle(t *testing.T) {
 		t.Errorf("pages' phases %q, want %q", d.Phases, want)
 	}
 	all := d.Statuses.All()
-	for _, st := range bot.Statuses() {
+	for _, st := range lifecycle.Statuses() {
 		if !slices.Contains(all, string(st)) {
 			t.Errorf("pages' statuses %q lack %s", all, st)
 		}
 	}
-	if len(all) != len(bot.Statuses()) {
-		t.Errorf("pages' statuses %q, want the table's %d", all, len(bot.Statuses()))
+	if len(all) != len(lifecycle.Statuses()) {
+		t.Errorf("pages' statuses %q, want the table's %d", all, len(lifecycle.Statuses()))
 	}
 }

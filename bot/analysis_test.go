@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/forges"
 )
 
@@ -60,19 +61,19 @@ func TestQuestionsThenPlanFeedback(t *testing.T) {
 	h.adapter.ReplyNext("## Functional analysis\n\nGreet whom?\n\n## Questions\n\n- Which language?")
 	h.assign(7)
 	g.step(t)
-	mb := h.waitStatus(7, StatusWaitingInfo)
+	mb := h.waitStatus(7, lifecycle.StatusWaitingInfo)
 	kinds := h.forge.commentKinds(issue)
-	if count(kinds, KindQuestions) != 1 || count(kinds, KindPlan) != 0 {
+	if count(kinds, lifecycle.KindQuestions) != 1 || count(kinds, lifecycle.KindPlan) != 0 {
 		t.Fatalf("comments while waiting for information: %q", kinds)
 	}
-	if got := h.forge.labels(7); !slices.Contains(got, StatusWaitingInfo.Label()) || len(statusLabels(got)) != 1 {
+	if got := h.forge.labels(7); !slices.Contains(got, lifecycle.StatusWaitingInfo.Label()) || len(lifecycle.StatusLabels(got)) != 1 {
 		t.Errorf("labels %q", got)
 	}
 
 	// The answer: the analysis again, with the questions and the answer.
 	h.say(7, "alice", "English only.")
 	g.step(t)
-	mb = h.waitStatus(7, StatusWaitingValidation)
+	mb = h.waitStatus(7, lifecycle.StatusWaitingValidation)
 	reqs := h.adapter.Requests()
 	if p := reqs[1].Prompt; !strings.Contains(p, "You asked these questions") || !strings.Contains(p, "Which language?") || !strings.Contains(p, "English only.") {
 		t.Errorf("second analysis prompt: %q", p)
@@ -84,10 +85,10 @@ func TestQuestionsThenPlanFeedback(t *testing.T) {
 	// People talk among themselves: nothing runs.
 	// (alice has write access: her comment is handled, not refused.)
 	chat := h.say(7, "alice", "Looks fine to me, Bob?")
-	if rec := h.handled(chat.DeliveryID); rec.Outcome != string(IntentQuestion) {
+	if rec := h.handled(chat.DeliveryID); rec.Outcome != string(lifecycle.IntentQuestion) {
 		t.Errorf("a comment among people was handled as %q", rec.Outcome)
 	}
-	if m := h.mailbox(7); m.ActiveRunID != "" || m.Status != string(StatusWaitingValidation) {
+	if m := h.mailbox(7); m.ActiveRunID != "" || m.Status != string(lifecycle.StatusWaitingValidation) {
 		t.Fatalf("a comment not for the bot started something: %+v", m)
 	}
 
@@ -98,17 +99,17 @@ func TestQuestionsThenPlanFeedback(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("no plan revision started")
 	}
-	if m := h.mailbox(7); m.Status != string(StatusTechnicalAnalysis) {
+	if m := h.mailbox(7); m.Status != string(lifecycle.StatusTechnicalAnalysis) {
 		t.Errorf("status while revising the plan: %s", m.Status)
 	}
-	h.command(7, CommandValidatePlan)
-	waitUntil(t, func() bool { return slices.Contains(h.mailbox(7).Labels, CommandValidatePlan.Label()) })
-	if !slices.Contains(h.forge.labels(7), CommandValidatePlan.Label()) {
+	h.command(7, lifecycle.CommandValidatePlan)
+	waitUntil(t, func() bool { return slices.Contains(h.mailbox(7).Labels, lifecycle.CommandValidatePlan.Label()) })
+	if !slices.Contains(h.forge.labels(7), lifecycle.CommandValidatePlan.Label()) {
 		t.Error("the validation label was removed before the revised plan")
 	}
 	g.release <- struct{}{}
 	g.step(t) // development
-	mb = h.waitStatus(7, StatusInCI)
+	mb = h.waitStatus(7, lifecycle.StatusInCI)
 
 	reqs = h.adapter.Requests()
 	if p := reqs[2].Prompt; !strings.Contains(p, "Revise the plan") || !strings.Contains(p, "reuse the existing logger") {
@@ -117,13 +118,13 @@ func TestQuestionsThenPlanFeedback(t *testing.T) {
 	if reqs[3].Phase != agents.PhaseDevelopment {
 		t.Errorf("after the revised plan: %s", reqs[3].Phase)
 	}
-	if v := mb.Validated; v == nil || v.PlanSHA256 == "" || !strings.Contains(h.forge.commentOf(issue, KindPlan), "Starting the development") {
+	if v := mb.Validated; v == nil || v.PlanSHA256 == "" || !strings.Contains(h.forge.commentOf(issue, lifecycle.KindPlan), "Starting the development") {
 		t.Errorf("the revised plan is not the validated one: %+v", v)
 	}
-	if count(h.forge.commentKinds(issue), KindPlan) != 2 {
+	if count(h.forge.commentKinds(issue), lifecycle.KindPlan) != 2 {
 		t.Errorf("plan comments: %q", h.forge.commentKinds(issue))
 	}
-	if got := h.forge.labels(7); slices.Contains(got, CommandValidatePlan.Label()) {
+	if got := h.forge.labels(7); slices.Contains(got, lifecycle.CommandValidatePlan.Label()) {
 		t.Errorf("labels after development started: %q", got)
 	}
 	if !slices.Contains(h.forge.calls, "add status::technical_analysis") {

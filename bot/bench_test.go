@@ -18,6 +18,7 @@ import (
 
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/agents/fake"
+	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/forges/forgejo"
 	"github.com/alchemic-studio/alfred/sandbox"
@@ -268,10 +269,10 @@ func assignAndWait(ctx context.Context, e *Engine, forge *memForge, iid int64) e
 	for ctx.Err() == nil {
 		mb, err := e.mailbox(key)
 		if err == nil && mb != nil && mb.ActiveRunID == "" {
-			switch Status(mb.Status) {
-			case StatusWaitingValidation:
+			switch lifecycle.Status(mb.Status) {
+			case lifecycle.StatusWaitingValidation:
 				return nil
-			case StatusBlocked:
+			case lifecycle.StatusBlocked:
 				return fmt.Errorf("issue %d blocked", iid)
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/gateway"
 	"github.com/alchemic-studio/alfred/state"
 )
@@ -24,38 +25,17 @@ import (
 // back; an unsealed run finishes. While paused, the steps that would start a run are dropped
 // (logged), so the one kept is the one that was held back first.
 
-// limits are a budget: the setting's amounts and the steps granted.
-type limits struct {
-	tokens int64   // per step; 0: no token limit
-	usd    float64 // per step; 0: no dollar limit
-	steps  int     // steps granted on top of the first
-}
-
 // budgetOf reads the budget of mb's project and the steps granted to mb.
-func (e *Engine) budgetOf(mb *state.Mailbox) limits {
+func (e *Engine) budgetOf(mb *state.Mailbox) lifecycle.Limits {
 	sc := scopeOf(mb)
-	l := limits{
-		tokens: parseTokens(AgentBudgetTokens.Get(e.settings, sc)),
-		usd:    parseUSD(AgentBudgetUSD.Get(e.settings, sc)),
+	l := lifecycle.Limits{
+		Tokens: parseTokens(AgentBudgetTokens.Get(e.settings, sc)),
+		USD:    parseUSD(AgentBudgetUSD.Get(e.settings, sc)),
 	}
 	if mb.Budget != nil {
-		l.steps = mb.Budget.Steps
+		l.Steps = mb.Budget.Steps
 	}
 	return l
-}
-
-func (l limits) none() bool { return l.tokens == 0 && l.usd == 0 }
-
-// total is the budget with the granted steps.
-func (l limits) total() (int64, float64) {
-	n := int64(1 + l.steps)
-	return l.tokens * n, l.usd * float64(n)
-}
-
-// reached tells whether sp is at or over the budget.
-func (l limits) reached(sp state.Spend) bool {
-	tokens, usd := l.total()
-	return tokens > 0 && sp.Tokens >= tokens || usd > 0 && sp.USD >= usd
 }
 
 // spent sums what the mailbox's runs cost so far.
@@ -78,63 +58,46 @@ func (e *Engine) spent(mailboxID string) (state.Spend, error) {
 // holdBack is asked by step before it takes a row that starts a run of
 // phase: it tells whether the budget holds the run back, in which case the
 // mailbox is paused now (or was already) and the step is kept on it.
-func (e *Engine) holdBack(ctx context.Context, mb *state.Mailbox, s Step, phase agents.Phase, trigger, input string) (bool, error) {
-	if Status(mb.Status) == StatusPaused {
+func (e *Engine) holdBack(ctx context.Context, mb *state.Mailbox, s lifecycle.Step, phase agents.Phase, trigger, input string) (bool, error) {
+	if lifecycle.Status(mb.Status) == lifecycle.StatusPaused {
 		e.log.Info("run held back: the issue is paused at its budget", "mailbox", mb.ID, "step", s, "phase", phase)
 		return true, e.save(ctx, mb)
 	}
 	l := e.budgetOf(mb)
-	if l.none() {
+	if l.None() {
 		return false, nil
 	}
 	sp, err := e.spent(mb.ID)
 	if err != nil {
 		return false, fmt.Errorf("budget: %w", err)
 	}
-	b := state.Budget{Steps: l.steps}
-	b.Tokens, b.USD = l.total()
+	b := state.Budget{Steps: l.Steps}
+	b.Tokens, b.USD = l.Total()
 	mb.Budget = &b
-	if !l.reached(sp) {
+	if !l.Reached(sp) {
 		return false, nil
 	}
 	b.Paused = &state.PausedStep{Step: string(s), From: mb.Status, Phase: string(phase), Trigger: trigger, Input: input, At: e.now()}
 	e.log.Info("budget reached: paused", "mailbox", mb.ID, "phase", phase, "tokens", sp.Tokens, "usd", sp.USD, "budget_tokens", b.Tokens, "budget_usd", b.USD)
-	if err := e.comment(ctx, mb, KindBudgetPaused, strconv.Itoa(l.steps), textBudgetPaused(phase, sp, l)); err != nil {
+	if err := e.comment(ctx, mb, lifecycle.KindBudgetPaused, strconv.Itoa(l.Steps), lifecycle.TextBudgetPaused(phase, sp, l)); err != nil {
 		return false, err
 	}
-	return true, e.step(ctx, mb, StepBudgetPaused, "", "", "")
+	return true, e.step(ctx, mb, lifecycle.StepBudgetPaused, "", "", "")
 }
 
 // resume takes the step the budget held back, from the status it was held
-// in, after ai::budget_step granted one more step (decideCommand).
+// in, after ai::budget_step granted one more step (lifecycle.DecideCommand).
 func (e *Engine) resume(ctx context.Context, mb *state.Mailbox, p state.PausedStep) error {
 	if e.stepped != nil {
-		e.stepped(StepBudgetStep)
+		e.stepped(lifecycle.StepBudgetStep)
 	}
 	if p.From != "" {
-		if err := e.setStatusLabel(ctx, mb, Status(p.From)); err != nil {
+		if err := e.setStatusLabel(ctx, mb, lifecycle.Status(p.From)); err != nil {
 			return err
 		}
 	}
 	mb.Status = p.From
-	return e.step(ctx, mb, Step(p.Step), agents.Phase(p.Phase), p.Trigger, p.Input)
-}
-
-// decideBudgetStep grants one more budget step to a paused mailbox and asks
-// for the step it held back.
-func decideBudgetStep(mb state.Mailbox, actor, delivery string, a actions) (state.Mailbox, actions) {
-	if Status(mb.Status) != StatusPaused || mb.Budget == nil || mb.Budget.Paused == nil {
-		a.note = "budget_step ignored: the issue is not paused at its budget"
-		return mb, a
-	}
-	b := *mb.Budget
-	p := *b.Paused
-	b.Steps++
-	b.Paused = nil
-	mb.Budget = &b
-	a.say = &said{KindBudgetStep, delivery, textBudgetStep(actor, b.Steps)}
-	a.resume = &p
-	return mb, a
+	return e.step(ctx, mb, lifecycle.Step(p.Step), agents.Phase(p.Phase), p.Trigger, p.Input)
 }
 
 // checkBudget refuses a budget that is not empty or a positive number
@@ -169,44 +132,13 @@ func parseUSD(v string) float64 {
 	return max(f, 0)
 }
 
-// textBudgetPaused says what was spent, the budget, and how to go on.
-func textBudgetPaused(phase agents.Phase, sp state.Spend, l limits) string {
-	tokens, usd := l.total()
-	var budget, step []string
-	if tokens > 0 {
-		budget = append(budget, fmt.Sprintf("%d tokens (`AGENT_BUDGET_TOKENS`)", tokens))
-		step = append(step, fmt.Sprintf("%d tokens", l.tokens))
-	}
-	if usd > 0 {
-		budget = append(budget, fmt.Sprintf("$%.2f (`AGENT_BUDGET_USD`)", usd))
-		step = append(step, fmt.Sprintf("$%.2f", l.usd))
-	}
-	spent := fmt.Sprintf("%d tokens", sp.Tokens)
-	if usd > 0 || sp.USD > 0 {
-		spent += fmt.Sprintf(" and $%.2f", sp.USD)
-	}
-	if usd > 0 && sp.Unpriced > 0 {
-		spent += fmt.Sprintf(" (%d run(s) whose CLI reports no cost count no dollars)", sp.Unpriced)
-	}
-	granted := ""
-	if l.steps > 0 {
-		granted = fmt.Sprintf(", with %d step(s) granted", l.steps)
-	}
-	return fmt.Sprintf("I paused before the `%s` run: this issue has spent %s, and its budget is %s%s.\n\nA person with write access can add `%s` to grant one more step (%s) and let me go on.",
-		phase, spent, strings.Join(budget, " and "), granted, CommandBudgetStep.Label(), strings.Join(step, " and "))
-}
-
-func textBudgetStep(by string, steps int) string {
-	return fmt.Sprintf("Budget step %d granted by %s. Going on.", steps, mention(by))
-}
-
 // meterBudget hands the issue's token budget to the run's gateway session,
 // so the budget holds while the run goes: a model request past it is
 // refused with an answer the CLI shows, and the run ends "budget reached"
 // (the next step then pauses the issue, as before a run).
 func (e *Engine) meterBudget(mb *state.Mailbox, gw *gateway.Session) error {
 	l := e.budgetOf(mb)
-	tokens, _ := l.total()
+	tokens, _ := l.Total()
 	if tokens == 0 {
 		return nil
 	}

@@ -5,35 +5,9 @@ import (
 	"testing"
 
 	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/forges"
-	"github.com/alchemic-studio/alfred/state"
 )
-
-// TestBudgetLimits: the boundary of a budget, in tokens and dollars, with
-// the steps granted; unpriced runs count no dollars.
-func TestBudgetLimits(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		l     limits
-		spend state.Spend
-		want  bool
-	}{
-		{"no budget", limits{}, state.Spend{Tokens: 1 << 40, USD: 1e6}, false},
-		{"under the tokens", limits{tokens: 1000}, state.Spend{Tokens: 999}, false},
-		{"exactly at the tokens", limits{tokens: 1000}, state.Spend{Tokens: 1000}, true},
-		{"over the tokens", limits{tokens: 1000}, state.Spend{Tokens: 1001}, true},
-		{"a step granted", limits{tokens: 1000, steps: 1}, state.Spend{Tokens: 1999}, false},
-		{"at the step's end", limits{tokens: 1000, steps: 1}, state.Spend{Tokens: 2000}, true},
-		{"under the dollars", limits{usd: 0.5}, state.Spend{USD: 0.4999}, false},
-		{"exactly at the dollars", limits{usd: 0.5}, state.Spend{USD: 0.5}, true},
-		{"no price known: no dollars", limits{usd: 0.5}, state.Spend{Tokens: 1 << 30, Unpriced: 3}, false},
-		{"either limit", limits{tokens: 1000, usd: 5}, state.Spend{Tokens: 10, USD: 5}, true},
-	} {
-		if got := tc.l.reached(tc.spend); got != tc.want {
-			t.Errorf("%s: reached(%+v) = %v, want %v", tc.name, tc.spend, got, tc.want)
-		}
-	}
-}
 
 func TestBudgetSettingsRefuseNonsense(t *testing.T) {
 	for key, bad := range map[string][]string{
@@ -70,51 +44,51 @@ func TestBudgetPausesThenStepGoesOn(t *testing.T) {
 	})
 	h.adapter.Spend(1000, 0)
 	h.assign(7)
-	mb := h.waitStatus(7, StatusPaused)
+	mb := h.waitStatus(7, lifecycle.StatusPaused)
 	runs := mustRuns(t, h.store, mb.ID)
 	if len(runs) != 1 || runs[0].Phase != string(agents.PhaseAnalysis) {
 		t.Fatalf("runs before the pause: %d", len(runs))
 	}
-	if b := mb.Budget; b == nil || b.Tokens != 1000 || b.Paused == nil || b.Paused.Step != string(StepPlanGoesOn) || b.Paused.Phase != string(agents.PhaseDevelopment) {
+	if b := mb.Budget; b == nil || b.Tokens != 1000 || b.Paused == nil || b.Paused.Step != string(lifecycle.StepPlanGoesOn) || b.Paused.Phase != string(agents.PhaseDevelopment) {
 		t.Fatalf("budget %+v", mb.Budget)
 	}
-	if labels := statusLabels(h.forge.labels(7)); len(labels) != 1 || labels[0] != StatusPaused.Label() {
+	if labels := lifecycle.StatusLabels(h.forge.labels(7)); len(labels) != 1 || labels[0] != lifecycle.StatusPaused.Label() {
 		t.Errorf("status labels %q", labels)
 	}
-	if n := count(h.forge.commentKinds(h.issueTarget(7)), KindBudgetPaused); n != 1 {
+	if n := count(h.forge.commentKinds(h.issueTarget(7)), lifecycle.KindBudgetPaused); n != 1 {
 		t.Errorf("%d budget comments", n)
 	}
 
 	// Paused: a question starts nothing, the step kept stays the first.
 	h.send(forges.Event{Type: forges.EventCommentCreated, Actor: "alice", Target: h.issueTarget(7),
 		Comment: &forges.Comment{ID: 501, Author: "alice", Body: "@alfred how far are you?"}})
-	mb = h.waitStatus(7, StatusPaused)
-	if n := len(mustRuns(t, h.store, mb.ID)); n != 1 || mb.Budget.Paused.Step != string(StepPlanGoesOn) {
+	mb = h.waitStatus(7, lifecycle.StatusPaused)
+	if n := len(mustRuns(t, h.store, mb.ID)); n != 1 || mb.Budget.Paused.Step != string(lifecycle.StepPlanGoesOn) {
 		t.Fatalf("while paused: %d runs, kept %+v", n, mb.Budget.Paused)
 	}
 
 	// One more step: the development runs from in_development, crosses the
 	// budget (2000 of 2000 after it), finishes and pushes.
-	h.command(7, CommandBudgetStep)
-	mb = h.waitStatus(7, StatusInCI)
+	h.command(7, lifecycle.CommandBudgetStep)
+	mb = h.waitStatus(7, lifecycle.StatusInCI)
 	if mb.Budget == nil || mb.Budget.Steps != 1 || mb.Budget.Paused != nil || mb.Budget.Tokens != 2000 {
 		t.Fatalf("after the step: %+v", mb.Budget)
 	}
-	if n := count(h.forge.commentKinds(h.issueTarget(7)), KindBudgetStep); n != 1 {
+	if n := count(h.forge.commentKinds(h.issueTarget(7)), lifecycle.KindBudgetStep); n != 1 {
 		t.Errorf("%d budget step comments", n)
 	}
-	if slices.Contains(h.forge.labels(7), CommandBudgetStep.Label()) {
+	if slices.Contains(h.forge.labels(7), lifecycle.CommandBudgetStep.Label()) {
 		t.Error("ai::budget_step left on the issue")
 	}
 
 	// Red CI: the ci_fix run is held back, a second pause comment.
 	h.forge.setCI(mb.HeadSHA, forges.CIFailure)
 	h.send(forges.Event{Type: forges.EventCIStatusChanged, Actor: "ci", SHA: mb.HeadSHA, Target: forges.Target{Project: h.project}})
-	mb = h.waitStatus(7, StatusPaused)
-	if mb.Budget.Paused == nil || mb.Budget.Paused.Phase != string(agents.PhaseCIFix) || mb.Budget.Paused.From != string(StatusInCI) {
+	mb = h.waitStatus(7, lifecycle.StatusPaused)
+	if mb.Budget.Paused == nil || mb.Budget.Paused.Phase != string(agents.PhaseCIFix) || mb.Budget.Paused.From != string(lifecycle.StatusInCI) {
 		t.Fatalf("second pause: %+v", mb.Budget.Paused)
 	}
-	if n := count(h.forge.commentKinds(h.issueTarget(7)), KindBudgetPaused); n != 2 {
+	if n := count(h.forge.commentKinds(h.issueTarget(7)), lifecycle.KindBudgetPaused); n != 2 {
 		t.Errorf("%d budget comments, want 2", n)
 	}
 	if n := len(mustRuns(t, h.store, mb.ID)); n != 2 {
@@ -129,10 +103,10 @@ func TestBudgetDollars(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		usd  float64
-		want Status
+		want lifecycle.Status
 	}{
-		{"priced", 0.25, StatusPaused},
-		{"no price known", 0, StatusInCI},
+		{"priced", 0.25, lifecycle.StatusPaused},
+		{"no price known", 0, lifecycle.StatusInCI},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -154,10 +128,10 @@ func TestBudgetStepWhenNotPaused(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	h.assign(7)
-	mb := h.waitStatus(7, StatusWaitingValidation)
-	h.command(7, CommandBudgetStep)
-	waitUntil(t, func() bool { return !slices.Contains(h.forge.labels(7), CommandBudgetStep.Label()) })
-	mb = h.waitStatus(7, StatusWaitingValidation)
+	mb := h.waitStatus(7, lifecycle.StatusWaitingValidation)
+	h.command(7, lifecycle.CommandBudgetStep)
+	waitUntil(t, func() bool { return !slices.Contains(h.forge.labels(7), lifecycle.CommandBudgetStep.Label()) })
+	mb = h.waitStatus(7, lifecycle.StatusWaitingValidation)
 	if mb.Budget != nil || len(mustRuns(t, h.store, mb.ID)) != 1 {
 		t.Errorf("budget %+v", mb.Budget)
 	}

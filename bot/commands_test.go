@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/state"
 )
@@ -21,7 +22,7 @@ func (h *harness) assign(iid int64) {
 	h.send(forges.Event{Type: forges.EventIssueAssigned, Actor: "alice", Assignee: "alfred", Target: h.issueTarget(iid), Labels: []string{"type::task"}})
 }
 
-func (h *harness) command(iid int64, c Command) {
+func (h *harness) command(iid int64, c lifecycle.Command) {
 	h.t.Helper()
 	h.forge.AddLabels(context.Background(), h.issueTarget(iid), c.Label())
 	h.send(forges.Event{Type: forges.EventIssueLabeled, Actor: "alice", Target: h.issueTarget(iid), Labels: h.forge.labels(iid)})
@@ -33,12 +34,12 @@ func TestRetriesThenBlockedThenRetry(t *testing.T) {
 	h.adapter.FailNext("API Error: Unable to connect to API")
 	h.adapter.FailNext("API Error: Unable to connect to API")
 	h.assign(7)
-	mb := h.waitStatus(7, StatusBlocked)
+	mb := h.waitStatus(7, lifecycle.StatusBlocked)
 	if mb.LLMRetries != 1 || mb.Phase != string(agents.PhaseAnalysis) {
 		t.Errorf("blocked mailbox: retries %d phase %s", mb.LLMRetries, mb.Phase)
 	}
 	kinds := h.forge.commentKinds(h.issueTarget(7))
-	if count(kinds, KindBlocked) != 1 {
+	if count(kinds, lifecycle.KindBlocked) != 1 {
 		t.Fatalf("comments: %q", kinds)
 	}
 	if len(mustRuns(t, h.store, mb.ID)) != 2 {
@@ -46,12 +47,12 @@ func TestRetriesThenBlockedThenRetry(t *testing.T) {
 	}
 
 	// ai::retry: counters reset, one retry_resumed comment, the phase runs again.
-	h.command(7, CommandRetry)
-	mb = h.waitStatus(7, StatusWaitingValidation)
-	if mb.LLMRetries != 0 || count(h.forge.commentKinds(h.issueTarget(7)), KindRetryResumed) != 1 {
+	h.command(7, lifecycle.CommandRetry)
+	mb = h.waitStatus(7, lifecycle.StatusWaitingValidation)
+	if mb.LLMRetries != 0 || count(h.forge.commentKinds(h.issueTarget(7)), lifecycle.KindRetryResumed) != 1 {
 		t.Errorf("after retry: retries %d, comments %q", mb.LLMRetries, h.forge.commentKinds(h.issueTarget(7)))
 	}
-	if labels := h.forge.labels(7); len(statusLabels(labels)) != 1 || labels[len(labels)-1] != StatusWaitingValidation.Label() {
+	if labels := h.forge.labels(7); len(lifecycle.StatusLabels(labels)) != 1 || labels[len(labels)-1] != lifecycle.StatusWaitingValidation.Label() {
 		t.Errorf("labels %q", labels)
 	}
 }
@@ -63,16 +64,16 @@ func TestRetryOnceAllowsExactlyOneAttempt(t *testing.T) {
 		h.adapter.FailNext("crash")
 	}
 	h.assign(7)
-	mb := h.waitStatus(7, StatusBlocked)
+	mb := h.waitStatus(7, lifecycle.StatusBlocked)
 	runs := len(mustRuns(t, h.store, mb.ID))
 	h.adapter.FailNext("crash again")
-	h.command(7, CommandRetryOnce)
-	waitUntil(t, func() bool { return count(h.forge.commentKinds(h.issueTarget(7)), KindBlocked) == 2 })
-	mb = h.waitStatus(7, StatusBlocked)
+	h.command(7, lifecycle.CommandRetryOnce)
+	waitUntil(t, func() bool { return count(h.forge.commentKinds(h.issueTarget(7)), lifecycle.KindBlocked) == 2 })
+	mb = h.waitStatus(7, lifecycle.StatusBlocked)
 	if got := len(mustRuns(t, h.store, mb.ID)); got != runs+1 {
 		t.Errorf("retry_once ran %d runs, want 1", got-runs)
 	}
-	if slices := h.forge.labels(7); len(statusLabels(slices)) != 1 {
+	if slices := h.forge.labels(7); len(lifecycle.StatusLabels(slices)) != 1 {
 		t.Errorf("labels %q", slices)
 	}
 }
@@ -83,32 +84,32 @@ func TestRetryUntilGreen(t *testing.T) {
 		s.settings = append(s.settings, projectSetting("CI_FIX_MAX_ATTEMPTS", "1"), projectSetting("REQUIRE_PLAN_VALIDATION", "false"))
 	})
 	h.assign(7)
-	mb := h.waitStatus(7, StatusInCI)
+	mb := h.waitStatus(7, lifecycle.StatusInCI)
 	red := func(mb state.Mailbox) {
 		h.forge.setCI(mb.HeadSHA, forges.CIFailure)
 		h.send(forges.Event{Type: forges.EventCIStatusChanged, Actor: "ci", SHA: mb.HeadSHA, Target: forges.Target{Project: h.project}})
 	}
 	red(mb) // attempt 1 of 1
 	waitUntil(t, func() bool { m := h.mailbox(7); return m.HeadSHA != mb.HeadSHA && m.ActiveRunID == "" })
-	mb = h.waitStatus(7, StatusInCI)
+	mb = h.waitStatus(7, lifecycle.StatusInCI)
 	red(mb) // over the limit: blocked
-	mb = h.waitStatus(7, StatusBlocked)
-	if count(h.forge.commentKinds(h.issueTarget(7)), KindBlocked) != 1 {
+	mb = h.waitStatus(7, lifecycle.StatusBlocked)
+	if count(h.forge.commentKinds(h.issueTarget(7)), lifecycle.KindBlocked) != 1 {
 		t.Fatalf("comments %q", h.forge.commentKinds(h.issueTarget(7)))
 	}
 
-	h.command(7, CommandRetryUntilGreen)
+	h.command(7, lifecycle.CommandRetryUntilGreen)
 	waitUntil(t, func() bool { m := h.mailbox(7); return m.HeadSHA != mb.HeadSHA && m.ActiveRunID == "" })
-	mb = h.waitStatus(7, StatusInCI)
+	mb = h.waitStatus(7, lifecycle.StatusInCI)
 	if !mb.UntilGreen {
 		t.Fatal("until_green not set")
 	}
 	red(mb) // beyond CI_FIX_MAX_ATTEMPTS but under the hard cap: fixes again
 	waitUntil(t, func() bool { m := h.mailbox(7); return m.HeadSHA != mb.HeadSHA && m.ActiveRunID == "" })
-	mb = h.waitStatus(7, StatusInCI)
+	mb = h.waitStatus(7, lifecycle.StatusInCI)
 	h.forge.setCI(mb.HeadSHA, forges.CISuccess)
 	h.send(forges.Event{Type: forges.EventCIStatusChanged, Actor: "ci", SHA: mb.HeadSHA, Target: forges.Target{Project: h.project}})
-	mb = h.waitStatus(7, StatusInReview)
+	mb = h.waitStatus(7, lifecycle.StatusInReview)
 	if mb.UntilGreen {
 		t.Error("until_green survives green CI")
 	}
@@ -118,8 +119,8 @@ func TestTwoEventsForOneMailboxAtOnce(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	h.assign(7)
-	h.waitStatus(7, StatusWaitingValidation)
-	h.forge.AddLabels(context.Background(), h.issueTarget(7), CommandValidatePlan.Label())
+	h.waitStatus(7, lifecycle.StatusWaitingValidation)
+	h.forge.AddLabels(context.Background(), h.issueTarget(7), lifecycle.CommandValidatePlan.Label())
 	labels := h.forge.labels(7)
 	var wg sync.WaitGroup
 	for _, id := range []string{"d-a", "d-b", "d-c"} {
@@ -134,8 +135,8 @@ func TestTwoEventsForOneMailboxAtOnce(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	mb := h.waitStatus(7, StatusInCI)
-	if n := count(h.forge.commentKinds(h.issueTarget(7)), KindPlanValidated); n != 1 {
+	mb := h.waitStatus(7, lifecycle.StatusInCI)
+	if n := count(h.forge.commentKinds(h.issueTarget(7)), lifecycle.KindPlanValidated); n != 1 {
 		t.Errorf("%d plan_validated comments", n)
 	}
 	var dev int
@@ -158,7 +159,7 @@ func TestRestartFinishesTheWorkOnce(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	h.assign(7)
-	h.waitStatus(7, StatusWaitingValidation)
+	h.waitStatus(7, lifecycle.StatusWaitingValidation)
 
 	// The engine is stopped while development runs.
 	cfg := h.engine.cfg
@@ -173,7 +174,7 @@ func TestRestartFinishesTheWorkOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.engine = e1
-	h.command(7, CommandValidatePlan)
+	h.command(7, lifecycle.CommandValidatePlan)
 	waitUntil(t, func() bool {
 		mb := h.mailbox(7)
 		if mb.ActiveRunID == "" {
@@ -189,7 +190,7 @@ func TestRestartFinishesTheWorkOnce(t *testing.T) {
 	}
 
 	// An event recorded just before the crash, never handled.
-	h.forge.RemoveLabel(context.Background(), h.issueTarget(7), StatusInDevelopment.Label())
+	h.forge.RemoveLabel(context.Background(), h.issueTarget(7), lifecycle.StatusInDevelopment.Label())
 	h.forge.AddLabels(context.Background(), h.issueTarget(7), "status::done")
 	ev := forges.Event{Type: forges.EventIssueLabeled, DeliveryID: "recorded-before-crash", Actor: "alice", Target: h.issueTarget(7), Labels: h.forge.labels(7)}
 	now := time.Now()
@@ -209,13 +210,13 @@ func TestRestartFinishesTheWorkOnce(t *testing.T) {
 	}
 	h.engine = e2
 	t.Cleanup(e2.Close)
-	mb := h.waitStatus(7, StatusInCI)
+	mb := h.waitStatus(7, lifecycle.StatusInCI)
 	old, _, _ := h.store.RunWithSessions(interrupted)
 	if old.Status != state.RunCanceled {
 		t.Errorf("interrupted run status %s", old.Status)
 	}
 	kinds := h.forge.commentKinds(h.issueTarget(7))
-	if count(kinds, KindPlanValidated) != 1 || count(kinds, KindStatusLabelRestored) != 1 {
+	if count(kinds, lifecycle.KindPlanValidated) != 1 || count(kinds, lifecycle.KindStatusLabelRestored) != 1 {
 		t.Errorf("comments %q", kinds)
 	}
 	var dev int
@@ -232,7 +233,7 @@ func TestRestartFinishesTheWorkOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(50 * time.Millisecond)
-	if n := count(h.forge.commentKinds(h.issueTarget(7)), KindStatusLabelRestored); n != 1 {
+	if n := count(h.forge.commentKinds(h.issueTarget(7)), lifecycle.KindStatusLabelRestored); n != 1 {
 		t.Errorf("redelivery after restart acted: %d restore comments", n)
 	}
 }
@@ -245,8 +246,8 @@ func TestForgeDownIsRetriedNotLost(t *testing.T) {
 	h.forge.down("CreateComment", 2)
 	h.forge.down("AddLabels", 1)
 	h.assign(7)
-	h.waitStatus(7, StatusWaitingValidation)
-	if n := count(h.forge.commentKinds(h.issueTarget(7)), KindAcknowledgement); n != 1 {
+	h.waitStatus(7, lifecycle.StatusWaitingValidation)
+	if n := count(h.forge.commentKinds(h.issueTarget(7)), lifecycle.KindAcknowledgement); n != 1 {
 		t.Errorf("%d acknowledgements", n)
 	}
 
@@ -258,7 +259,7 @@ func TestForgeDownIsRetriedNotLost(t *testing.T) {
 	if rec := h.handled("while-down"); !strings.Contains(rec.Outcome, "504 Gateway Timeout") {
 		t.Errorf("event record outcome %q", rec.Outcome)
 	}
-	if mb := h.mailbox(7); mb.Status != string(StatusWaitingValidation) {
+	if mb := h.mailbox(7); mb.Status != string(lifecycle.StatusWaitingValidation) {
 		t.Errorf("status %s", mb.Status)
 	}
 }
@@ -359,7 +360,7 @@ func TestClosingStopsTheRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.send(forges.Event{Type: forges.EventIssueClosed, Actor: "alice", Target: h.issueTarget(7)})
-	mb = h.waitStatus(7, StatusDone)
+	mb = h.waitStatus(7, lifecycle.StatusDone)
 
 	runs := mustRuns(t, h.store, mb.ID)
 	if len(runs) != 1 || runs[0].ID != run || runs[0].Status != state.RunCanceled || !strings.Contains(runs[0].Outcome, "closed") {
@@ -370,10 +371,10 @@ func TestClosingStopsTheRun(t *testing.T) {
 	}
 	// The run's end reaches the mailbox after it is done: nothing happens.
 	time.Sleep(200 * time.Millisecond)
-	if mb = h.mailbox(7); mb.Status != string(StatusDone) || mb.ActiveRunID != "" || len(mustRuns(t, h.store, mb.ID)) != 1 {
+	if mb = h.mailbox(7); mb.Status != string(lifecycle.StatusDone) || mb.ActiveRunID != "" || len(mustRuns(t, h.store, mb.ID)) != 1 {
 		t.Errorf("after the run's end: %+v", mb)
 	}
-	if got := h.forge.labels(7); len(statusLabels(got)) != 1 || statusLabels(got)[0] != StatusDone.Label() {
+	if got := h.forge.labels(7); len(lifecycle.StatusLabels(got)) != 1 || lifecycle.StatusLabels(got)[0] != lifecycle.StatusDone.Label() {
 		t.Errorf("labels %q", got)
 	}
 }
@@ -403,7 +404,7 @@ func TestShutdownWhileTheForgeIsDown(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	h.assign(7)
-	h.waitStatus(7, StatusWaitingValidation)
+	h.waitStatus(7, lifecycle.StatusWaitingValidation)
 
 	h.forge.down("CreateComment", 1_000_000)
 	h.forge.AddLabels(context.Background(), h.issueTarget(7), "status::in_ci")
@@ -432,7 +433,7 @@ func TestShutdownWhileTheForgeIsDown(t *testing.T) {
 	if rec := h.handled("during-outage"); strings.Contains(rec.Outcome, "error") {
 		t.Errorf("event record after the restart: %+v", rec)
 	}
-	if n := count(h.forge.commentKinds(h.issueTarget(7)), KindStatusLabelRestored); n != 1 {
+	if n := count(h.forge.commentKinds(h.issueTarget(7)), lifecycle.KindStatusLabelRestored); n != 1 {
 		t.Errorf("%d status_label_restored comments, want 1", n)
 	}
 }
@@ -464,7 +465,7 @@ func TestAgentOutputIsRedacted(t *testing.T) {
 	h := newHarness(t, func(s *setup) { s.secrets = []string{"", "whsec-1234", "api-key-5678"} })
 	h.adapter.ReplyNext("## Functional analysis\n\nKey sk-very-secret, api-key-5678.\n\n## Implementation plan\n\n1. Push with tok-s3cret, check whsec-1234.")
 	h.assign(7)
-	mb := h.waitStatus(7, StatusWaitingValidation)
+	mb := h.waitStatus(7, lifecycle.StatusWaitingValidation)
 	var published []string
 	cs, _ := h.forge.Comments(context.Background(), h.issueTarget(7))
 	for _, c := range cs {
@@ -498,7 +499,7 @@ func TestClosingAQueuedRun(t *testing.T) {
 	h.assign(9)
 	waitUntil(t, func() bool { return h.mailbox(9).ActiveRunID != "" })
 	h.send(forges.Event{Type: forges.EventIssueClosed, Actor: "alice", Target: h.issueTarget(9)})
-	mb := h.waitStatus(9, StatusDone)
+	mb := h.waitStatus(9, lifecycle.StatusDone)
 	runs := mustRuns(t, h.store, mb.ID)
 	if len(runs) != 1 || runs[0].Status != state.RunCanceled || !strings.Contains(runs[0].Outcome, "closed") || !runs[0].StartedAt.IsZero() {
 		t.Fatalf("the queued run after closing: %+v", runs)
@@ -517,7 +518,7 @@ func TestStatusLabelChangedInTwoSteps(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	h.assign(7)
-	h.waitStatus(7, StatusWaitingValidation)
+	h.waitStatus(7, lifecycle.StatusWaitingValidation)
 	issue := h.issueTarget(7)
 	h.forge.AddLabels(context.Background(), issue, "status::in_ci")
 	added := h.send(forges.Event{Type: forges.EventIssueLabeled, Actor: "alice", Target: issue, Labels: h.forge.labels(7)})
@@ -525,10 +526,10 @@ func TestStatusLabelChangedInTwoSteps(t *testing.T) {
 	removed := h.send(forges.Event{Type: forges.EventIssueLabeled, Actor: "alice", Target: issue, Labels: []string{"type::task", "status::in_ci"}})
 	h.handled(added.DeliveryID)
 	h.handled(removed.DeliveryID)
-	if got := h.forge.labels(7); len(statusLabels(got)) != 1 || !slices.Contains(got, StatusWaitingValidation.Label()) {
+	if got := h.forge.labels(7); len(lifecycle.StatusLabels(got)) != 1 || !slices.Contains(got, lifecycle.StatusWaitingValidation.Label()) {
 		t.Errorf("labels after the restore: %q", got)
 	}
-	if n := count(h.forge.commentKinds(issue), KindStatusLabelRestored); n != 1 {
+	if n := count(h.forge.commentKinds(issue), lifecycle.KindStatusLabelRestored); n != 1 {
 		t.Errorf("%d status_label_restored comments for one change, want 1", n)
 	}
 }
@@ -542,16 +543,16 @@ func TestScopedStatusLabels(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, func(s *setup) { s.statusPrefixes = map[string]string{"forgejo": forges.ScopedStatusPrefix} })
 	h.assign(7)
-	h.waitStatus(7, StatusWaitingValidation)
-	want := StatusWaitingValidation.LabelWith(forges.ScopedStatusPrefix)
-	if got := h.forge.labels(7); len(statusLabels(got)) != 1 || !slices.Contains(got, want) {
+	h.waitStatus(7, lifecycle.StatusWaitingValidation)
+	want := lifecycle.StatusWaitingValidation.LabelWith(forges.ScopedStatusPrefix)
+	if got := h.forge.labels(7); len(lifecycle.StatusLabels(got)) != 1 || !slices.Contains(got, want) {
 		t.Fatalf("labels %q, want the one status label %s", got, want)
 	}
 	issue := h.issueTarget(7)
 	h.forge.AddLabels(context.Background(), issue, "status::in_ci")
 	ev := h.send(forges.Event{Type: forges.EventIssueLabeled, Actor: "alice", Target: issue, Labels: h.forge.labels(7)})
 	h.handled(ev.DeliveryID)
-	if got := h.forge.labels(7); len(statusLabels(got)) != 1 || !slices.Contains(got, want) {
+	if got := h.forge.labels(7); len(lifecycle.StatusLabels(got)) != 1 || !slices.Contains(got, want) {
 		t.Errorf("labels after the restore: %q, want only %s", got, want)
 	}
 	comments, _ := h.forge.Comments(context.Background(), issue)
@@ -582,13 +583,13 @@ func TestFirstEventQuarantinedThenRetried(t *testing.T) {
 	}
 	comments, _ := h.forge.Comments(context.Background(), h.issueTarget(7))
 	said := slices.ContainsFunc(comments, func(c forges.Comment) bool {
-		return strings.Contains(c.Body, "could not process the event") && strings.Contains(c.Body, CommandRetry.Label())
+		return strings.Contains(c.Body, "could not process the event") && strings.Contains(c.Body, lifecycle.CommandRetry.Label())
 	})
 	if !said {
 		t.Fatalf("the thread does not say the event was set aside: %+v", comments)
 	}
-	h.command(7, CommandRetry)
-	h.waitStatus(7, StatusWaitingValidation)
+	h.command(7, lifecycle.CommandRetry)
+	h.waitStatus(7, lifecycle.StatusWaitingValidation)
 	if n := len(mustRuns(t, h.store, h.mailbox(7).ID)); n != 1 {
 		t.Errorf("%d runs after ai::retry, want the analysis", n)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/state"
 )
@@ -29,9 +30,9 @@ func (g *gitForge) commit(t *testing.T, owner, name, branch, path, content strin
 func (h *harness) toInCI(iid int64) state.Mailbox {
 	h.t.Helper()
 	h.assign(iid)
-	h.waitStatus(iid, StatusWaitingValidation)
-	h.command(iid, CommandValidatePlan)
-	return h.waitStatus(iid, StatusInCI)
+	h.waitStatus(iid, lifecycle.StatusWaitingValidation)
+	h.command(iid, lifecycle.CommandValidatePlan)
+	return h.waitStatus(iid, lifecycle.StatusInCI)
 }
 
 // poke makes the engine look at the merge request again, as a CI webhook or
@@ -71,14 +72,14 @@ func TestConflictOnlyWhenGitAgrees(t *testing.T) {
 	if n := h.phaseRuns(mb, agents.PhaseConflictResolution); n != 0 {
 		t.Fatalf("%d conflict_resolution runs on a merge request without conflict", n)
 	}
-	if got := h.mailbox(7); got.Status != string(StatusInCI) || got.ActiveRunID != "" {
+	if got := h.mailbox(7); got.Status != string(lifecycle.StatusInCI) || got.ActiveRunID != "" {
 		t.Fatalf("mailbox after the forge's false: %s, run %q", got.Status, got.ActiveRunID)
 	}
 
 	// A real conflict: main changes the file the branch changed.
 	h.git.commit(t, "alice", "demo", "main", "hello.go", "package demo\n\n// main's own greeting\n")
 	h.poke(mb)
-	mb = h.waitStatus(7, StatusInCI)
+	mb = h.waitStatus(7, lifecycle.StatusInCI)
 	if n := h.phaseRuns(mb, agents.PhaseConflictResolution); n != 1 {
 		t.Fatalf("%d conflict_resolution runs for one real conflict, want 1", n)
 	}
@@ -94,8 +95,8 @@ func TestConflictOnlyWhenGitAgrees(t *testing.T) {
 	h.setSetting(projectSetting("CONFLICT_FIX_MAX_ATTEMPTS", "0"))
 	h.git.commit(t, "alice", "demo", "main", "hello.go", "package demo\n\n// main changed it again\n")
 	h.poke(mb)
-	mb = h.waitStatus(7, StatusBlocked)
-	if n := h.phaseRuns(mb, agents.PhaseConflictResolution); n != 1 || count(h.forge.commentKinds(issue), KindBlocked) != 1 {
+	mb = h.waitStatus(7, lifecycle.StatusBlocked)
+	if n := h.phaseRuns(mb, agents.PhaseConflictResolution); n != 1 || count(h.forge.commentKinds(issue), lifecycle.KindBlocked) != 1 {
 		t.Fatalf("blocked: %d runs, comments %q", n, h.forge.commentKinds(issue))
 	}
 
@@ -105,8 +106,8 @@ func TestConflictOnlyWhenGitAgrees(t *testing.T) {
 	content := run(t, "", "git", "--git-dir", filepath.Join(h.git.root, "alice", "demo.git"), "show", branch+":hello.go")
 	h.git.commit(t, "alice", "demo", "main", "hello.go", content+"\n")
 	h.setSetting(projectSetting("CONFLICT_FIX_MAX_ATTEMPTS", "3"))
-	h.command(7, CommandRetry)
-	mb = h.waitStatus(7, StatusInCI)
+	h.command(7, lifecycle.CommandRetry)
+	mb = h.waitStatus(7, lifecycle.StatusInCI)
 	runs := mustRuns(t, h.store, mb.ID)
 	last := runs[len(runs)-1]
 	if last.Phase != string(agents.PhaseConflictResolution) || !last.NothingToDo || last.Pushed {
@@ -115,7 +116,7 @@ func TestConflictOnlyWhenGitAgrees(t *testing.T) {
 	if got := h.git.head("alice", "demo", mb.BranchName); got != branch {
 		t.Errorf("the branch moved from %s to %s", branch, got)
 	}
-	if count(h.forge.commentKinds(issue), KindNothingToDo) != 1 {
-		t.Errorf("comments: %q, want one %s", h.forge.commentKinds(issue), KindNothingToDo)
+	if count(h.forge.commentKinds(issue), lifecycle.KindNothingToDo) != 1 {
+		t.Errorf("comments: %q, want one %s", h.forge.commentKinds(issue), lifecycle.KindNothingToDo)
 	}
 }

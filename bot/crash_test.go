@@ -18,6 +18,7 @@ import (
 
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/agents/fake"
+	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/forges/forgejo"
 	"github.com/alchemic-studio/alfred/forges/forgejo/forgejotest"
@@ -103,7 +104,7 @@ func TestKilledMidRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := forges.SyncLabels(context.Background(), forge, forges.Project{Forge: "forgejo", Owner: forgejotest.Owner, Name: forgejotest.Repo}, Labels()); err != nil {
+	if _, _, err := forges.SyncLabels(context.Background(), forge, forges.Project{Forge: "forgejo", Owner: forgejotest.Owner, Name: forgejotest.Repo}, lifecycle.Labels()); err != nil {
 		t.Fatal(err)
 	}
 	data := t.TempDir()
@@ -164,7 +165,7 @@ func TestKilledMidRun(t *testing.T) {
 		}
 		defer st.Close()
 		mb, _ = st.Mailbox(key)
-		if mb.Status != string(StatusWaitingValidation) || mb.ActiveRunID != "" {
+		if mb.Status != string(lifecycle.StatusWaitingValidation) || mb.ActiveRunID != "" {
 			return false
 		}
 		runs, _ := st.Runs(mb.ID)
@@ -179,7 +180,7 @@ func TestKilledMidRun(t *testing.T) {
 		_, k, _ := forges.ParseMarker(c.Body)
 		kinds[k]++
 	}
-	if kinds[KindAcknowledgement] != 1 || kinds[KindPlan] != 1 || kinds[KindSession] != 1 || len(is.Comments) != 3 {
+	if kinds[lifecycle.KindAcknowledgement] != 1 || kinds[lifecycle.KindPlan] != 1 || kinds[lifecycle.KindSession] != 1 || len(is.Comments) != 3 {
 		t.Errorf("comments after the restart: %v", kinds)
 	}
 	if !strings.Contains(strings.Join(is.Labels, ","), "status::waiting_validation") {

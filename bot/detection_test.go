@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/alchemic-studio/alfred/agents/fake"
+	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/state"
 )
@@ -31,9 +32,9 @@ func TestFirstRunWaitsForDetection(t *testing.T) {
 		t.Fatal(err)
 	}
 	close(detected)
-	h.waitStatus(7, StatusWaitingValidation)
-	h.command(7, CommandValidatePlan)
-	mb := h.waitStatus(7, StatusInCI)
+	h.waitStatus(7, lifecycle.StatusWaitingValidation)
+	h.command(7, lifecycle.CommandValidatePlan)
+	mb := h.waitStatus(7, lifecycle.StatusInCI)
 	ls := h.sessions(t, mb)
 	if len(ls) != 2 || ls[0].SessionName == nil || *ls[0].SessionName != mb.BranchName || ls[0].NativeSessionID == nil {
 		t.Fatalf("sessions: %+v, want the analysis named %s", ls, mb.BranchName)
@@ -52,7 +53,7 @@ func TestDetectionWaitIsBounded(t *testing.T) {
 		s.detected, s.detectionWait, s.undetected = make(chan struct{}), 200*time.Millisecond, true
 	})
 	h.assign(7)
-	mb := h.waitStatus(7, StatusWaitingValidation)
+	mb := h.waitStatus(7, lifecycle.StatusWaitingValidation)
 	runs := mustRuns(t, h.store, mb.ID)
 	if len(runs) != 1 || !strings.Contains(runs[0].NoSession, "still being detected") {
 		t.Fatalf("runs: %+v, want one without a session because detection had not ended", runs)
@@ -60,7 +61,7 @@ func TestDetectionWaitIsBounded(t *testing.T) {
 	cs, _ := h.forge.Comments(context.Background(), h.issueTarget(7))
 	var status string
 	for _, c := range cs {
-		if _, k, _ := forges.ParseMarker(c.Body); k == KindSession {
+		if _, k, _ := forges.ParseMarker(c.Body); k == lifecycle.KindSession {
 			status = c.Body
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/metrics"
 	"github.com/alchemic-studio/alfred/sandbox"
@@ -109,8 +110,8 @@ type Engine struct {
 	// beforeEvent, set by tests, runs at the start of each event's handling
 	// (to inject a panic).
 	beforeEvent func(*forges.Event)
-	// stepped, set by tests, learns each transition taken (table.go).
-	stepped func(Step)
+	// stepped, set by tests, learns each transition taken (lifecycle/table.go).
+	stepped func(lifecycle.Step)
 }
 
 // New checks the configuration and builds an engine. Call Start to run it.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/agents/fake"
+	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/sandbox"
 	"github.com/alchemic-studio/alfred/state"
@@ -275,7 +276,7 @@ func (h *harness) mailbox(iid int64) state.Mailbox {
 }
 
 // waitStatus waits until the mailbox has status s and no run in progress.
-func (h *harness) waitStatus(iid int64, s Status) state.Mailbox {
+func (h *harness) waitStatus(iid int64, s lifecycle.Status) state.Mailbox {
 	h.t.Helper()
 	deadline := time.Now().Add(90 * time.Second) // real CLIs in Docker on a loaded machine
 	for time.Now().Before(deadline) {
@@ -336,7 +337,7 @@ func TestLifecycle(t *testing.T) {
 
 	assigned := h.send(forges.Event{Type: forges.EventIssueAssigned, Actor: "alice", Assignee: "alfred", Target: issue,
 		Labels: []string{"type::task"}})
-	mb := h.waitStatus(iid, StatusWaitingValidation)
+	mb := h.waitStatus(iid, lifecycle.StatusWaitingValidation)
 
 	if mb.BranchName != "agent/issue-7-add-a-greeting-to-the-demo" {
 		t.Errorf("branch name %q", mb.BranchName)
@@ -352,7 +353,7 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("labels after analysis: %q", got)
 	}
 	kinds := h.forge.commentKinds(issue)
-	if !slices.Equal(kinds[:2], []string{KindAcknowledgement, KindSession}) || count(kinds, KindPlan) != 1 {
+	if !slices.Equal(kinds[:2], []string{lifecycle.KindAcknowledgement, lifecycle.KindSession}) || count(kinds, lifecycle.KindPlan) != 1 {
 		t.Errorf("comments after analysis: %q", kinds)
 	}
 
@@ -368,8 +369,8 @@ func TestLifecycle(t *testing.T) {
 	h.forge.RemoveLabel(context.Background(), issue, "status::waiting_validation")
 	h.forge.AddLabels(context.Background(), issue, "status::in_ci")
 	h.send(forges.Event{Type: forges.EventIssueLabeled, Actor: "alice", Target: issue, Labels: h.forge.labels(iid)})
-	h.waitStatus(iid, StatusWaitingValidation)
-	waitUntil(t, func() bool { return count(h.forge.commentKinds(issue), KindStatusLabelRestored) == 1 })
+	h.waitStatus(iid, lifecycle.StatusWaitingValidation)
+	waitUntil(t, func() bool { return count(h.forge.commentKinds(issue), lifecycle.KindStatusLabelRestored) == 1 })
 	if got := h.forge.labels(iid); !slices.Equal(got, []string{"type::task", "status::waiting_validation"}) {
 		t.Errorf("labels after restore: %q", got)
 	}
@@ -378,13 +379,13 @@ func TestLifecycle(t *testing.T) {
 	h.forge.AddLabels(context.Background(), issue, "ai::validate_plan")
 	h.send(forges.Event{Type: forges.EventIssueLabeled, Actor: "mallory", Target: issue, Labels: h.forge.labels(iid)})
 	time.Sleep(100 * time.Millisecond)
-	if mb := h.mailbox(iid); mb.Status != string(StatusWaitingValidation) {
+	if mb := h.mailbox(iid); mb.Status != string(lifecycle.StatusWaitingValidation) {
 		t.Fatalf("mallory steered the bot: %s", mb.Status)
 	}
 
 	// ai::validate_plan by alice: development, push, merge request, in_ci.
 	h.send(forges.Event{Type: forges.EventIssueLabeled, Actor: "alice", Target: issue, Labels: h.forge.labels(iid)})
-	mb = h.waitStatus(iid, StatusInCI)
+	mb = h.waitStatus(iid, lifecycle.StatusInCI)
 	if slices.Contains(h.forge.labels(iid), "ai::validate_plan") {
 		t.Error("the command label was not removed")
 	}
@@ -401,13 +402,13 @@ func TestLifecycle(t *testing.T) {
 	h.forge.setCI(head, forges.CIFailure)
 	h.send(forges.Event{Type: forges.EventCIStatusChanged, Actor: "ci", SHA: head, Target: forges.Target{Project: h.project}})
 	waitUntil(t, func() bool { m := h.mailbox(iid); return m.HeadSHA != head && m.ActiveRunID == "" })
-	mb = h.waitStatus(iid, StatusInCI)
+	mb = h.waitStatus(iid, lifecycle.StatusInCI)
 	if mb.CIFixAttempts != 1 {
 		t.Errorf("ci_fix_attempts %d", mb.CIFixAttempts)
 	}
 	h.forge.setCI(mb.HeadSHA, forges.CISuccess)
 	h.send(forges.Event{Type: forges.EventCIStatusChanged, Actor: "ci", SHA: mb.HeadSHA, Target: forges.Target{Project: h.project}})
-	mb = h.waitStatus(iid, StatusInReview)
+	mb = h.waitStatus(iid, lifecycle.StatusInReview)
 
 	// A review comment on the merge request: review_fix, back to CI, green again.
 	h.send(forges.Event{Type: forges.EventCommentCreated, Actor: "alice",
@@ -417,10 +418,10 @@ func TestLifecycle(t *testing.T) {
 		m := h.mailbox(iid)
 		return m.Phase == string(agents.PhaseReviewFix) && m.ActiveRunID == ""
 	})
-	mb = h.waitStatus(iid, StatusInCI)
+	mb = h.waitStatus(iid, lifecycle.StatusInCI)
 	h.forge.setCI(mb.HeadSHA, forges.CISuccess)
 	h.send(forges.Event{Type: forges.EventCIStatusChanged, Actor: "ci", SHA: mb.HeadSHA, Target: forges.Target{Project: h.project}})
-	mb = h.waitStatus(iid, StatusInReview)
+	mb = h.waitStatus(iid, lifecycle.StatusInReview)
 
 	// Every run after the first resumed the first run's session.
 	sessions := h.sessions(t, mb)
@@ -451,7 +452,7 @@ func TestLifecycle(t *testing.T) {
 	var status []forges.Comment
 	cs, _ := h.forge.Comments(context.Background(), issue)
 	for _, c := range cs {
-		if _, k, _ := forges.ParseMarker(c.Body); k == KindSession {
+		if _, k, _ := forges.ParseMarker(c.Body); k == lifecycle.KindSession {
 			status = append(status, c)
 		}
 	}
@@ -467,11 +468,11 @@ func TestLifecycle(t *testing.T) {
 	// Merged: done, session state removed, and nothing more happens.
 	h.send(forges.Event{Type: forges.EventMergeRequestMerged, Actor: "alice",
 		Target: forges.Target{Project: h.project, Kind: forges.TargetMergeRequest, Number: mb.MergeRequestIID}})
-	h.waitStatus(iid, StatusDone)
+	h.waitStatus(iid, lifecycle.StatusDone)
 	if _, err := os.Stat(filepath.Dir(stateDir)); !os.IsNotExist(err) {
 		t.Errorf("session state still there after merge: %v", err)
 	}
-	if got := h.forge.labels(iid); !slices.Contains(got, "status::done") || len(statusLabels(got)) != 1 {
+	if got := h.forge.labels(iid); !slices.Contains(got, "status::done") || len(lifecycle.StatusLabels(got)) != 1 {
 		t.Errorf("labels at done: %q", got)
 	}
 }

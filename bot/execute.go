@@ -2,7 +2,6 @@ package bot
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -16,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/internal/live"
 	"github.com/alchemic-studio/alfred/internal/redact"
@@ -299,7 +299,7 @@ func (e *Engine) conflicts(ctx context.Context, mb *state.Mailbox, run *state.Ru
 	}
 	conflicts, err := wt.Merge(ctx, target)
 	if err == nil && len(conflicts) == 0 { // resolved meanwhile, or never there
-		run.NothingToDo, run.Result = true, textNothingToResolve(target)
+		run.NothingToDo, run.Result = true, lifecycle.TextNothingToResolve(target)
 	}
 	return conflicts, err
 }
@@ -680,5 +680,3 @@ func handOver(dir string, uid, gid int) error {
 	}
 	return nil
 }
-
-var errNothingPushed = errors.New("the agent changed nothing")

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/forges"
 )
 
@@ -142,7 +143,7 @@ func (f *memForge) EditComment(_ context.Context, t forges.Target, id int64, bod
 }
 
 func (f *memForge) Labels(context.Context, forges.Project) ([]forges.Label, error) {
-	return Labels(), nil
+	return lifecycle.Labels(), nil
 }
 func (f *memForge) CreateLabel(context.Context, forges.Project, forges.Label) error { return nil }
 func (f *memForge) UpdateLabel(context.Context, forges.Project, forges.Label) error { return nil }

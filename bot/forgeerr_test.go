@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/forges/forgejo/forgejotest"
 	"github.com/alchemic-studio/alfred/state"
@@ -22,7 +23,7 @@ func TestForgeFailuresAreSaidNotRetried(t *testing.T) {
 	w.agent.ReplyNext("## Functional analysis\n\nUsers want a greeting.\n\n## Questions\n\n- In which languages?")
 	w.fj.ActOpenIssue(forges.Issue{Number: 1, Title: "Say hello", Body: "The demo should greet.", Author: forgejotest.Owner, Labels: []string{"type::task"}})
 	w.accepted(w.fj.ActAssign(1, forgejotest.Bot, forgejotest.Owner))
-	w.wait(StatusWaitingInfo)
+	w.wait(lifecycle.StatusWaitingInfo)
 
 	// 403 on the first call of the answer's handling: had the engine tried
 	// the event again, the next call would have passed and nothing would be
@@ -37,7 +38,7 @@ func TestForgeFailuresAreSaidNotRetried(t *testing.T) {
 
 	// The person fixed it: ai::retry handles the answer.
 	w.accepted(w.fj.ActLabel(1, forgejotest.Owner, []string{"ai::retry"}, nil))
-	w.wait(StatusWaitingValidation)
+	w.wait(lifecycle.StatusWaitingValidation)
 
 	// A forge that never answers: the worker gives up after the budget.
 	w.fj.Hang(1 << 20)
@@ -50,7 +51,7 @@ func TestForgeFailuresAreSaidNotRetried(t *testing.T) {
 	w.threadSays("did not answer in time") // the status comment, at the next update
 	w.accepted(w.fj.ActLabel(1, forgejotest.Owner, []string{"ai::retry"}, nil))
 	waitUntil(t, func() bool { runs, _ := w.st.Runs(w.key.ID()); return len(runs) == 3 })
-	w.wait(StatusWaitingValidation)
+	w.wait(lifecycle.StatusWaitingValidation)
 }
 
 // quarantined waits until issue 1's mailbox sets aside n events and returns
@@ -71,7 +72,7 @@ func (w *forgejoWorld) threadSays(s string) {
 	waitUntil(w.t, func() bool {
 		is, _ := w.fj.Issue(1)
 		for _, c := range is.Comments {
-			if _, k, _ := forges.ParseMarker(c.Body); k == KindSession && strings.Contains(c.Body, s) {
+			if _, k, _ := forges.ParseMarker(c.Body); k == lifecycle.KindSession && strings.Contains(c.Body, s) {
 				return true
 			}
 		}

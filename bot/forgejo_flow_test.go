@@ -13,6 +13,7 @@ import (
 
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/agents/fake"
+	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/forges/forgejo"
 	"github.com/alchemic-studio/alfred/forges/forgejo/forgejotest"
@@ -39,14 +40,14 @@ func TestPersonDrivesAnIssueOnForgejo(t *testing.T) {
 	agent.ReplyNext("## Functional analysis\n\nUsers want a greeting.\n\n## Questions\n\n- In which languages?")
 	fj.ActOpenIssue(forges.Issue{Number: 1, Title: "Say hello", Body: "The demo should greet.", Author: forgejotest.Owner, Labels: []string{"type::task"}})
 	accepted(fj.ActAssign(1, forgejotest.Bot, forgejotest.Owner))
-	wait(StatusWaitingInfo)
+	wait(lifecycle.StatusWaitingInfo)
 	accepted(fj.ActComment(1, forgejotest.Owner, "English for now."))
-	wait(StatusWaitingValidation)
+	wait(lifecycle.StatusWaitingValidation)
 
 	// Naming the bot asks for another plan.
 	accepted(fj.ActComment(1, forgejotest.Owner, "@"+forgejotest.Bot+" please keep it in one file"))
 	waitUntil(t, func() bool { runs, _ := st.Runs(key.ID()); return len(runs) == 3 })
-	wait(StatusWaitingValidation)
+	wait(lifecycle.StatusWaitingValidation)
 	if reqs := fa.Requests(); !strings.Contains(reqs[2].Prompt, "please keep it in one file") {
 		t.Errorf("the plan revision's prompt lacks the feedback: %q", reqs[2].Prompt)
 	}
@@ -60,7 +61,7 @@ func TestPersonDrivesAnIssueOnForgejo(t *testing.T) {
 
 	// ai::validate_plan: the branch is pushed over HTTP and a pull request opened.
 	accepted(fj.ActLabel(1, forgejotest.Owner, []string{"ai::validate_plan"}, nil))
-	mb := wait(StatusInCI)
+	mb := wait(lifecycle.StatusInCI)
 	is, _ = fj.Issue(1)
 	if slices.Contains(is.Labels, "ai::validate_plan") {
 		t.Error("ai::validate_plan stays on the issue")
@@ -76,9 +77,9 @@ func TestPersonDrivesAnIssueOnForgejo(t *testing.T) {
 		m, _ := st.Mailbox(key)
 		return m.CIFixAttempts == 1 && m.ActiveRunID == "" && m.HeadSHA != pr.HeadSHA
 	})
-	mb = wait(StatusInCI)
+	mb = wait(lifecycle.StatusInCI)
 	fj.AddStatus(mb.HeadSHA, "ci/test", "success", "ok", "")
-	mb = wait(StatusInReview)
+	mb = wait(lifecycle.StatusInReview)
 
 	// A review asking for changes: review_fix with the inline comment, back to CI.
 	accepted(fj.ActReview(mb.MergeRequestIID, forgejotest.Owner, "REQUEST_CHANGES", "Almost.",
@@ -87,18 +88,18 @@ func TestPersonDrivesAnIssueOnForgejo(t *testing.T) {
 		m, _ := st.Mailbox(key)
 		return m.Phase == string(agents.PhaseReviewFix) && m.ActiveRunID == ""
 	})
-	mb = wait(StatusInCI)
+	mb = wait(lifecycle.StatusInCI)
 	runs, _ := st.Runs(mb.ID)
 	last := runs[len(runs)-1]
 	if last.Phase != string(agents.PhaseReviewFix) || !strings.Contains(last.Input, "Say hello in French too") {
 		t.Errorf("review_fix input %q", last.Input)
 	}
 	fj.AddStatus(mb.HeadSHA, "ci/test", "success", "ok", "")
-	mb = wait(StatusInReview)
+	mb = wait(lifecycle.StatusInReview)
 
 	// Merged: done; the session state is gone.
 	accepted(fj.ActMerge(mb.MergeRequestIID, forgejotest.Owner))
-	wait(StatusDone)
+	wait(lifecycle.StatusDone)
 	if _, err := os.Stat(filepath.Join(base, ".agent-sessions", "forgejo", "alice-demo-issue-1")); !os.IsNotExist(err) {
 		t.Errorf("session state left: %v", err)
 	}
@@ -116,12 +117,12 @@ func TestPersonDrivesAnIssueOnForgejo(t *testing.T) {
 			t.Errorf("a conflict_resolution run (%s) on a pull request without conflicts", r.Trigger)
 		}
 	}
-	for k, n := range map[string]int{KindAcknowledgement: 1, KindQuestions: 1, KindPlan: 2, KindPlanValidated: 1, KindSession: 1, KindNothingToDo: 0} {
+	for k, n := range map[string]int{lifecycle.KindAcknowledgement: 1, lifecycle.KindQuestions: 1, lifecycle.KindPlan: 2, lifecycle.KindPlanValidated: 1, lifecycle.KindSession: 1, lifecycle.KindNothingToDo: 0} {
 		if kinds[k] != n {
 			t.Errorf("%d %s comments, want %d (all: %v)", kinds[k], k, n, kinds)
 		}
 	}
-	if n := len(statusLabels(is.Labels)); n != 1 || !slices.Contains(is.Labels, "status::done") {
+	if n := len(lifecycle.StatusLabels(is.Labels)); n != 1 || !slices.Contains(is.Labels, "status::done") {
 		t.Errorf("labels at the end: %q", is.Labels)
 	}
 }
@@ -157,7 +158,7 @@ func newForgejoWorld(t *testing.T, retry forges.RetryPolicy) *forgejoWorld {
 	}
 	w.forge = forge
 	w.project = forges.Project{Forge: "forgejo", Owner: forgejotest.Owner, Name: forgejotest.Repo}
-	if _, _, err := forges.SyncLabels(ctx, forge, w.project, Labels()); err != nil {
+	if _, _, err := forges.SyncLabels(ctx, forge, w.project, lifecycle.Labels()); err != nil {
 		t.Fatal(err)
 	}
 	w.fa, err = fake.New(fake.Options{ResumableSessions: true, Reply: analysisReply, Exec: []string{"true"}})
@@ -195,7 +196,7 @@ func newForgejoWorld(t *testing.T, retry forges.RetryPolicy) *forgejoWorld {
 }
 
 // wait waits until issue 1's mailbox has status s and no run.
-func (w *forgejoWorld) wait(s Status) state.Mailbox {
+func (w *forgejoWorld) wait(s lifecycle.Status) state.Mailbox {
 	w.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {

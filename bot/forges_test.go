@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/state"
 )
@@ -44,12 +45,12 @@ func TestTwoForgesOneEngine(t *testing.T) {
 	}
 	wg.Wait()
 
-	fj := h.waitStatus(1, StatusWaitingValidation)
+	fj := h.waitStatus(1, lifecycle.StatusWaitingValidation)
 	glKey := state.MailboxKey{Forge: "gitlab", Owner: "alice", Project: "demo", Kind: state.KindIssue, IID: 1}
 	var glmb state.Mailbox
 	waitUntil(t, func() bool { // the GitLab issue waits for validation too
 		glmb, _ = h.store.Mailbox(glKey)
-		return glmb.Status == string(StatusWaitingValidation) && glmb.ActiveRunID == ""
+		return glmb.Status == string(lifecycle.StatusWaitingValidation) && glmb.ActiveRunID == ""
 	})
 	if fj.ID == glmb.ID || !strings.HasPrefix(glmb.ID, "gitlab/") || !strings.HasPrefix(fj.ID, "forgejo/") {
 		t.Fatalf("mailbox ids %q and %q: want one per forge", fj.ID, glmb.ID)
@@ -111,7 +112,7 @@ func TestForgeDownAtStart(t *testing.T) {
 
 	h.openIssue(1, "Add a greeting", "type::task")
 	h.send(forges.Event{Type: forges.EventIssueAssigned, Actor: "alice", Assignee: "alfred", Target: h.issueTarget(1), Labels: []string{"type::task"}})
-	h.waitStatus(1, StatusWaitingValidation) // the forge that answers works meanwhile
+	h.waitStatus(1, lifecycle.StatusWaitingValidation) // the forge that answers works meanwhile
 
 	var down ForgeReach
 	waitUntil(t, func() bool { // asked again in the background
@@ -142,7 +143,7 @@ func TestForgeDownAtStart(t *testing.T) {
 	gl.down("Me", 0) // it answers again
 	waitUntil(t, func() bool {
 		mb, _ := h.store.Mailbox(glKey)
-		return mb.Status == string(StatusWaitingValidation) && mb.ActiveRunID == ""
+		return mb.Status == string(lifecycle.StatusWaitingValidation) && mb.ActiveRunID == ""
 	})
 	if r := h.engine.reachOf("gitlab"); !r.Reachable() || r.Login != "alfred-gl" || !r.Since.IsZero() || r.Attempts != 0 {
 		t.Fatalf("the forge back: %+v", r)

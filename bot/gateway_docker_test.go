@@ -27,6 +27,7 @@ import (
 	"github.com/alchemic-studio/alfred/agents/grok"
 	"github.com/alchemic-studio/alfred/agents/mockllm"
 	"github.com/alchemic-studio/alfred/agents/opencode"
+	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/gateway"
 	"github.com/alchemic-studio/alfred/sandbox"
@@ -136,7 +137,7 @@ func TestSealedRunInDocker(t *testing.T) {
 
 	h.openIssue(7, "Add a greeting", "type::task")
 	h.send(forges.Event{Type: forges.EventIssueAssigned, Actor: "alice", Assignee: "alfred", Target: h.issueTarget(7), Labels: []string{"type::task"}})
-	mb := h.waitStatus(7, StatusWaitingValidation)
+	mb := h.waitStatus(7, lifecycle.StatusWaitingValidation)
 	close(stop)
 	<-watched
 
@@ -280,7 +281,7 @@ func TestSealedClaudeCodeInDocker(t *testing.T) {
 
 	h.openIssue(7, "Add a greeting", "type::task")
 	h.send(forges.Event{Type: forges.EventIssueAssigned, Actor: "alice", Assignee: "alfred", Target: h.issueTarget(7), Labels: []string{"type::task"}})
-	mb := h.waitStatus(7, StatusWaitingValidation)
+	mb := h.waitStatus(7, lifecycle.StatusWaitingValidation)
 	runs, err := h.store.Runs(mb.ID)
 	if err != nil || len(runs) != 1 {
 		t.Fatalf("runs %v %v", runs, err)

@@ -121,8 +121,3 @@ func (e *Engine) eventRecord(path string) (eventRecord, error) {
 	}
 	return rec, err
 }
-
-// eventLabel names an event for people: its type and delivery id.
-func eventLabel(q state.QuarantinedEvent) string {
-	return fmt.Sprintf("%s (delivery %s)", q.Type, q.Delivery)
-}

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/forges"
 )
 
@@ -29,7 +30,7 @@ func TestPanicIsQuarantined(t *testing.T) {
 	}
 	h.engine.beforeEvent = hook
 	h.assign(7)
-	h.waitStatus(7, StatusWaitingValidation)
+	h.waitStatus(7, lifecycle.StatusWaitingValidation)
 
 	bad := h.send(forges.Event{Type: forges.EventCommentCreated, Actor: "alice", Target: h.issueTarget(7),
 		Comment: &forges.Comment{ID: 500, Author: "alice", Body: "boom"}})
@@ -41,7 +42,7 @@ func TestPanicIsQuarantined(t *testing.T) {
 	if n := tries.Load(); n != retryTries {
 		t.Errorf("the panicking event was tried %d times, want %d", n, retryTries)
 	}
-	h.waitStatus(8, StatusWaitingValidation)
+	h.waitStatus(8, lifecycle.StatusWaitingValidation)
 	mb := h.mailbox(7)
 	if len(mb.Quarantined) != 1 || mb.Quarantined[0].Delivery != bad.DeliveryID {
 		t.Fatalf("quarantined on the mailbox: %+v", mb.Quarantined)
@@ -65,18 +66,18 @@ func TestPanicIsQuarantined(t *testing.T) {
 	h.engine = e
 	t.Cleanup(e.Close)
 	h.assign(9)
-	h.waitStatus(9, StatusWaitingValidation)
+	h.waitStatus(9, lifecycle.StatusWaitingValidation)
 	if n := tries.Load(); n != before {
 		t.Fatalf("the quarantined event was handled again after the restart (%d tries, %d before)", n, before)
 	}
 
 	// ai::retry: handled again, now that it no longer panics.
 	boom.Store(false)
-	h.command(7, CommandRetry)
+	h.command(7, lifecycle.CommandRetry)
 	waitUntil(t, func() bool {
 		return !strings.HasPrefix(h.eventRecord(bad.DeliveryID).Outcome, "quarantined")
 	})
-	if got := h.mailbox(7); len(got.Quarantined) != 0 || got.Status != string(StatusWaitingValidation) {
+	if got := h.mailbox(7); len(got.Quarantined) != 0 || got.Status != string(lifecycle.StatusWaitingValidation) {
 		t.Errorf("after ai::retry: status %s, quarantined %+v", got.Status, got.Quarantined)
 	}
 	if tries.Load() != before+1 {
@@ -89,7 +90,7 @@ func TestPanicIsQuarantined(t *testing.T) {
 func (h *harness) statusComment(iid int64) string {
 	cs, _ := h.forge.Comments(context.Background(), h.issueTarget(iid))
 	for _, c := range cs {
-		if _, k, _ := forges.ParseMarker(c.Body); k == KindSession {
+		if _, k, _ := forges.ParseMarker(c.Body); k == lifecycle.KindSession {
 			return c.Body
 		}
 	}

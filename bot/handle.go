@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/state"
 )
@@ -29,9 +30,9 @@ func (e *Engine) handleEvent(ctx context.Context, key string, ev *forges.Event) 
 	if err != nil {
 		return "", fmt.Errorf("read mailbox %s: %w", key, err)
 	}
-	in := Classify(ev, mb, e.meOn(ev.Target.Project.Forge))
+	in := lifecycle.Classify(ev, mb, e.meOn(ev.Target.Project.Forge))
 	log := e.log.With("mailbox", key, "delivery", ev.DeliveryID, "event", ev.Type, "intent", in.Kind)
-	if in.Kind == IntentIgnore {
+	if in.Kind == lifecycle.IntentIgnore {
 		log.Debug("event ignored", "reason", in.Reason)
 		return "ignored: " + in.Reason, nil
 	}
@@ -61,37 +62,37 @@ func (e *Engine) handleEvent(ctx context.Context, key string, ev *forges.Event) 
 }
 
 // steers tells the intents only people with write access may cause.
-func steers(k IntentKind) bool {
+func steers(k lifecycle.IntentKind) bool {
 	switch k {
-	case IntentStart, IntentCommand, IntentQuestion, IntentInfo, IntentPlanFeedback, IntentReview:
+	case lifecycle.IntentStart, lifecycle.IntentCommand, lifecycle.IntentQuestion, lifecycle.IntentInfo, lifecycle.IntentPlanFeedback, lifecycle.IntentReview:
 		return true
 	}
 	return false
 }
 
-func (e *Engine) act(ctx context.Context, mb *state.Mailbox, ev *forges.Event, in Intent) error {
+func (e *Engine) act(ctx context.Context, mb *state.Mailbox, ev *forges.Event, in lifecycle.Intent) error {
 	switch in.Kind {
-	case IntentStart:
+	case lifecycle.IntentStart:
 		return e.start(ctx, ev, in)
-	case IntentCommand:
+	case lifecycle.IntentCommand:
 		return e.command(ctx, mb, ev, in.Command)
-	case IntentRestoreStatus:
+	case lifecycle.IntentRestoreStatus:
 		return e.restoreStatus(ctx, mb, ev)
-	case IntentQuestion:
+	case lifecycle.IntentQuestion:
 		return e.question(ctx, mb, ev, in)
-	case IntentInfo:
-		return e.reanalyse(ctx, mb, StepInfoGiven, ev.DeliveryID, "")
-	case IntentPlanFeedback:
-		return e.reanalyse(ctx, mb, StepPlanFeedback, ev.DeliveryID, in.Text)
-	case IntentReview:
+	case lifecycle.IntentInfo:
+		return e.reanalyse(ctx, mb, lifecycle.StepInfoGiven, ev.DeliveryID, "")
+	case lifecycle.IntentPlanFeedback:
+		return e.reanalyse(ctx, mb, lifecycle.StepPlanFeedback, ev.DeliveryID, in.Text)
+	case lifecycle.IntentReview:
 		return e.review(ctx, mb, ev, in)
-	case IntentCI:
+	case lifecycle.IntentCI:
 		return e.checkMergeRequest(ctx, mb, ev.DeliveryID)
-	case IntentMerged:
+	case lifecycle.IntentMerged:
 		return e.finish(ctx, mb, errMerged)
-	case IntentClosed:
+	case lifecycle.IntentClosed:
 		return e.finish(ctx, mb, errClosed)
-	case IntentBranchDeleted:
+	case lifecycle.IntentBranchDeleted:
 		mb.BranchName = ""
 		return e.save(ctx, mb)
 	}
@@ -101,7 +102,7 @@ func (e *Engine) act(ctx context.Context, mb *state.Mailbox, ev *forges.Event, i
 // start opens the mailbox of an issue assigned to the bot (acknowledges it
 // and starts the analysis, or the answer of a type::question), or of a merge
 // request the bot is asked about (starts the answer).
-func (e *Engine) start(ctx context.Context, ev *forges.Event, in Intent) error {
+func (e *Engine) start(ctx context.Context, ev *forges.Event, in lifecycle.Intent) error {
 	p := ev.Target.Project
 	mb := &state.Mailbox{Forge: p.Forge, Owner: p.Owner, Project: p.Name, Kind: state.KindIssue, IID: ev.Target.Number, Labels: in.Labels}
 	if ev.Target.Kind == forges.TargetMergeRequest {
@@ -123,32 +124,32 @@ func (e *Engine) start(ctx context.Context, ev *forges.Event, in Intent) error {
 	}
 	mb.Title, mb.IssueURL, mb.Author = is.Title, is.URL, is.Author
 	mb.ID = mb.Key().ID()
-	flow := FlowOf(in.Labels)
+	flow := lifecycle.FlowOf(in.Labels)
 	mb.Flow = string(flow)
-	if err := e.comment(ctx, mb, KindAcknowledgement, "", textAcknowledgement(ev.Actor)); err != nil {
+	if err := e.comment(ctx, mb, lifecycle.KindAcknowledgement, "", lifecycle.TextAcknowledgement(ev.Actor)); err != nil {
 		return err
 	}
-	step := StepStart
-	if flow == FlowQuestion {
-		step = StepStartQuestion
+	step := lifecycle.StepStart
+	if flow == lifecycle.FlowQuestion {
+		step = lifecycle.StepStartQuestion
 	}
 	return e.step(ctx, mb, step, "", ev.DeliveryID, "")
 }
 
-// command handles a command label (decideCommand).
-func (e *Engine) command(ctx context.Context, mb *state.Mailbox, ev *forges.Event, c Command) error {
+// command handles a command label (lifecycle.DecideCommand).
+func (e *Engine) command(ctx context.Context, mb *state.Mailbox, ev *forges.Event, c lifecycle.Command) error {
 	mb.Labels = labelsOrMailbox(ev, mb)
-	if c == CommandValidatePlan && Status(mb.Status) == StatusWaitingValidation {
+	if c == lifecycle.CommandValidatePlan && lifecycle.Status(mb.Status) == lifecycle.StatusWaitingValidation {
 		if err := e.recordValidation(ctx, mb, ev.Actor); err != nil {
 			return err
 		}
 	}
-	next, a := decideCommand(*mb, c, ev.Actor, ev.DeliveryID, e.rulesOf(mb))
+	next, a := lifecycle.DecideCommand(*mb, c, ev.Actor, ev.DeliveryID, e.rulesOf(mb))
 	return e.apply(ctx, mb, next, a)
 }
 
 func labelsOrMailbox(ev *forges.Event, mb *state.Mailbox) []string {
-	if l := labelsOf(ev); l != nil {
+	if l := lifecycle.LabelsOf(ev); l != nil {
 		return l
 	}
 	return mb.Labels
@@ -157,12 +158,12 @@ func labelsOrMailbox(ev *forges.Event, mb *state.Mailbox) []string {
 // restoreStatus puts the bot's status label back after a person changed it.
 func (e *Engine) restoreStatus(ctx context.Context, mb *state.Mailbox, ev *forges.Event) error {
 	mb.Labels = labelsOrMailbox(ev, mb)
-	if err := e.setStatusLabel(ctx, mb, Status(mb.Status)); err != nil {
+	if err := e.setStatusLabel(ctx, mb, lifecycle.Status(mb.Status)); err != nil {
 		return err
 	}
 	// One comment per status: Gitea and Forgejo send a person's change of
 	// labels as one event per label added or removed.
-	if err := e.comment(ctx, mb, KindStatusLabelRestored, "status/"+mb.Status, textStatusRestored(e.statusLabel(mb.Forge, Status(mb.Status)))); err != nil {
+	if err := e.comment(ctx, mb, lifecycle.KindStatusLabelRestored, "status/"+mb.Status, lifecycle.TextStatusRestored(e.statusLabel(mb.Forge, lifecycle.Status(mb.Status)))); err != nil {
 		return err
 	}
 	return e.save(ctx, mb)
@@ -172,7 +173,7 @@ func (e *Engine) restoreStatus(ctx context.Context, mb *state.Mailbox, ev *forge
 // (functional_analysis, the thread has the answers) or asked for another
 // plan (technical_analysis, feedback is what they asked). A comment that comes
 // while a run works waits in the thread for the next run.
-func (e *Engine) reanalyse(ctx context.Context, mb *state.Mailbox, s Step, trigger, feedback string) error {
+func (e *Engine) reanalyse(ctx context.Context, mb *state.Mailbox, s lifecycle.Step, trigger, feedback string) error {
 	if mb.ActiveRunID != "" {
 		e.log.Info("comment noted while a run is in progress", "mailbox", mb.ID, "run", mb.ActiveRunID)
 		return nil
@@ -182,19 +183,19 @@ func (e *Engine) reanalyse(ctx context.Context, mb *state.Mailbox, s Step, trigg
 
 // question answers a person who wrote in the thread, when the issue is a
 // question or the comment mentions the bot.
-func (e *Engine) question(ctx context.Context, mb *state.Mailbox, ev *forges.Event, in Intent) error {
-	asked := Flow(mb.Flow) == FlowQuestion || mentions(ev.Comment, e.meOn(mb.Forge))
+func (e *Engine) question(ctx context.Context, mb *state.Mailbox, ev *forges.Event, in lifecycle.Intent) error {
+	asked := lifecycle.Flow(mb.Flow) == lifecycle.FlowQuestion || lifecycle.Mentions(ev.Comment, e.meOn(mb.Forge))
 	if !asked || mb.ActiveRunID != "" {
 		e.log.Info("comment noted, no answer run", "mailbox", mb.ID, "asked", asked, "active_run", mb.ActiveRunID)
 		return nil
 	}
-	return e.step(ctx, mb, StepAnswer, "", ev.DeliveryID, in.Text)
+	return e.step(ctx, mb, lifecycle.StepAnswer, "", ev.DeliveryID, in.Text)
 }
 
 // review starts a review_fix run for feedback on the bot's merge request.
-func (e *Engine) review(ctx context.Context, mb *state.Mailbox, ev *forges.Event, in Intent) error {
-	status := Status(mb.Status)
-	if status != StatusInReview && status != StatusInCI || mb.MergeRequestIID == 0 {
+func (e *Engine) review(ctx context.Context, mb *state.Mailbox, ev *forges.Event, in lifecycle.Intent) error {
+	status := lifecycle.Status(mb.Status)
+	if status != lifecycle.StatusInReview && status != lifecycle.StatusInCI || mb.MergeRequestIID == 0 {
 		e.log.Info("review noted, not acting in this status", "mailbox", mb.ID, "status", status)
 		return nil
 	}
@@ -206,7 +207,7 @@ func (e *Engine) review(ctx context.Context, mb *state.Mailbox, ev *forges.Event
 	if err != nil {
 		return err
 	}
-	return e.step(ctx, mb, StepReview, "", ev.DeliveryID, text)
+	return e.step(ctx, mb, lifecycle.StepReview, "", ev.DeliveryID, text)
 }
 
 // reviewFeedback adds to what the event said the line comments the bot has
@@ -243,8 +244,8 @@ func (e *Engine) reviewFeedback(ctx context.Context, mb *state.Mailbox, said str
 // red CI starts a ci_fix run, conflicts a conflict_resolution run, green CI
 // moves it to in_review. The same handling serves webhooks and the poller.
 func (e *Engine) checkMergeRequest(ctx context.Context, mb *state.Mailbox, trigger string) error {
-	status := Status(mb.Status)
-	if mb.MergeRequestIID == 0 || mb.ActiveRunID != "" || (status != StatusInCI && status != StatusInReview) {
+	status := lifecycle.Status(mb.Status)
+	if mb.MergeRequestIID == 0 || mb.ActiveRunID != "" || (status != lifecycle.StatusInCI && status != lifecycle.StatusInReview) {
 		return nil
 	}
 	p := projectOf(mb)
@@ -273,7 +274,7 @@ func (e *Engine) checkMergeRequest(ctx context.Context, mb *state.Mailbox, trigg
 		}
 		ci = st.State
 	}
-	next, a := decideMergeRequest(*mb, *mr, conflict, ci, e.rulesOf(mb), trigger)
+	next, a := lifecycle.DecideMergeRequest(*mb, *mr, conflict, ci, e.rulesOf(mb), trigger)
 	return e.apply(ctx, mb, next, a)
 }
 
@@ -339,7 +340,7 @@ func (e *Engine) finish(ctx context.Context, mb *state.Mailbox, why error) error
 			return err
 		}
 	}
-	return e.step(ctx, mb, StepFinished, "", "", "")
+	return e.step(ctx, mb, lifecycle.StepFinished, "", "", "")
 }
 
 // Why a mailbox is finished, as the cause of a run it stops.
@@ -352,81 +353,91 @@ var (
 // grace period and removal).
 const stopRunTimeout = 2 * time.Minute
 
-// apply carries out a decision's actions on mb (see actions for their
+// rulesOf reads the rules of mb's project.
+func (e *Engine) rulesOf(mb *state.Mailbox) lifecycle.Rules {
+	sc := scopeOf(mb)
+	return lifecycle.Rules{
+		LLMRetries: LLMMaxRetries.Get(e.settings, sc), CIFix: CIFixMaxAttempts.Get(e.settings, sc),
+		CIHardCap: CIFixHardCap.Get(e.settings, sc), ConflictFix: ConflictFixMaxAttempts.Get(e.settings, sc),
+		NeedValidation: RequirePlanValidation.Get(e.settings, sc), PublicURL: e.cfg.PublicURL,
+	}
+}
+
+// apply carries out a decision's actions on mb (see lifecycle.Actions for their
 // order), which becomes next. A failure stops there: nothing is saved, and
 // the event or the run's end is handled again from the saved mailbox (every
 // action is idempotent: comments are found by their key, labels and the
 // merge request by their name).
-func (e *Engine) apply(ctx context.Context, mb *state.Mailbox, next state.Mailbox, a actions) error {
+func (e *Engine) apply(ctx context.Context, mb *state.Mailbox, next state.Mailbox, a lifecycle.Actions) error {
 	*mb = next
-	if a.note != "" {
-		e.log.Info(a.note, "mailbox", mb.ID, "status", mb.Status, "active_run", mb.ActiveRunID)
+	if a.Note != "" {
+		e.log.Info(a.Note, "mailbox", mb.ID, "status", mb.Status, "active_run", mb.ActiveRunID)
 	}
 	if err := e.prepare(ctx, mb, a); err != nil {
 		return err
 	}
-	if a.release {
+	if a.Release {
 		if err := e.release(ctx, mb); err != nil {
 			return err
 		}
 	}
-	if a.resume != nil {
-		return e.resume(ctx, mb, *a.resume)
+	if a.Resume != nil {
+		return e.resume(ctx, mb, *a.Resume)
 	}
-	if a.step == "" {
+	if a.Step == "" {
 		return e.save(ctx, mb)
 	}
-	if err := e.step(ctx, mb, a.step, a.phase, a.trigger, a.extra); err != nil {
+	if err := e.step(ctx, mb, a.Step, a.Phase, a.Trigger, a.Extra); err != nil {
 		return err
 	}
-	if a.checkMR != "" {
-		return e.checkMergeRequest(ctx, mb, a.checkMR)
+	if a.CheckMR != "" {
+		return e.checkMergeRequest(ctx, mb, a.CheckMR)
 	}
 	return nil
 }
 
 // prepare carries out the actions that come before a decision's step: the
 // description section, the merge request, the comment, the label.
-func (e *Engine) prepare(ctx context.Context, mb *state.Mailbox, a actions) error {
-	if a.section != "" {
-		if _, err := forges.EnsureSection(ctx, e.on(mb.Forge), projectOf(mb), mb.IID, a.section); err != nil {
+func (e *Engine) prepare(ctx context.Context, mb *state.Mailbox, a lifecycle.Actions) error {
+	if a.Section != "" {
+		if _, err := forges.EnsureSection(ctx, e.on(mb.Forge), projectOf(mb), mb.IID, a.Section); err != nil {
 			return err
 		}
 	}
-	if a.ensureMR {
-		if err := e.ensureMergeRequest(ctx, mb, a.mrResult); err != nil {
+	if a.EnsureMR {
+		if err := e.ensureMergeRequest(ctx, mb, a.MRResult); err != nil {
 			return err
 		}
 	}
-	if a.say != nil {
-		if err := e.comment(ctx, mb, a.say.kind, a.say.cause, a.say.text); err != nil {
+	if a.Say != nil {
+		if err := e.comment(ctx, mb, a.Say.Kind, a.Say.Cause, a.Say.Text); err != nil {
 			return err
 		}
 	}
-	if a.bindPlan {
+	if a.BindPlan {
 		if err := e.recordValidation(ctx, mb, "(given while the plan was revised)"); err != nil {
 			return err
 		}
 	}
-	if a.unlabel != "" {
-		if err := e.on(mb.Forge).RemoveLabel(ctx, issueTarget(mb), a.unlabel.Label()); err != nil {
-			return fmt.Errorf("remove %s: %w", a.unlabel.Label(), err)
+	if a.Unlabel != "" {
+		if err := e.on(mb.Forge).RemoveLabel(ctx, issueTarget(mb), a.Unlabel.Label()); err != nil {
+			return fmt.Errorf("remove %s: %w", a.Unlabel.Label(), err)
 		}
 	}
 	return nil
 }
 
-// step moves mb along the declared transition s (table.go): to its To status
+// step moves mb along the declared transition s (lifecycle/table.go): to its To status
 // and, when its row runs a phase, a run of it (phase, when the row says the
 // failed one). A step the table does not declare from mb's status is a bug
 // and fails, so the table and the engine cannot part ways unseen.
-func (e *Engine) step(ctx context.Context, mb *state.Mailbox, s Step, phase agents.Phase, trigger, extra string) error {
-	t, ok := transitionOf(s)
+func (e *Engine) step(ctx context.Context, mb *state.Mailbox, s lifecycle.Step, phase agents.Phase, trigger, extra string) error {
+	t, ok := lifecycle.TransitionOf(s)
 	if !ok {
 		return fmt.Errorf("lifecycle: no step %q in the table", s)
 	}
 	run := t.Run
-	if run == phaseFailed {
+	if run == lifecycle.PhaseFailed {
 		run = phase
 	}
 	if run != "" {
@@ -434,7 +445,7 @@ func (e *Engine) step(ctx context.Context, mb *state.Mailbox, s Step, phase agen
 			return err
 		}
 	}
-	if !t.allows(Status(mb.Status)) {
+	if !t.Allows(lifecycle.Status(mb.Status)) {
 		return fmt.Errorf("lifecycle: step %s is not declared from status %q", s, mb.Status)
 	}
 	if e.stepped != nil {
@@ -452,8 +463,8 @@ func (e *Engine) step(ctx context.Context, mb *state.Mailbox, s Step, phase agen
 // transition sets the status (label and record) and, when phase is set,
 // starts a run of it. extra is phase input: the question to answer or the
 // review feedback.
-func (e *Engine) transition(ctx context.Context, mb *state.Mailbox, s Status, phase agents.Phase, trigger, extra string) error {
-	if Status(mb.Status) != s || len(statusLabels(mb.Labels)) != 1 {
+func (e *Engine) transition(ctx context.Context, mb *state.Mailbox, s lifecycle.Status, phase agents.Phase, trigger, extra string) error {
+	if lifecycle.Status(mb.Status) != s || len(lifecycle.StatusLabels(mb.Labels)) != 1 {
 		if err := e.setStatusLabel(ctx, mb, s); err != nil {
 			return err
 		}
@@ -470,10 +481,10 @@ func (e *Engine) transition(ctx context.Context, mb *state.Mailbox, s Status, ph
 // (exclusive scoped labels), adding it takes the old one off too; the bot
 // removes the others all the same: a label of the other form, or one the
 // forge does not scope.
-func (e *Engine) setStatusLabel(ctx context.Context, mb *state.Mailbox, s Status) error {
+func (e *Engine) setStatusLabel(ctx context.Context, mb *state.Mailbox, s lifecycle.Status) error {
 	t := issueTarget(mb)
 	want := e.statusLabel(mb.Forge, s)
-	for _, l := range statusLabels(mb.Labels) {
+	for _, l := range lifecycle.StatusLabels(mb.Labels) {
 		if l != want {
 			if err := e.on(mb.Forge).RemoveLabel(ctx, t, l); err != nil {
 				return fmt.Errorf("remove %s: %w", l, err)
@@ -492,7 +503,7 @@ func (e *Engine) setStatusLabel(ctx context.Context, mb *state.Mailbox, s Status
 
 // statusLabel is the label of status s on forge: in the form its
 // configuration chose (Config.StatusPrefixes), "status::x" by default.
-func (e *Engine) statusLabel(forge string, s Status) string {
+func (e *Engine) statusLabel(forge string, s lifecycle.Status) string {
 	if p := e.cfg.StatusPrefixes[forge]; p != "" {
 		return s.LabelWith(p)
 	}

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/state"
 )
 
@@ -145,7 +146,7 @@ func handoffOf(runs []state.Run) handoffParts {
 			}
 		}
 		if r.Phase == string(agents.PhaseAnalysis) {
-			p.Plan = clipBlock(firstNonEmpty(ParseAnalysis(r.Result).Plan, last), handoffPlan)
+			p.Plan = clipBlock(firstNonEmpty(lifecycle.ParseAnalysis(r.Result).Plan, last), handoffPlan)
 		}
 	}
 	p.Problems = lastN(p.Problems, handoffProblems)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/state"
 )
@@ -37,15 +38,15 @@ func TestHeldChange(t *testing.T) {
 	const iid = 9
 	issue := h.planned(iid)
 	h.validate(iid)
-	mb := h.waitStatus(iid, StatusBlocked)
+	mb := h.waitStatus(iid, lifecycle.StatusBlocked)
 
 	if head := h.git.head("alice", "demo", mb.BranchName); head != "" {
 		t.Fatalf("a held change was pushed: %s", head)
 	}
-	if n := count(h.forge.commentKinds(issue), KindBlocked); n != 1 {
+	if n := count(h.forge.commentKinds(issue), lifecycle.KindBlocked); n != 1 {
 		t.Fatalf("%d blocked comments", n)
 	}
-	body := h.forge.commentOf(issue, KindBlocked)
+	body := h.forge.commentOf(issue, lifecycle.KindBlocked)
 	for _, want := range []string{"I did not push the change of `development`", "`.forgejo/workflows/exfil.yml` is a CI definition", "AGENT_ALLOW_CI_CHANGES=true", "http://alfred.test/runs/", "ai::retry"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the comment lacks %q:\n%s", want, body)
@@ -63,7 +64,7 @@ func TestHeldChange(t *testing.T) {
 	h.setSetting(projectSetting("AGENT_ALLOW_CI_CHANGES", "true"))
 	h.forge.AddLabels(context.Background(), issue, "ai::retry")
 	h.send(forges.Event{Type: forges.EventIssueLabeled, Actor: "alice", Target: issue, Labels: h.forge.labels(iid)})
-	mb = h.waitStatus(iid, StatusInCI)
+	mb = h.waitStatus(iid, lifecycle.StatusInCI)
 	files := run(t, filepath.Join(h.git.root, "alice", "demo.git"), "git", "show", "--name-only", "--format=", mb.BranchName)
 	if !slices.Equal(strings.Fields(files), []string{".forgejo/workflows/exfil.yml", "hello.go"}) {
 		t.Fatalf("pushed %q", files)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/agents/fake"
+	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/internal/live"
 	"github.com/alchemic-studio/alfred/sandbox"
@@ -87,7 +88,7 @@ func TestFollowSeesTheAgentsLinesBeforeTheRunEnds(t *testing.T) {
 			t.Errorf("a line shows a secret: %q", l)
 		}
 	}
-	h.waitStatus(iid, StatusWaitingValidation)
+	h.waitStatus(iid, lifecycle.StatusWaitingValidation)
 	if _, ok := h.engine.Follow(runID); ok {
 		t.Error("an ended run is still followed")
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/agents/fake"
+	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/state"
 )
@@ -32,13 +33,13 @@ func (h *harness) twoRuns(between func()) (state.Mailbox, []state.LLMSession) {
 	h.openIssue(7, "Add a greeting", "type::task")
 	issue := h.issueTarget(7)
 	h.send(forges.Event{Type: forges.EventIssueAssigned, Actor: "alice", Assignee: "alfred", Target: issue, Labels: []string{"type::task"}})
-	h.waitStatus(7, StatusWaitingValidation)
+	h.waitStatus(7, lifecycle.StatusWaitingValidation)
 	if between != nil {
 		between()
 	}
 	h.forge.AddLabels(context.Background(), issue, "ai::validate_plan")
 	h.send(forges.Event{Type: forges.EventIssueLabeled, Actor: "alice", Target: issue, Labels: h.forge.labels(7)})
-	mb := h.waitStatus(7, StatusInCI)
+	mb := h.waitStatus(7, lifecycle.StatusInCI)
 	return mb, h.sessions(h.t, mb)
 }
 
@@ -105,7 +106,7 @@ func TestSessionMatrix(t *testing.T) {
 		}
 		// Development's own effects only: plan_validated and the status comment edit; no blocked or retry comment.
 		kinds := h.forge.commentKinds(h.issueTarget(7))
-		if len(kinds) != commentsBefore+1 || kinds[len(kinds)-1] != KindPlanValidated {
+		if len(kinds) != commentsBefore+1 || kinds[len(kinds)-1] != lifecycle.KindPlanValidated {
 			t.Errorf("comments: %q (had %d)", kinds, commentsBefore)
 		}
 		if n := len(h.forge.labels(7)); n != labelsBefore {
@@ -176,7 +177,7 @@ func TestSessionMatrix(t *testing.T) {
 		key := state.MailboxKey{Forge: "forgejo", Owner: "alice", Project: "demo", Kind: state.KindMR, IID: 40}
 		waitUntil(t, func() bool {
 			mb, err := h.store.Mailbox(key)
-			return err == nil && mb.ActiveRunID == "" && count(h.forge.commentKinds(forges.Target{Kind: forges.TargetMergeRequest, Number: 40}), KindAnswer) == 1
+			return err == nil && mb.ActiveRunID == "" && count(h.forge.commentKinds(forges.Target{Kind: forges.TargetMergeRequest, Number: 40}), lifecycle.KindAnswer) == 1
 		})
 		mb, _ := h.store.Mailbox(key)
 		ls := h.sessions(t, mb)
@@ -196,7 +197,7 @@ func TestSessionMatrix(t *testing.T) {
 		dir := h.engine.cfg.Sessions.Dir(mb, fake.ID)
 		h.setSetting(projectSetting("AGENT_SESSION_RESUME", "false"))
 		h.send(forges.Event{Type: forges.EventIssueClosed, Actor: "alice", Target: h.issueTarget(7)})
-		h.waitStatus(7, StatusDone)
+		h.waitStatus(7, lifecycle.StatusDone)
 		if _, err := os.Stat(dir); err != nil {
 			t.Errorf("state removed with the setting off: %v", err)
 		}

@@ -1,6 +1,7 @@
 package bot
 
 import (
+	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/internal/logtest"
 	"log/slog"
 	"os"
@@ -51,7 +52,7 @@ func TestCannotResumeSaysWhyInOneLine(t *testing.T) {
 			book := &logtest.Book{Min: slog.LevelInfo}
 			h := newHarness(t, tt.opt, func(s *setup) { s.logs = book })
 			h.assign(7)
-			h.waitStatus(7, StatusWaitingValidation)
+			h.waitStatus(7, lifecycle.StatusWaitingValidation)
 			var rows []string
 			for _, l := range strings.Split(h.statusComment(7), "\n") {
 				if strings.Contains(l, "none: ") {

@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/state"
 )
 
 // handleRunDone applies a finished run to its mailbox, in the mailbox's
 // worker: the status comment, then what the run's end decides
-// (decideRunEnd). A session fallback never reaches here as a failure: it
+// (lifecycle.DecideRunEnd). A session fallback never reaches here as a failure: it
 // lives inside the adapter.
 func (e *Engine) handleRunDone(ctx context.Context, key, runID string) error {
 	mb, err := e.mailbox(key)
@@ -32,7 +33,7 @@ func (e *Engine) handleRunDone(ctx context.Context, key, runID string) error {
 	if err := e.updateStatusComment(ctx, mb); err != nil {
 		e.log.Warn("status comment", "mailbox", mb.ID, "err", err)
 	}
-	next, a := decideRunEnd(*mb, run, e.rulesOf(mb))
+	next, a := lifecycle.DecideRunEnd(*mb, run, e.rulesOf(mb))
 	return e.apply(ctx, mb, next, a)
 }
 
@@ -46,7 +47,7 @@ func (e *Engine) ensureMergeRequest(ctx context.Context, mb *state.Mailbox, resu
 			return berr
 		}
 		mr, err = e.on(mb.Forge).CreateMergeRequest(ctx, p, forges.NewMergeRequest{
-			Title: mb.Title, Body: textMergeRequest(mb.IID, result),
+			Title: mb.Title, Body: lifecycle.TextMergeRequest(mb.IID, result),
 			SourceBranch: mb.BranchName, TargetBranch: base,
 		})
 	}
@@ -68,28 +69,20 @@ func (e *Engine) updateStatusComment(ctx context.Context, mb *state.Mailbox) err
 		return err
 	}
 	const latest = 10
-	var rows []SessionRow
+	var rows []lifecycle.SessionRow
 	for i := len(runs) - 1; i >= 0 && len(rows) < latest; i-- {
 		r := runs[i]
 		_, sessions, _ := e.store.RunWithSessions(r.ID)
-		row := SessionRow{Run: r, URL: e.runURL(r.ID)}
+		row := lifecycle.SessionRow{Run: r, URL: e.runURL(r.ID)}
 		if len(sessions) > 0 {
 			row.Session = &sessions[len(sessions)-1]
 		}
 		rows = append(rows, row)
 	}
-	return e.comment(ctx, mb, KindSession, "", textSession(rows, mb.Quarantined))
+	return e.comment(ctx, mb, lifecycle.KindSession, "", lifecycle.TextSession(rows, mb.Quarantined))
 }
 
-func (e *Engine) runURL(id string) string { return runPage(e.cfg.PublicURL, id) }
-
-// runPage is the page of run id under publicURL, "" without one.
-func runPage(publicURL, id string) string {
-	if publicURL == "" {
-		return ""
-	}
-	return publicURL + "/runs/" + id
-}
+func (e *Engine) runURL(id string) string { return lifecycle.RunPage(e.cfg.PublicURL, id) }
 
 // recoverRuns picks up the runs a previous process left on the forges named:
 // a finished run whose effects were not applied is applied, an interrupted
@@ -150,8 +143,8 @@ func (e *Engine) pollLoop() {
 func (e *Engine) pollDue() {
 	mbs, _ := e.store.Mailboxes()
 	for _, mb := range mbs {
-		s := Status(mb.Status)
-		if e.meOn(mb.Forge) != "" && mb.MergeRequestIID != 0 && mb.ActiveRunID == "" && (s == StatusInCI || s == StatusInReview) {
+		s := lifecycle.Status(mb.Status)
+		if e.meOn(mb.Forge) != "" && mb.MergeRequestIID != 0 && mb.ActiveRunID == "" && (s == lifecycle.StatusInCI || s == lifecycle.StatusInReview) {
 			e.inbox.post(mb.ID, message{poll: true})
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// The engine's parts besides the lifecycle (table.go, handle.go,
+// The engine's parts besides the lifecycle (bot/lifecycle, handle.go,
 // outcome.go): what comes in, and what runs.
 
 // intake is the way in (inbox.go): the durable journal an event is written

@@ -4,10 +4,10 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/state"
 )
@@ -35,12 +35,11 @@ type PromptInput struct {
 	Reviews   []forges.ReviewComment // review_fix: line comments
 }
 
-// Markers of the analysis output, so the bot can split it into the
-// description section, the plan comment or the questions comment.
+// Markers of the analysis output (lifecycle.ParseAnalysis splits it by them).
 const (
-	analysisHeading  = "## Functional analysis"
-	planHeading      = "## Implementation plan"
-	questionsHeading = "## Questions"
+	analysisHeading  = lifecycle.AnalysisHeading
+	planHeading      = lifecycle.PlanHeading
+	questionsHeading = lifecycle.QuestionsHeading
 )
 
 // phaseInput gathers the full phase context from the forge, before any
@@ -109,7 +108,7 @@ func (e *Engine) thread(ctx context.Context, mb *state.Mailbox, comments []forge
 	}
 	for _, c := range comments {
 		if strings.EqualFold(c.Author, me) {
-			if _, kind, ok := forges.ParseMarker(c.Body); ok && kind == KindQuestions {
+			if _, kind, ok := forges.ParseMarker(c.Body); ok && kind == lifecycle.KindQuestions {
 				in.Asked = stripMarker(c.Body)
 			}
 			continue
@@ -197,75 +196,6 @@ func Prompt(in PromptInput) string {
 		b.WriteString(strings.TrimSpace(in.Question) + "\n")
 	}
 	return b.String()
-}
-
-// Analysis is the output of an analysis run, split by its headings.
-type Analysis struct {
-	Functional string // for the description section
-	Plan       string // for the plan comment
-	Questions  string // set, with no Plan, when the agent needs answers first
-}
-
-// ParseAnalysis splits the output of an analysis run. Without any heading,
-// the whole text is the plan. A plan wins over questions: questions written
-// next to a plan stay in the plan, for the validation to settle.
-func ParseAnalysis(text string) Analysis {
-	type mark struct {
-		at   int
-		head string
-	}
-	var marks []mark
-	for _, h := range []string{analysisHeading, planHeading, questionsHeading} {
-		if i := headingAt(text, h); i >= 0 {
-			marks = append(marks, mark{i, h})
-		}
-	}
-	if len(marks) == 0 {
-		return Analysis{Plan: strings.TrimSpace(text)}
-	}
-	slices.SortFunc(marks, func(a, b mark) int { return a.at - b.at })
-	var a Analysis
-	for i, m := range marks {
-		end := len(text)
-		if i+1 < len(marks) {
-			end = marks[i+1].at
-		}
-		part := strings.TrimSpace(text[m.at+len(m.head) : end])
-		switch m.head {
-		case analysisHeading:
-			a.Functional = part
-		case planHeading:
-			a.Plan = part
-		case questionsHeading:
-			a.Questions = part
-		}
-	}
-	if a.Plan != "" {
-		if a.Questions != "" {
-			a.Plan += "\n\n" + questionsHeading + "\n\n" + a.Questions
-		}
-		a.Questions = ""
-	}
-	if a.Plan == "" && a.Questions == "" {
-		a.Plan = strings.TrimSpace(text) // headings without content: keep it all
-	}
-	return a
-}
-
-// headingAt finds heading h at the start of a line.
-func headingAt(text, h string) int {
-	for i := 0; ; {
-		j := strings.Index(text[i:], h)
-		if j < 0 {
-			return -1
-		}
-		at := i + j
-		end := at + len(h)
-		if (at == 0 || text[at-1] == '\n') && (end == len(text) || text[end] == '\n' || text[end] == '\r' || text[end] == ' ') {
-			return at
-		}
-		i = end
-	}
 }
 
 // quote makes text a Markdown quote, line by line.

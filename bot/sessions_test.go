@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/sandbox"
 	"github.com/alchemic-studio/alfred/state"
 )
@@ -203,11 +204,11 @@ func TestDeadSessionStartsFresh(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, func(s *setup) { s.settings = append(s.settings, projectSetting("LLM_MAX_RETRIES", "3")) })
 	h.assign(7)
-	h.waitStatus(7, StatusWaitingValidation)
+	h.waitStatus(7, lifecycle.StatusWaitingValidation)
 	h.adapter.FailNext("the CLI crashed: SIGSEGV")
 	h.adapter.FailNext("the CLI crashed: SIGSEGV")
-	h.command(7, CommandValidatePlan)
-	mb := h.waitStatus(7, StatusInCI)
+	h.command(7, lifecycle.CommandValidatePlan)
+	mb := h.waitStatus(7, lifecycle.StatusInCI)
 	ls := h.sessions(t, mb)
 	if len(ls) != 4 {
 		t.Fatalf("%d sessions, want 4 (analysis, two failed resumes, a fresh development): %+v", len(ls), ls)

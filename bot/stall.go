@@ -13,7 +13,7 @@ import (
 
 // The stall watchdog (issue 21): a run whose CLI neither prints nor makes a
 // model request for AGENT_STALL_TIMEOUT is stopped, failed with a sentence
-// that says so, and its mailbox blocks at once (decideRunEnd): a CLI that
+// that says so, and its mailbox blocks at once (lifecycle.DecideRunEnd): a CLI that
 // stalls is set up wrong (an endpoint it ignores, a prompt it waits on) and
 // would stall again, so retrying it would only hold the mailbox longer.
 //

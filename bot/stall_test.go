@@ -15,6 +15,7 @@ import (
 
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/agents/fake"
+	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/gateway"
 	"github.com/alchemic-studio/alfred/state"
@@ -243,27 +244,27 @@ func TestErrStalledSaysWhatWasWatched(t *testing.T) {
 // its outcome in the comment, retries left or not; another failure retries.
 func TestDecideStalledRunBlocksAtOnce(t *testing.T) {
 	why := errStalled{idle: 2 * time.Minute, gateway: true}.Error()
-	r := rules{LLMRetries: 2}
+	r := lifecycle.Rules{LLMRetries: 2}
 	tests := []struct {
 		name    string
 		run     state.Run
-		step    Step
+		step    lifecycle.Step
 		blocked bool
 	}{
-		{"stalled", state.Run{Status: state.RunFailed, Stalled: true, Outcome: why}, StepBlocked, true},
-		{"failed otherwise", state.Run{Status: state.RunFailed, Outcome: "crash"}, StepRunFailed, false},
+		{"stalled", state.Run{Status: state.RunFailed, Stalled: true, Outcome: why}, lifecycle.StepBlocked, true},
+		{"failed otherwise", state.Run{Status: state.RunFailed, Outcome: "crash"}, lifecycle.StepRunFailed, false},
 		{"canceled", state.Run{Status: state.RunCanceled, Stalled: true, Outcome: "canceled: finish"}, "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.run.ID, tt.run.Phase = "run-1", string(agents.PhaseDevelopment)
-			mb := state.Mailbox{Status: string(StatusInDevelopment), ActiveRunID: "run-1"}
-			got, a := decideRunEnd(mb, tt.run, r)
-			if a.step != tt.step || got.ActiveRunID != "" {
-				t.Errorf("step %q, active run %q", a.step, got.ActiveRunID)
+			mb := state.Mailbox{Status: string(lifecycle.StatusInDevelopment), ActiveRunID: "run-1"}
+			got, a := lifecycle.DecideRunEnd(mb, tt.run, r)
+			if a.Step != tt.step || got.ActiveRunID != "" {
+				t.Errorf("step %q, active run %q", a.Step, got.ActiveRunID)
 			}
-			if said := a.say != nil && a.say.kind == KindBlocked && strings.Contains(a.say.text, why); said != tt.blocked {
-				t.Errorf("blocked comment %+v", a.say)
+			if said := a.Say != nil && a.Say.Kind == lifecycle.KindBlocked && strings.Contains(a.Say.Text, why); said != tt.blocked {
+				t.Errorf("blocked comment %+v", a.Say)
 			}
 		})
 	}
@@ -305,7 +306,7 @@ func TestStalledAgentIsStoppedAndSaid(t *testing.T) {
 	t.Parallel()
 	h := stallHarness(t, true, "sleep", "30")
 	h.assign(7)
-	mb := h.waitStatus(7, StatusBlocked)
+	mb := h.waitStatus(7, lifecycle.StatusBlocked)
 	runs := mustRuns(t, h.store, mb.ID)
 	if len(runs) != 1 {
 		t.Fatalf("%d runs, want 1: a stall is not retried", len(runs))
@@ -318,7 +319,7 @@ func TestStalledAgentIsStoppedAndSaid(t *testing.T) {
 	if d := run.FinishedAt.Sub(run.StartedAt); d >= 30*time.Second {
 		t.Errorf("the run lasted %s: it was not stopped before its sleep ended", d)
 	}
-	if body := h.commentOf(7, KindBlocked); !strings.Contains(body, why) {
+	if body := h.commentOf(7, lifecycle.KindBlocked); !strings.Contains(body, why) {
 		t.Errorf("blocked comment:\n%s", body)
 	}
 }
@@ -341,7 +342,7 @@ func TestAgentsThatShowLifeAreNotStopped(t *testing.T) {
 			t.Parallel()
 			h := stallHarness(t, tt.reporting, tt.exec...)
 			h.assign(7)
-			mb := h.waitStatus(7, StatusWaitingValidation)
+			mb := h.waitStatus(7, lifecycle.StatusWaitingValidation)
 			for _, run := range mustRuns(t, h.store, mb.ID) {
 				if run.Status != state.RunSucceeded || run.Stalled {
 					t.Errorf("run: status %s stalled %v outcome %q", run.Status, run.Stalled, run.Outcome)

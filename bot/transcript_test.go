@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/internal/redact"
 	"github.com/alchemic-studio/alfred/state"
 )
@@ -97,12 +98,12 @@ func TestTranscriptSteps(t *testing.T) {
 				s.wrap = func(a agents.Adapter) agents.Adapter { return &transcribing{Adapter: a} }
 			})
 			h.assign(7)
-			h.waitStatus(7, StatusWaitingValidation)
+			h.waitStatus(7, lifecycle.StatusWaitingValidation)
 			if tt.miss {
 				h.adapter.MissNextResume()
 			}
-			h.command(7, CommandValidatePlan)
-			mb := h.waitStatus(7, StatusInCI)
+			h.command(7, lifecycle.CommandValidatePlan)
+			mb := h.waitStatus(7, lifecycle.StatusInCI)
 			runs := mustRuns(t, h.store, mb.ID)
 			if len(runs) != 2 {
 				t.Fatalf("%d runs, want 2", len(runs))
@@ -133,7 +134,7 @@ func TestTranscriptStepsNoReader(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	h.assign(7)
-	mb := h.waitStatus(7, StatusWaitingValidation)
+	mb := h.waitStatus(7, lifecycle.StatusWaitingValidation)
 	runs := mustRuns(t, h.store, mb.ID)
 	if len(runs) != 1 || runs[0].Steps != nil || runs[0].Transcript != nil {
 		t.Fatalf("runs %+v, want one without steps", runs)
@@ -148,7 +149,7 @@ func TestTranscriptStepsUnreadable(t *testing.T) {
 		s.wrap = func(a agents.Adapter) agents.Adapter { return &unreadable{a} }
 	})
 	h.assign(7)
-	mb := h.waitStatus(7, StatusWaitingValidation)
+	mb := h.waitStatus(7, lifecycle.StatusWaitingValidation)
 	runs := mustRuns(t, h.store, mb.ID)
 	if len(runs) != 1 || runs[0].Status != state.RunSucceeded || runs[0].Transcript == nil ||
 		!strings.Contains(runs[0].Transcript.Note, "no transcript") || runs[0].Steps != nil {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/state"
 )
@@ -101,7 +102,7 @@ func bodyDigest(body string) string {
 func botPlan(comments []forges.Comment, me string) (forges.Comment, bool) {
 	for i := len(comments) - 1; i >= 0; i-- {
 		c := comments[i]
-		if _, kind, ok := forges.ParseMarker(c.Body); ok && kind == KindPlan && strings.EqualFold(c.Author, me) {
+		if _, kind, ok := forges.ParseMarker(c.Body); ok && kind == lifecycle.KindPlan && strings.EqualFold(c.Author, me) {
 			return c, true
 		}
 	}
@@ -152,10 +153,10 @@ func validatedPlan(v state.Validation, comments []forges.Comment, body string) (
 // so a payload that names the wrong actor, label or comment acts on
 // nothing: a command label must be on the target now, a comment must exist
 // with that author and body. False, with why, when the forge disagrees.
-func (e *Engine) confirm(ctx context.Context, ev *forges.Event, in Intent) (bool, string, error) {
+func (e *Engine) confirm(ctx context.Context, ev *forges.Event, in lifecycle.Intent) (bool, string, error) {
 	f := e.on(ev.Target.Project.Forge)
 	switch {
-	case in.Kind == IntentCommand && ev.Target.Kind != forges.TargetMergeRequest:
+	case in.Kind == lifecycle.IntentCommand && ev.Target.Kind != forges.TargetMergeRequest:
 		is, err := f.Issue(ctx, ev.Target.Project, ev.Target.Number)
 		if err != nil {
 			return false, "", err
@@ -163,7 +164,7 @@ func (e *Engine) confirm(ctx context.Context, ev *forges.Event, in Intent) (bool
 		if !slices.Contains(is.Labels, in.Command.Label()) {
 			return false, "the forge does not show " + in.Command.Label() + " on the issue", nil
 		}
-	case in.Kind == IntentReview && ev.Review != nil:
+	case in.Kind == lifecycle.IntentReview && ev.Review != nil:
 		return e.confirmReview(ctx, f, ev)
 	case ev.Comment != nil && ev.Comment.ID != 0:
 		comments, err := f.Comments(ctx, ev.Target)

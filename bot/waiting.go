@@ -1,5 +1,7 @@
 package bot
 
+import "github.com/alchemic-studio/alfred/bot/lifecycle"
+
 // Waiting states of the events whose mailbox has no status to give.
 const (
 	waitingNew        = "new"        // a mailbox key with no mailbox yet (an issue just assigned)
@@ -12,7 +14,7 @@ const (
 // waits in them: the statuses of the label catalogue and the waiting* ones.
 func waitingStates() []string {
 	states := []string{waitingNew, waitingProject, waitingNone, waitingUnreadable}
-	for _, s := range Statuses() {
+	for _, s := range lifecycle.Statuses() {
 		states = append(states, string(s))
 	}
 	return states

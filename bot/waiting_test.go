@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/metrics"
 	"github.com/alchemic-studio/alfred/state"
@@ -30,7 +31,7 @@ func waitingEngine(t *testing.T) (e *Engine, release chan struct{}) {
 	t.Helper()
 	st := openStore(t)
 	err := st.Update(context.Background(), func(tx *state.Tx) error {
-		if err := tx.PutMailbox(state.Mailbox{Forge: waitingTestProject.Forge, Owner: waitingTestProject.Owner, Project: waitingTestProject.Name, Kind: state.KindIssue, IID: 1, Status: string(StatusInCI)}); err != nil {
+		if err := tx.PutMailbox(state.Mailbox{Forge: waitingTestProject.Forge, Owner: waitingTestProject.Owner, Project: waitingTestProject.Name, Kind: state.KindIssue, IID: 1, Status: string(lifecycle.StatusInCI)}); err != nil {
 			return err
 		}
 		return tx.PutMailbox(state.Mailbox{Forge: waitingTestProject.Forge, Owner: waitingTestProject.Owner, Project: waitingTestProject.Name, Kind: state.KindMR, IID: 2})

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alchemic-studio/alfred/bot"
+	botlifecycle "github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/state"
 )
@@ -107,7 +107,7 @@ func seedOne(tx *state.Tx, r seedRun, mailboxID string) error {
 
 // lifecycle is the statuses of the lifecycle table, as the main package
 // passes them.
-var lifecycle = Statuses{Person: bot.StatusesWaiting(bot.WaitsPerson), Work: bot.StatusesWaiting(bot.WaitsWork), Done: bot.StatusesWaiting(bot.WaitsNobody)}
+var lifecycle = Statuses{Person: botlifecycle.StatusesWaiting(botlifecycle.WaitsPerson), Work: botlifecycle.StatusesWaiting(botlifecycle.WaitsWork), Done: botlifecycle.StatusesWaiting(botlifecycle.WaitsNobody)}
 
 func (s seeded) deps() Deps {
 	return Deps{Records: s.store, Runner: "image", Clock: func() time.Time { return overviewNow }, Statuses: lifecycle,

@@ -1,4 +1,4 @@
-package bot
+package lifecycle
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 func Diagram() string {
 	var b strings.Builder
 	b.WriteString("# The lifecycle of an issue\n\n")
-	b.WriteString("Generated from `bot/table.go` by `go test ./bot -run TestLifecycleDiagram -update`: edit the\n")
+	b.WriteString("Generated from `bot/lifecycle/table.go` by `go test ./bot/lifecycle -run TestLifecycleDiagram -update`: edit the\n")
 	b.WriteString("table, not this page. The words are in [design.md](design.md).\n\n")
 	b.WriteString("```mermaid\nstateDiagram-v2\n")
 	b.WriteString("    state \"any status\" as any\n")
@@ -39,7 +39,7 @@ func Diagram() string {
 			from = append(from, "any")
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", t.Step, strings.Join(from, ", "), t.On,
-			orDash(string(t.Run)), cell(t.To, "(unchanged)"), orDash(t.Limit))
+			orDash(string(t.Run)), cell(t.To, "(unchanged)"), orDash(string(t.Limit)))
 	}
 	b.WriteString("\n## Labels\n\n| label | what |\n|---|---|\n")
 	for _, l := range Labels() {

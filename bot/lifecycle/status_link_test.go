@@ -1,4 +1,4 @@
-package bot
+package lifecycle
 
 import (
 	"strings"
@@ -18,7 +18,7 @@ func TestStatusCommentLinksTheMailboxPage(t *testing.T) {
 		{"no public URL", "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := textSession([]SessionRow{{Run: run, URL: tc.url}}, nil)
+			got := TextSession([]SessionRow{{Run: run, URL: tc.url}}, nil)
 			if has := strings.Contains(got, "/mailboxes/"); has != (tc.want != "") || !strings.Contains(got, tc.want) {
 				t.Errorf("status comment:\n%s\nwant the line %q", got, tc.want)
 			}

@@ -1,4 +1,4 @@
-package bot
+package lifecycle
 
 import (
 	"slices"
@@ -12,7 +12,7 @@ import (
 // TestJudgeMergeRequest: the verdict's decision on the bot's merge
 // request, pure: no forge, no git, no goroutine.
 func TestJudgeMergeRequest(t *testing.T) {
-	lim := rules{ConflictFix: 3, CIFix: 3, CIHardCap: 10}
+	lim := Rules{ConflictFix: 3, CIFix: 3, CIHardCap: 10}
 	inCI := state.Mailbox{Status: string(StatusInCI)}
 	with := func(f func(*state.Mailbox)) state.Mailbox { mb := inCI; f(&mb); return mb }
 	tests := []struct {
@@ -41,7 +41,7 @@ func TestJudgeMergeRequest(t *testing.T) {
 	}
 	for _, tc := range tests { // every step it names is a row of the table, from in_ci
 		if tc.want.step != "" {
-			if tr, ok := transitionOf(tc.want.step); !ok || !tr.allows(StatusInCI) {
+			if tr, ok := TransitionOf(tc.want.step); !ok || !tr.Allows(StatusInCI) {
 				t.Errorf("%s: step %s is not declared from in_ci", tc.name, tc.want.step)
 			}
 		}
@@ -49,9 +49,9 @@ func TestJudgeMergeRequest(t *testing.T) {
 }
 
 // TestDecideCommand: what a command label does, pure: the mailbox after it,
-// the actions, and that every step is a row of the table from the status.
+// the Actions, and that every step is a row of the table from the status.
 func TestDecideCommand(t *testing.T) {
-	r := rules{LLMRetries: 2, CIFix: 3, CIHardCap: 10, ConflictFix: 3}
+	r := Rules{LLMRetries: 2, CIFix: 3, CIHardCap: 10, ConflictFix: 3}
 	at := func(s Status, f func(*state.Mailbox)) state.Mailbox {
 		mb := state.Mailbox{ID: "m", Status: string(s), Labels: []string{s.Label(), CommandRetry.Label(), CommandValidatePlan.Label()}}
 		if f != nil {
@@ -88,9 +88,9 @@ func TestDecideCommand(t *testing.T) {
 		{"retry while a run works does nothing more", at(StatusBlocked, func(m *state.Mailbox) { m.ActiveRunID = "r1" }), CommandRetry, "", true, "", false, nil},
 	}
 	for _, tc := range tests {
-		next, a := decideCommand(tc.mb, tc.c, "alice", "d9", r)
-		if a.step != tc.step || (a.unlabel != "") != tc.unlabel || a.release != tc.release || saidKind(a) != tc.say {
-			t.Errorf("%s: step %q unlabel %q release %v say %q; want %q %v %v %q", tc.name, a.step, a.unlabel, a.release, saidKind(a), tc.step, tc.unlabel, tc.release, tc.say)
+		next, a := DecideCommand(tc.mb, tc.c, "alice", "d9", r)
+		if a.Step != tc.step || (a.Unlabel != "") != tc.unlabel || a.Release != tc.release || saidKind(a) != tc.say {
+			t.Errorf("%s: step %q unlabel %q release %v say %q; want %q %v %v %q", tc.name, a.Step, a.Unlabel, a.Release, saidKind(a), tc.step, tc.unlabel, tc.release, tc.say)
 		}
 		if tc.unlabel && slices.Contains(next.Labels, tc.c.Label()) {
 			t.Errorf("%s: the command label stays in the mailbox's labels: %v", tc.name, next.Labels)
@@ -104,7 +104,7 @@ func TestDecideCommand(t *testing.T) {
 
 // TestDecideRunEnd: what a finished run does to its mailbox, pure.
 func TestDecideRunEnd(t *testing.T) {
-	r := rules{LLMRetries: 1, NeedValidation: true}
+	r := Rules{LLMRetries: 1, NeedValidation: true}
 	mbAt := func(s Status, f func(*state.Mailbox)) state.Mailbox {
 		mb := state.Mailbox{ID: "m", Status: string(s), ActiveRunID: "r1", Flow: string(FlowTask), LLMRetries: 1}
 		if f != nil {
@@ -126,55 +126,55 @@ func TestDecideRunEnd(t *testing.T) {
 		run   state.Run
 		step  Step
 		say   string
-		check func(state.Mailbox, actions) bool
+		check func(state.Mailbox, Actions) bool
 	}{
 		{"canceled: only saved", mbAt(StatusInDevelopment, nil), run(agents.PhaseDevelopment, state.RunCanceled, nil), "", "", nil},
 		{"failed with retries left", mbAt(StatusInDevelopment, func(m *state.Mailbox) { m.LLMRetries = 0 }), run(agents.PhaseDevelopment, state.RunFailed, nil), StepRunFailed, "",
-			func(m state.Mailbox, a actions) bool { return m.LLMRetries == 1 && a.phase == agents.PhaseDevelopment }},
+			func(m state.Mailbox, a Actions) bool { return m.LLMRetries == 1 && a.Phase == agents.PhaseDevelopment }},
 		{"failed past the retries: blocked", mbAt(StatusInDevelopment, nil), run(agents.PhaseDevelopment, state.RunFailed, nil), StepBlocked, KindBlocked,
-			func(m state.Mailbox, a actions) bool { return m.Phase == "development" }},
+			func(m state.Mailbox, a Actions) bool { return m.Phase == "development" }},
 		{"analysis posts the plan and waits", mbAt(StatusTechnicalAnalysis, nil), run(agents.PhaseAnalysis, state.RunSucceeded, nil), StepPlanPosted, KindPlan,
-			func(m state.Mailbox, a actions) bool { return a.section == "what" && m.LLMRetries == 0 }},
+			func(m state.Mailbox, a Actions) bool { return a.Section == "what" && m.LLMRetries == 0 }},
 		{"analysis with questions", mbAt(StatusFunctionalAnalysis, nil), run(agents.PhaseAnalysis, state.RunSucceeded, func(rn *state.Run) { rn.Result = "## Questions\nwhy?" }), StepQuestionsAsked, KindQuestions, nil},
 		{"analysis validated while revised goes on", mbAt(StatusTechnicalAnalysis, func(m *state.Mailbox) { m.Labels = []string{CommandValidatePlan.Label()} }), run(agents.PhaseAnalysis, state.RunSucceeded, nil), StepPlanGoesOn, KindPlan,
-			func(m state.Mailbox, a actions) bool { return a.unlabel == CommandValidatePlan && len(m.Labels) == 0 }},
+			func(m state.Mailbox, a Actions) bool { return a.Unlabel == CommandValidatePlan && len(m.Labels) == 0 }},
 		{"type::analysis stops at the plan", mbAt(StatusTechnicalAnalysis, func(m *state.Mailbox) { m.Flow = string(FlowAnalysis) }), run(agents.PhaseAnalysis, state.RunSucceeded, nil), StepPlanOnly, KindPlan, nil},
 		{"answer of a type::question", mbAt(StatusFunctionalAnalysis, func(m *state.Mailbox) { m.Flow = string(FlowQuestion) }), run(agents.PhaseAnswer, state.RunSucceeded, nil), StepAnswered, KindAnswer, nil},
 		{"answer in a task: comment only", mbAt(StatusInDevelopment, nil), run(agents.PhaseAnswer, state.RunSucceeded, nil), "", KindAnswer, nil},
 		{"development pushed: merge request, CI", mbAt(StatusInDevelopment, nil), run(agents.PhaseDevelopment, state.RunSucceeded, pushed), StepPushed, "",
-			func(m state.Mailbox, a actions) bool { return a.ensureMR && a.checkMR == "r1" && m.HeadSHA == "abc" }},
+			func(m state.Mailbox, a Actions) bool { return a.EnsureMR && a.CheckMR == "r1" && m.HeadSHA == "abc" }},
 		{"ci_fix pushed to an open merge request", mbAt(StatusInDevelopment, func(m *state.Mailbox) { m.MergeRequestIID = 4 }), run(agents.PhaseCIFix, state.RunSucceeded, pushed), StepPushed, "",
-			func(m state.Mailbox, a actions) bool { return !a.ensureMR }},
+			func(m state.Mailbox, a Actions) bool { return !a.EnsureMR }},
 		{"nothing to do", mbAt(StatusInDevelopment, nil), run(agents.PhaseCIFix, state.RunSucceeded, func(rn *state.Run) { rn.NothingToDo = true }), StepPushed, KindNothingToDo, nil},
 		{"nothing pushed: retried or blocked", mbAt(StatusInDevelopment, nil), run(agents.PhaseDevelopment, state.RunSucceeded, nil), StepBlocked, KindBlocked, nil},
 	}
 	for _, tc := range tests {
-		next, a := decideRunEnd(tc.mb, tc.run, r)
-		if a.step != tc.step || saidKind(a) != tc.say || next.ActiveRunID != "" {
-			t.Errorf("%s: step %q say %q active %q; want %q %q", tc.name, a.step, saidKind(a), next.ActiveRunID, tc.step, tc.say)
+		next, a := DecideRunEnd(tc.mb, tc.run, r)
+		if a.Step != tc.step || saidKind(a) != tc.say || next.ActiveRunID != "" {
+			t.Errorf("%s: step %q say %q active %q; want %q %q", tc.name, a.Step, saidKind(a), next.ActiveRunID, tc.step, tc.say)
 		}
 		if tc.check != nil && !tc.check(next, a) {
-			t.Errorf("%s: mailbox %+v, actions %+v", tc.name, next, a)
+			t.Errorf("%s: mailbox %+v, Actions %+v", tc.name, next, a)
 		}
 		checkDeclared(t, tc.name, tc.mb, a)
 	}
 }
 
-func saidKind(a actions) string {
-	if a.say == nil {
+func saidKind(a Actions) string {
+	if a.Say == nil {
 		return ""
 	}
-	return a.say.kind
+	return a.Say.Kind
 }
 
 // checkDeclared fails when a decision takes a step the table does not
 // declare from the mailbox's status.
-func checkDeclared(t *testing.T, name string, mb state.Mailbox, a actions) {
+func checkDeclared(t *testing.T, name string, mb state.Mailbox, a Actions) {
 	t.Helper()
-	if a.step == "" {
+	if a.Step == "" {
 		return
 	}
-	if tr, ok := transitionOf(a.step); !ok || !tr.allows(Status(mb.Status)) {
-		t.Errorf("%s: step %s is not declared from %q", name, a.step, mb.Status)
+	if tr, ok := TransitionOf(a.Step); !ok || !tr.Allows(Status(mb.Status)) {
+		t.Errorf("%s: step %s is not declared from %q", name, a.Step, mb.Status)
 	}
 }

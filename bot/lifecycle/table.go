@@ -1,4 +1,4 @@
-package bot
+package lifecycle
 
 import (
 	"slices"
@@ -9,10 +9,11 @@ import (
 
 // The lifecycle of an issue mailbox, declared: its statuses, the labels
 // people steer it with, and every transition. This file is the one place to
-// change it. What reads it: the label catalogue `alfred labels sync` creates
-// (Labels), the engine, which moves a mailbox only along a declared
-// transition (Engine.step), the comments that name labels, and the diagram
-// docs/lifecycle.md (TestLifecycleDiagram regenerates it; see docs/design.md).
+// change it (with dispatch.go, which says what each intent does). What reads
+// it: the label catalogue `alfred labels sync` creates (Labels), the engine,
+// which moves a mailbox only along a declared transition (bot's Engine.step),
+// the comments that name labels, and the diagram docs/lifecycle.md
+// (TestLifecycleDiagram regenerates it; see docs/design.md).
 
 // Status is where an issue mailbox stands. Its label, status::<status>, is
 // owned by the bot: exactly one is on the issue at a time.
@@ -34,6 +35,17 @@ const (
 
 // statusNew stands for a mailbox that does not exist yet, as a From.
 const statusNew Status = ""
+
+// WatchingMergeRequest are the statuses in which the bot follows its merge
+// request: its CI, its mergeability, its reviews.
+var WatchingMergeRequest = []Status{StatusInCI, StatusInReview}
+
+// WatchesMergeRequest tells whether s is one of WatchingMergeRequest.
+func (s Status) WatchesMergeRequest() bool { return slices.Contains(WatchingMergeRequest, s) }
+
+// HoldsRuns tells whether a mailbox in status s starts no run: paused at its
+// budget, it drops the steps that would start one (bot's Engine.step).
+func (s Status) HoldsRuns() bool { return s == StatusPaused }
 
 // Command is a command label people add to steer the bot; the bot removes it
 // once handled.
@@ -128,20 +140,35 @@ type Step string
 
 // Transition is one row of the lifecycle: in a status of From (any status
 // when From is empty), when On happens, the engine runs Run (none when
-// empty; phaseFailed: the phase that failed) and the mailbox moves to To
-// (it keeps its status when To is empty). Limit names the setting that
-// bounds the loop the row belongs to.
+// empty; PhaseFailed: the phase that failed) and the mailbox moves to To
+// (it keeps its status when To is empty). Limit is the setting that bounds
+// the loop the row belongs to ("" for none).
 type Transition struct {
 	Step  Step
 	From  []Status
 	On    string
 	Run   agents.Phase
 	To    Status
-	Limit string
+	Limit Setting
 }
 
-// phaseFailed stands for the phase of the run that failed, as a Run.
-const phaseFailed agents.Phase = "(the failed phase)"
+// Setting is the key of a project setting the lifecycle reads: bot's
+// settings catalogue declares each under this key (bot.LookupSetting).
+type Setting string
+
+// The settings that bound the lifecycle's loops or choose its way.
+const (
+	SettingRequirePlanValidation  Setting = "REQUIRE_PLAN_VALIDATION"
+	SettingLLMMaxRetries          Setting = "LLM_MAX_RETRIES"
+	SettingCIFixMaxAttempts       Setting = "CI_FIX_MAX_ATTEMPTS"
+	SettingCIFixHardCap           Setting = "CI_FIX_HARD_CAP"
+	SettingConflictFixMaxAttempts Setting = "CONFLICT_FIX_MAX_ATTEMPTS"
+	SettingAgentBudgetTokens      Setting = "AGENT_BUDGET_TOKENS"
+	SettingAgentBudgetUSD         Setting = "AGENT_BUDGET_USD"
+)
+
+// PhaseFailed stands for the phase of the run that failed, as a Run.
+const PhaseFailed agents.Phase = "(the failed phase)"
 
 // phaseHeld stands for the run the budget held back (budget.go), as a Run.
 const phaseHeld agents.Phase = "(the run held back)"
@@ -183,27 +210,30 @@ var transitions = []Transition{
 	{StepPlanPosted, []Status{StatusFunctionalAnalysis, StatusTechnicalAnalysis}, "the plan is posted", "", StatusWaitingValidation, ""},
 	{StepPlanFeedback, []Status{StatusWaitingValidation}, "a person asks @bot for another plan", agents.PhaseAnalysis, StatusTechnicalAnalysis, ""},
 	{StepPlanOnly, []Status{StatusFunctionalAnalysis, StatusTechnicalAnalysis}, "the plan is posted, type::analysis", "", StatusDone, ""},
-	{StepPlanGoesOn, []Status{StatusFunctionalAnalysis, StatusTechnicalAnalysis}, "the plan is posted, validation off or already given", agents.PhaseDevelopment, StatusInDevelopment, "REQUIRE_PLAN_VALIDATION"},
+	{StepPlanGoesOn, []Status{StatusFunctionalAnalysis, StatusTechnicalAnalysis}, "the plan is posted, validation off or already given", agents.PhaseDevelopment, StatusInDevelopment, SettingRequirePlanValidation},
 	{StepValidatePlan, []Status{StatusWaitingValidation}, "ai::validate_plan", agents.PhaseDevelopment, StatusInDevelopment, ""},
 	{StepAnswer, nil, "a person asks @bot a question", agents.PhaseAnswer, "", ""},
 	{StepAnswered, []Status{StatusFunctionalAnalysis}, "the answer is posted, type::question", "", StatusDone, ""},
 	{StepPushed, []Status{StatusInDevelopment}, "the run pushed (or found nothing to do)", "", StatusInCI, ""},
-	{StepCIRed, []Status{StatusInCI, StatusInReview}, "CI failed", agents.PhaseCIFix, StatusInDevelopment, "CI_FIX_MAX_ATTEMPTS"},
+	{StepCIRed, WatchingMergeRequest, "CI failed", agents.PhaseCIFix, StatusInDevelopment, SettingCIFixMaxAttempts},
 	{StepCIGreen, []Status{StatusInCI}, "CI passed", "", StatusInReview, ""},
-	{StepConflict, []Status{StatusInCI, StatusInReview}, "the merge request conflicts (git agrees)", agents.PhaseConflictResolution, StatusInDevelopment, "CONFLICT_FIX_MAX_ATTEMPTS"},
-	{StepReview, []Status{StatusInCI, StatusInReview}, "review feedback", agents.PhaseReviewFix, StatusInDevelopment, ""},
-	{StepRunFailed, nil, "a run failed, tries left", phaseFailed, "", "LLM_MAX_RETRIES"},
+	{StepConflict, WatchingMergeRequest, "the merge request conflicts (git agrees)", agents.PhaseConflictResolution, StatusInDevelopment, SettingConflictFixMaxAttempts},
+	{StepReview, WatchingMergeRequest, "review feedback", agents.PhaseReviewFix, StatusInDevelopment, ""},
+	{StepRunFailed, nil, "a run failed, tries left", PhaseFailed, "", SettingLLMMaxRetries},
 	{StepBlocked, nil, "a run failed with no try left, or a loop reached its limit", "", StatusBlocked, ""},
-	{StepRetryAnalysis, nil, "ai::retry, ai::retry_once, ai::retry_until_green after analysis or answer", phaseFailed, StatusFunctionalAnalysis, ""},
-	{StepRetryDevelopment, nil, "ai::retry, ai::retry_once, ai::retry_until_green after a writing phase", phaseFailed, StatusInDevelopment, ""},
+	{StepRetryAnalysis, nil, "ai::retry, ai::retry_once, ai::retry_until_green after analysis or answer", PhaseFailed, StatusFunctionalAnalysis, ""},
+	{StepRetryDevelopment, nil, "ai::retry, ai::retry_once, ai::retry_until_green after a writing phase", PhaseFailed, StatusInDevelopment, ""},
 	{StepFinished, nil, "merged or closed", "", StatusDone, ""},
-	{StepBudgetPaused, nil, "a run would start with the issue's spend at or over its budget", "", StatusPaused, "AGENT_BUDGET_TOKENS"},
+	{StepBudgetPaused, nil, "a run would start with the issue's spend at or over its budget", "", StatusPaused, SettingAgentBudgetTokens},
 	{StepPlanChanged, []Status{StatusInDevelopment}, "the validated plan or the description changed before a run that writes", "", StatusWaitingValidation, ""},
 	{StepBudgetStep, []Status{StatusPaused}, "ai::budget_step: back to the status the run was held in", phaseHeld, "", ""},
 }
 
-// transition returns the row of step.
-func transitionOf(s Step) (Transition, bool) {
+// Transitions lists the rows of the table, in their order.
+func Transitions() []Transition { return slices.Clone(transitions) }
+
+// TransitionOf returns the row of step s.
+func TransitionOf(s Step) (Transition, bool) {
 	i := slices.IndexFunc(transitions, func(t Transition) bool { return t.Step == s })
 	if i < 0 {
 		return Transition{}, false
@@ -211,8 +241,8 @@ func transitionOf(s Step) (Transition, bool) {
 	return transitions[i], true
 }
 
-// allows tells whether the row applies in status s.
-func (t Transition) allows(s Status) bool { return len(t.From) == 0 || slices.Contains(t.From, s) }
+// Allows tells whether the row applies in status s.
+func (t Transition) Allows(s Status) bool { return len(t.From) == 0 || slices.Contains(t.From, s) }
 
 // Label is the status label in its default form, "status::x".
 func (s Status) Label() string { return forges.StatusPrefix + string(s) }
@@ -244,8 +274,8 @@ func StatusesWaiting(w Waits) []string {
 	return out
 }
 
-// commands lists the command labels in their order of precedence.
-func commands() []Command {
+// Commands lists the command labels in their order of precedence.
+func Commands() []Command {
 	out := make([]Command, len(commandDefs))
 	for i, d := range commandDefs {
 		out[i] = d.Command

@@ -1,8 +1,9 @@
-package bot
+package lifecycle
 
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/alchemic-studio/alfred/state"
 )
@@ -25,7 +26,8 @@ const (
 	KindPlanChanged         = "plan_changed"  // the validated plan or description changed
 )
 
-func textAcknowledgement(author string) string {
+// TextAcknowledgement thanks the person who gave the bot the issue.
+func TextAcknowledgement(author string) string {
 	return fmt.Sprintf("Thanks %s, I'm on it. I'll write a functional analysis into the description and post an implementation plan here.", mention(author))
 }
 
@@ -54,7 +56,9 @@ func textPlanValidated(by string) string {
 	return fmt.Sprintf("Plan validated by %s. Starting the development.", mention(by))
 }
 
-func textStatusRestored(label string) string {
+// TextStatusRestored says the status label is the bot's, and lists the
+// command labels.
+func TextStatusRestored(label string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "The status label `%s` is managed by me: I restored it. Use the command labels to steer my work:\n", label)
 	for _, d := range commandDefs {
@@ -103,11 +107,14 @@ func textConflictBlocked(attempts int, target string) string {
 		target, attempts, CommandRetryOnce.Label(), CommandRetry.Label())
 }
 
-func textNothingToResolve(target string) string {
+// TextNothingToResolve is the result of a conflict_resolution run that
+// found no conflict left.
+func TextNothingToResolve(target string) string {
 	return fmt.Sprintf("`%s` now merges into this branch without conflicts: there was nothing to resolve, so I pushed nothing.", target)
 }
 
-func textMergeRequest(iid int64, summary string) string {
+// TextMergeRequest is the description of the merge request the bot opens.
+func TextMergeRequest(iid int64, summary string) string {
 	return fmt.Sprintf("%s\n\nCloses #%d", strings.TrimSpace(summary), iid)
 }
 
@@ -125,10 +132,10 @@ type SessionRow struct {
 	URL     string            // the run page
 }
 
-// textSession renders the managed status comment of a mailbox: the latest
+// TextSession renders the managed status comment of a mailbox: the latest
 // runs, newest first, with their session facts. A run without a named session
 // (API mode, host runner, setting off) shows no session fields.
-func textSession(rows []SessionRow, quarantined []state.QuarantinedEvent) string {
+func TextSession(rows []SessionRow, quarantined []state.QuarantinedEvent) string {
 	var b strings.Builder
 	for _, q := range quarantined {
 		fmt.Fprintf(&b, "> Alfred could not process the event %s: %s; add `%s` to try again.\n\n", eventLabel(q), clip(q.Error, 400), CommandRetry.Label())
@@ -176,4 +183,29 @@ func shortID(id string) string {
 		return id[:8]
 	}
 	return id
+}
+
+// eventLabel names an event for people: its type and delivery id.
+func eventLabel(q state.QuarantinedEvent) string {
+	return fmt.Sprintf("%s (delivery %s)", q.Type, q.Delivery)
+}
+
+// clip is the first line of s, cut to n bytes (at a rune's start).
+func clip(s string, n int) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// RunPage is the page of run id under publicURL, "" without one.
+func RunPage(publicURL, id string) string {
+	if publicURL == "" {
+		return ""
+	}
+	return publicURL + "/runs/" + id
 }

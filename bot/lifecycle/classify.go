@@ -1,11 +1,10 @@
-package bot
+package lifecycle
 
 import (
 	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/state"
 )
@@ -37,7 +36,6 @@ type Intent struct {
 	Command Command  // IntentCommand
 	Labels  []string // the label set the event reports
 	Text    string   // IntentQuestion, IntentReview: what the person wrote
-	Phase   agents.Phase
 }
 
 func ignore(reason string) Intent { return Intent{Kind: IntentIgnore, Reason: reason} }
@@ -73,7 +71,7 @@ func Classify(ev *forges.Event, mb *state.Mailbox, me string) Intent {
 		if ev.Review == nil || ev.Review.State == "approved" && strings.TrimSpace(ev.Review.Body) == "" && len(ev.Review.Comments) == 0 {
 			return ignore("an approval without comments")
 		}
-		return Intent{Kind: IntentReview, Text: reviewText(ev.Review), Phase: agents.PhaseReviewFix}
+		return Intent{Kind: IntentReview, Text: reviewText(ev.Review)}
 	case forges.EventCIStatusChanged, forges.EventMergeRequestUpdated:
 		return Intent{Kind: IntentCI}
 	case forges.EventMergeRequestMerged:
@@ -95,9 +93,9 @@ func Classify(ev *forges.Event, mb *state.Mailbox, me string) Intent {
 func classifyNew(ev *forges.Event, me string) Intent {
 	switch {
 	case ev.Target.Kind == forges.TargetIssue && assignedToMe(ev, me):
-		return Intent{Kind: IntentStart, Labels: labelsOf(ev)}
-	case ev.Target.Kind == forges.TargetMergeRequest && ev.Type == forges.EventCommentCreated && mentions(ev.Comment, me):
-		return Intent{Kind: IntentStart, Text: ev.Comment.Body, Phase: agents.PhaseAnswer}
+		return Intent{Kind: IntentStart, Labels: LabelsOf(ev)}
+	case ev.Target.Kind == forges.TargetMergeRequest && ev.Type == forges.EventCommentCreated && Mentions(ev.Comment, me):
+		return Intent{Kind: IntentStart, Text: ev.Comment.Body}
 	}
 	return ignore("no mailbox for " + string(ev.Target.Kind) + " and the bot is not assigned")
 }
@@ -113,23 +111,23 @@ func classifyComment(ev *forges.Event, mb *state.Mailbox, me string) Intent {
 		return ignore("a managed comment")
 	}
 	if mb.Kind == state.KindMR || ev.Target.Kind == forges.TargetMergeRequest {
-		return Intent{Kind: IntentReview, Text: ev.Comment.Body, Phase: agents.PhaseReviewFix}
+		return Intent{Kind: IntentReview, Text: ev.Comment.Body}
 	}
 	switch Status(mb.Status) {
 	case StatusWaitingInfo:
-		return Intent{Kind: IntentInfo, Text: ev.Comment.Body, Phase: agents.PhaseAnalysis}
+		return Intent{Kind: IntentInfo, Text: ev.Comment.Body}
 	case StatusWaitingValidation:
 		// People may discuss the plan among themselves (the development
 		// run reads the thread); naming the bot asks it for a new plan.
-		if mentions(ev.Comment, me) {
-			return Intent{Kind: IntentPlanFeedback, Text: ev.Comment.Body, Phase: agents.PhaseAnalysis}
+		if Mentions(ev.Comment, me) {
+			return Intent{Kind: IntentPlanFeedback, Text: ev.Comment.Body}
 		}
 	}
-	return Intent{Kind: IntentQuestion, Text: ev.Comment.Body, Phase: agents.PhaseAnswer}
+	return Intent{Kind: IntentQuestion, Text: ev.Comment.Body}
 }
 
-// mentions tells whether a comment names the bot (@login).
-func mentions(c *forges.Comment, me string) bool {
+// Mentions tells whether a comment names the bot (@login).
+func Mentions(c *forges.Comment, me string) bool {
 	return c != nil && me != "" && strings.Contains(strings.ToLower(c.Body), "@"+strings.ToLower(me))
 }
 
@@ -152,7 +150,8 @@ func assignedToMe(ev *forges.Event, me string) bool {
 	return false
 }
 
-func labelsOf(ev *forges.Event) []string {
+// LabelsOf is the label set an event reports, or its issue's.
+func LabelsOf(ev *forges.Event) []string {
 	if ev.Labels != nil {
 		return ev.Labels
 	}
@@ -170,27 +169,27 @@ func notStarted(mb *state.Mailbox) bool { return mb.Kind == state.KindIssue && m
 // last (Forgejo says only that labels changed). A command label wins over a
 // status label change in the same event.
 func classifyLabels(ev *forges.Event, mb *state.Mailbox) Intent {
-	now := labelsOf(ev)
+	now := LabelsOf(ev)
 	newLabels := added(mb.Labels, now)
 	if ev.LabelDeltaKnown {
 		newLabels = ev.LabelsAdded
 	}
-	for _, c := range commands() {
+	for _, c := range Commands() {
 		if slices.Contains(newLabels, c.Label()) {
 			return Intent{Kind: IntentCommand, Command: c, Labels: now}
 		}
 	}
 	if mb.Status != "" {
-		if s := statusLabels(now); len(s) != 1 || !isStatus(s[0], Status(mb.Status)) {
+		if s := StatusLabels(now); len(s) != 1 || !isStatus(s[0], Status(mb.Status)) {
 			return Intent{Kind: IntentRestoreStatus, Labels: now}
 		}
 	}
 	return Intent{Kind: IntentIgnore, Reason: "no command or status label changed", Labels: now}
 }
 
-// statusLabels are the status labels among labels, of either form
+// StatusLabels are the status labels among labels, of either form
 // ("status::x", "status/x").
-func statusLabels(labels []string) []string {
+func StatusLabels(labels []string) []string {
 	var out []string
 	for _, l := range labels {
 		if _, ok := forges.StatusOf(l); ok {
