@@ -36,7 +36,7 @@ func (e *Engine) handleEvent(ctx context.Context, key string, ev *forges.Event) 
 		log.Debug("event ignored", "reason", in.Reason)
 		return "ignored: " + in.Reason, nil
 	}
-	if steers(in.Kind) {
+	if lifecycle.Steers(in.Kind) {
 		perm, err := e.on(ev.Target.Project.Forge).Permission(ctx, ev.Target.Project, ev.Actor)
 		if err != nil {
 			return "", fmt.Errorf("permission of %s: %w", ev.Actor, err)
@@ -59,155 +59,6 @@ func (e *Engine) handleEvent(ctx context.Context, key string, ev *forges.Event) 
 	}
 	log.Info("event handled")
 	return string(in.Kind), nil
-}
-
-// steers tells the intents only people with write access may cause.
-func steers(k lifecycle.IntentKind) bool {
-	switch k {
-	case lifecycle.IntentStart, lifecycle.IntentCommand, lifecycle.IntentQuestion, lifecycle.IntentInfo, lifecycle.IntentPlanFeedback, lifecycle.IntentReview:
-		return true
-	}
-	return false
-}
-
-func (e *Engine) act(ctx context.Context, mb *state.Mailbox, ev *forges.Event, in lifecycle.Intent) error {
-	switch in.Kind {
-	case lifecycle.IntentStart:
-		return e.start(ctx, ev, in)
-	case lifecycle.IntentCommand:
-		return e.command(ctx, mb, ev, in.Command)
-	case lifecycle.IntentRestoreStatus:
-		return e.restoreStatus(ctx, mb, ev)
-	case lifecycle.IntentQuestion:
-		return e.question(ctx, mb, ev, in)
-	case lifecycle.IntentInfo:
-		return e.reanalyse(ctx, mb, lifecycle.StepInfoGiven, ev.DeliveryID, "")
-	case lifecycle.IntentPlanFeedback:
-		return e.reanalyse(ctx, mb, lifecycle.StepPlanFeedback, ev.DeliveryID, in.Text)
-	case lifecycle.IntentReview:
-		return e.review(ctx, mb, ev, in)
-	case lifecycle.IntentCI:
-		return e.checkMergeRequest(ctx, mb, ev.DeliveryID)
-	case lifecycle.IntentMerged:
-		return e.finish(ctx, mb, errMerged)
-	case lifecycle.IntentClosed:
-		return e.finish(ctx, mb, errClosed)
-	case lifecycle.IntentBranchDeleted:
-		mb.BranchName = ""
-		return e.save(ctx, mb)
-	}
-	return fmt.Errorf("no handling for intent %s", in.Kind)
-}
-
-// start opens the mailbox of an issue assigned to the bot (acknowledges it
-// and starts the analysis, or the answer of a type::question), or of a merge
-// request the bot is asked about (starts the answer).
-func (e *Engine) start(ctx context.Context, ev *forges.Event, in lifecycle.Intent) error {
-	p := ev.Target.Project
-	mb := &state.Mailbox{Forge: p.Forge, Owner: p.Owner, Project: p.Name, Kind: state.KindIssue, IID: ev.Target.Number, Labels: in.Labels}
-	if ev.Target.Kind == forges.TargetMergeRequest {
-		mr, err := e.on(mb.Forge).MergeRequest(ctx, p, ev.Target.Number)
-		if err != nil {
-			return err
-		}
-		mb.Kind, mb.Title, mb.IssueURL, mb.Author = state.KindMR, mr.Title, mr.URL, mr.Author
-		mb.MergeRequestIID, mb.MergeRequestURL = mr.Number, mr.URL
-		mb.ID = mb.Key().ID()
-		return e.startRun(ctx, mb, agents.PhaseAnswer, ev.DeliveryID, in.Text)
-	}
-	is := ev.Issue
-	if is == nil {
-		var err error
-		if is, err = e.on(mb.Forge).Issue(ctx, p, ev.Target.Number); err != nil {
-			return err
-		}
-	}
-	mb.Title, mb.IssueURL, mb.Author = is.Title, is.URL, is.Author
-	mb.ID = mb.Key().ID()
-	flow := lifecycle.FlowOf(in.Labels)
-	mb.Flow = string(flow)
-	if err := e.comment(ctx, mb, lifecycle.KindAcknowledgement, "", lifecycle.TextAcknowledgement(ev.Actor)); err != nil {
-		return err
-	}
-	step := lifecycle.StepStart
-	if flow == lifecycle.FlowQuestion {
-		step = lifecycle.StepStartQuestion
-	}
-	return e.step(ctx, mb, step, "", ev.DeliveryID, "")
-}
-
-// command handles a command label (lifecycle.DecideCommand).
-func (e *Engine) command(ctx context.Context, mb *state.Mailbox, ev *forges.Event, c lifecycle.Command) error {
-	mb.Labels = labelsOrMailbox(ev, mb)
-	if c == lifecycle.CommandValidatePlan && lifecycle.Status(mb.Status) == lifecycle.StatusWaitingValidation {
-		if err := e.recordValidation(ctx, mb, ev.Actor); err != nil {
-			return err
-		}
-	}
-	next, a := lifecycle.DecideCommand(*mb, c, ev.Actor, ev.DeliveryID, e.rulesOf(mb))
-	return e.apply(ctx, mb, next, a)
-}
-
-func labelsOrMailbox(ev *forges.Event, mb *state.Mailbox) []string {
-	if l := lifecycle.LabelsOf(ev); l != nil {
-		return l
-	}
-	return mb.Labels
-}
-
-// restoreStatus puts the bot's status label back after a person changed it.
-func (e *Engine) restoreStatus(ctx context.Context, mb *state.Mailbox, ev *forges.Event) error {
-	mb.Labels = labelsOrMailbox(ev, mb)
-	if err := e.setStatusLabel(ctx, mb, lifecycle.Status(mb.Status)); err != nil {
-		return err
-	}
-	// One comment per status: Gitea and Forgejo send a person's change of
-	// labels as one event per label added or removed.
-	if err := e.comment(ctx, mb, lifecycle.KindStatusLabelRestored, "status/"+mb.Status, lifecycle.TextStatusRestored(e.statusLabel(mb.Forge, lifecycle.Status(mb.Status)))); err != nil {
-		return err
-	}
-	return e.save(ctx, mb)
-}
-
-// reanalyse runs the analysis again after people answered its questions
-// (functional_analysis, the thread has the answers) or asked for another
-// plan (technical_analysis, feedback is what they asked). A comment that comes
-// while a run works waits in the thread for the next run.
-func (e *Engine) reanalyse(ctx context.Context, mb *state.Mailbox, s lifecycle.Step, trigger, feedback string) error {
-	if mb.ActiveRunID != "" {
-		e.log.Info("comment noted while a run is in progress", "mailbox", mb.ID, "run", mb.ActiveRunID)
-		return nil
-	}
-	return e.step(ctx, mb, s, "", trigger, feedback)
-}
-
-// question answers a person who wrote in the thread, when the issue is a
-// question or the comment mentions the bot.
-func (e *Engine) question(ctx context.Context, mb *state.Mailbox, ev *forges.Event, in lifecycle.Intent) error {
-	asked := lifecycle.Flow(mb.Flow) == lifecycle.FlowQuestion || lifecycle.Mentions(ev.Comment, e.meOn(mb.Forge))
-	if !asked || mb.ActiveRunID != "" {
-		e.log.Info("comment noted, no answer run", "mailbox", mb.ID, "asked", asked, "active_run", mb.ActiveRunID)
-		return nil
-	}
-	return e.step(ctx, mb, lifecycle.StepAnswer, "", ev.DeliveryID, in.Text)
-}
-
-// review starts a review_fix run for feedback on the bot's merge request.
-func (e *Engine) review(ctx context.Context, mb *state.Mailbox, ev *forges.Event, in lifecycle.Intent) error {
-	status := lifecycle.Status(mb.Status)
-	if status != lifecycle.StatusInReview && status != lifecycle.StatusInCI || mb.MergeRequestIID == 0 {
-		e.log.Info("review noted, not acting in this status", "mailbox", mb.ID, "status", status)
-		return nil
-	}
-	if mb.ActiveRunID != "" {
-		e.log.Info("review noted while a run is in progress", "mailbox", mb.ID)
-		return nil
-	}
-	text, err := e.reviewFeedback(ctx, mb, in.Text)
-	if err != nil {
-		return err
-	}
-	return e.step(ctx, mb, lifecycle.StepReview, "", ev.DeliveryID, text)
 }
 
 // reviewFeedback adds to what the event said the line comments the bot has
@@ -242,12 +93,11 @@ func (e *Engine) reviewFeedback(ctx context.Context, mb *state.Mailbox, said str
 
 // checkMergeRequest reads the bot's merge request and moves the mailbox on:
 // red CI starts a ci_fix run, conflicts a conflict_resolution run, green CI
-// moves it to in_review. The same handling serves webhooks and the poller.
-func (e *Engine) checkMergeRequest(ctx context.Context, mb *state.Mailbox, trigger string) error {
-	status := lifecycle.Status(mb.Status)
-	if mb.MergeRequestIID == 0 || mb.ActiveRunID != "" || (status != lifecycle.StatusInCI && status != lifecycle.StatusInReview) {
-		return nil
-	}
+// moves it to in_review (lifecycle.DecideMergeRequest). The same handling
+// serves webhooks, the poller and the end of a run, through the dispatch
+// table's row for a CI intent.
+func (e *Engine) checkMergeRequest(ctx context.Context, h handling) error {
+	mb, trigger := h.mb, h.trigger
 	p := projectOf(mb)
 	mr, err := e.on(mb.Forge).MergeRequest(ctx, p, mb.MergeRequestIID)
 	if err != nil {
@@ -255,9 +105,9 @@ func (e *Engine) checkMergeRequest(ctx context.Context, mb *state.Mailbox, trigg
 	}
 	switch mr.State {
 	case forges.MergeRequestMerged:
-		return e.finish(ctx, mb, errMerged)
+		return e.finish(ctx, mb, errMerged, lifecycle.StepFinished)
 	case forges.MergeRequestClosed:
-		return e.finish(ctx, mb, errClosed)
+		return e.finish(ctx, mb, errClosed, lifecycle.StepFinished)
 	}
 	if mr.HeadSHA != "" && mr.HeadSHA != mb.HeadSHA {
 		mb.HeadSHA = mr.HeadSHA
@@ -319,10 +169,10 @@ func (e *Engine) confirmConflict(ctx context.Context, mb *state.Mailbox, mr *for
 }
 
 // finish closes the mailbox: the run in progress stopped, session state
-// removed (it stays when AGENT_SESSION_RESUME is off), then done. The removal
-// comes first so that a failure or a crash in between is retried rather than
-// leaving state behind a mailbox that is already done.
-func (e *Engine) finish(ctx context.Context, mb *state.Mailbox, why error) error {
+// removed (it stays when AGENT_SESSION_RESUME is off), then step s (to
+// done). The removal comes first so that a failure or a crash in between is
+// retried rather than leaving state behind a mailbox that is already done.
+func (e *Engine) finish(ctx context.Context, mb *state.Mailbox, why error, s lifecycle.Step) error {
 	if mb.ActiveRunID != "" {
 		stopCtx, cancel := context.WithTimeout(ctx, stopRunTimeout)
 		err := e.stopRun(stopCtx, mb.ActiveRunID, why)
@@ -340,7 +190,7 @@ func (e *Engine) finish(ctx context.Context, mb *state.Mailbox, why error) error
 			return err
 		}
 	}
-	return e.step(ctx, mb, lifecycle.StepFinished, "", "", "")
+	return e.step(ctx, mb, s, "", "", "")
 }
 
 // Why a mailbox is finished, as the cause of a run it stops.
@@ -391,14 +241,20 @@ func (e *Engine) apply(ctx context.Context, mb *state.Mailbox, next state.Mailbo
 		return err
 	}
 	if a.CheckMR != "" {
-		return e.checkMergeRequest(ctx, mb, a.CheckMR)
+		return e.dispatch(ctx, handling{mb: mb, in: ciIntent, trigger: a.CheckMR})
 	}
 	return nil
 }
 
 // prepare carries out the actions that come before a decision's step: the
-// description section, the merge request, the comment, the label.
+// validation, the description section, the merge request, the comment, the
+// label.
 func (e *Engine) prepare(ctx context.Context, mb *state.Mailbox, a lifecycle.Actions) error {
+	if a.RecordBy != "" {
+		if err := e.recordValidation(ctx, mb, a.RecordBy); err != nil {
+			return err
+		}
+	}
 	if a.Section != "" {
 		if _, err := forges.EnsureSection(ctx, e.on(mb.Forge), projectOf(mb), mb.IID, a.Section); err != nil {
 			return err

@@ -138,13 +138,16 @@ func (e *Engine) pollLoop() {
 	}
 }
 
-// pollDue queues a poll for each mailbox waiting on its merge request, on
-// the forges that answer.
+// pollDue queues a poll for each mailbox waiting on its merge request (one
+// for which a CI intent has a row of the dispatch table), on the forges that
+// answer.
 func (e *Engine) pollDue() {
 	mbs, _ := e.store.Mailboxes()
 	for _, mb := range mbs {
-		s := lifecycle.Status(mb.Status)
-		if e.meOn(mb.Forge) != "" && mb.MergeRequestIID != 0 && mb.ActiveRunID == "" && (s == lifecycle.StatusInCI || s == lifecycle.StatusInReview) {
+		if e.meOn(mb.Forge) == "" {
+			continue
+		}
+		if _, _, ok := lifecycle.Dispatch(lifecycle.Facts{Intent: ciIntent, Mailbox: &mb}); ok {
 			e.inbox.post(mb.ID, message{poll: true})
 		}
 	}
@@ -156,5 +159,9 @@ func (e *Engine) handlePoll(ctx context.Context, key string) error {
 	if err != nil || mb == nil {
 		return err
 	}
-	return e.checkMergeRequest(ctx, mb, "poll")
+	return e.dispatch(ctx, handling{mb: mb, in: ciIntent, trigger: "poll"})
 }
+
+// ciIntent is what the poller and the end of a run ask of the dispatch
+// table: the same handling as a CI webhook.
+var ciIntent = lifecycle.Intent{Kind: lifecycle.IntentCI}

@@ -34,6 +34,16 @@ func (l Limits) Reached(sp state.Spend) bool {
 	return tokens > 0 && sp.Tokens >= tokens || usd > 0 && sp.USD >= usd
 }
 
+// PauseStep is the step a run that would start with the spend sp takes
+// instead: StepBudgetPaused when sp reached the budget, "" when the run may
+// start.
+func (l Limits) PauseStep(sp state.Spend) Step {
+	if l.Reached(sp) {
+		return StepBudgetPaused
+	}
+	return ""
+}
+
 // decideBudgetStep grants one more budget step to a paused mailbox and asks
 // for the step it held back.
 func decideBudgetStep(mb state.Mailbox, actor, delivery string, a Actions) (state.Mailbox, Actions) {

@@ -29,6 +29,26 @@ const (
 	IntentBranchDeleted IntentKind = "branch_deleted" // the issue branch is gone
 )
 
+// intents are the intent kinds but Ignore, and whether only people with
+// write access may cause each: the engine checks the actor's access, and
+// reads back what the event claims, before it acts on one that steers.
+var intents = []intentDef{
+	{IntentStart, true}, {IntentCommand, true}, {IntentRestoreStatus, false}, {IntentQuestion, true},
+	{IntentInfo, true}, {IntentPlanFeedback, true}, {IntentReview, true}, {IntentCI, false},
+	{IntentMerged, false}, {IntentClosed, false}, {IntentBranchDeleted, false},
+}
+
+// Steers tells the intents only people with write access may cause.
+func Steers(k IntentKind) bool {
+	i := slices.IndexFunc(intents, func(d intentDef) bool { return d.kind == k })
+	return i >= 0 && intents[i].steers
+}
+
+type intentDef struct {
+	kind   IntentKind
+	steers bool
+}
+
 // Intent is one event, understood.
 type Intent struct {
 	Kind    IntentKind

@@ -32,10 +32,12 @@ type Rules struct {
 func (r Rules) runURL(id string) string { return RunPage(r.PublicURL, id) }
 
 // Actions are what a decision asks of the engine, carried out in this order
-// by bot's Engine.apply: write the description section, open the merge request, post a
-// comment, remove a command label, release quarantined events, take a step
-// of the table (or only save the mailbox), then check the merge request.
+// by bot's Engine.apply: record a validation, write the description section,
+// open the merge request, post a comment, remove a command label, release
+// quarantined events, take a step of the table (or only save the mailbox),
+// then check the merge request.
 type Actions struct {
+	RecordBy string       // record the validation of the plan comment by this person, first
 	Section  string       // the functional analysis, for the issue's description section
 	EnsureMR bool         // find or open the merge request of the issue branch
 	Say      *Said        // the managed comment to post
@@ -82,6 +84,7 @@ func DecideCommand(mb state.Mailbox, c Command, actor, delivery string, r Rules)
 			a.Note = "validate_plan ignored: no plan waits"
 			return mb, a
 		}
+		a.RecordBy = actor
 		a.Say = &Said{KindPlanValidated, delivery, textPlanValidated(actor)}
 		a.Step, a.Trigger = StepValidatePlan, delivery
 		return mb, a

@@ -41,11 +41,39 @@ func Diagram() string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", t.Step, strings.Join(from, ", "), t.On,
 			orDash(string(t.Run)), cell(t.To, "(unchanged)"), orDash(string(t.Limit)))
 	}
+	writeDispatch(&b)
 	b.WriteString("\n## Labels\n\n| label | what |\n|---|---|\n")
 	for _, l := range Labels() {
 		fmt.Fprintf(&b, "| `%s` | %s |\n", l.Name, l.Description)
 	}
 	return b.String()
+}
+
+// writeDispatch writes the dispatch table: what each intent does, from
+// which statuses, under which guards.
+func writeDispatch(b *strings.Builder) {
+	b.WriteString("\n## What each event does\n\nAn event becomes an intent (`Classify`); the engine takes the first row whose intent,\n")
+	b.WriteString("status and guards match, and performs its effect. \"steers\": only people with write access.\n\n")
+	b.WriteString("| intent | from | when | effect | step | steers |\n|---|---|---|---|---|---|\n")
+	for _, r := range dispatch {
+		from := make([]string, 0, len(r.From))
+		for _, s := range r.From {
+			from = append(from, cell(s, "(new)"))
+		}
+		if len(from) == 0 {
+			from = append(from, "any")
+		}
+		when := make([]string, 0, len(r.Guards))
+		for _, g := range r.Guards {
+			when = append(when, g.Name)
+		}
+		steers := ""
+		if Steers(r.On) {
+			steers = "yes"
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", r.On, strings.Join(from, ", "), orDash(strings.Join(when, "; ")),
+			r.Effect, orDash(string(r.Step)), orDash(steers))
+	}
 }
 
 func diagramFrom(t Transition) []string {
