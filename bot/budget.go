@@ -55,34 +55,43 @@ func (e *Engine) spent(mailboxID string) (state.Spend, error) {
 	return total, nil
 }
 
-// holdBack is asked by step before it takes a row that starts a run of
-// phase: it tells whether the budget holds the run back, in which case the
-// mailbox is paused now (or was already) and the step is kept on it.
-func (e *Engine) holdBack(ctx context.Context, mb *state.Mailbox, s lifecycle.Step, phase agents.Phase, trigger, input string) (bool, error) {
-	if lifecycle.Status(mb.Status) == lifecycle.StatusPaused {
-		e.log.Info("run held back: the issue is paused at its budget", "mailbox", mb.ID, "step", s, "phase", phase)
-		return true, e.save(ctx, mb)
+// budgetHold is what the budget says of a run a step would start: nothing
+// (the zero value), dropped (the mailbox is paused already), or pause (the
+// step to take instead, StepBudgetPaused), with the spend and the limits the
+// comment tells.
+type budgetHold struct {
+	dropped bool
+	pause   lifecycle.Step
+	spent   state.Spend
+	limits  lifecycle.Limits
+}
+
+// holdBack is asked by step before it takes row s, which starts a run of
+// phase: it reports whether the budget holds the run back. It records the
+// budget on mb and, when it is reached, the step kept for ai::budget_step
+// (mb.Budget.Paused); it takes no step and posts nothing: step does.
+func (e *Engine) holdBack(mb *state.Mailbox, s lifecycle.Step, phase agents.Phase, trigger, input string) (budgetHold, error) {
+	if lifecycle.Status(mb.Status).HoldsRuns() {
+		return budgetHold{dropped: true}, nil
 	}
 	l := e.budgetOf(mb)
 	if l.None() {
-		return false, nil
+		return budgetHold{}, nil
 	}
 	sp, err := e.spent(mb.ID)
 	if err != nil {
-		return false, fmt.Errorf("budget: %w", err)
+		return budgetHold{}, fmt.Errorf("budget: %w", err)
 	}
 	b := state.Budget{Steps: l.Steps}
 	b.Tokens, b.USD = l.Total()
 	mb.Budget = &b
-	if !l.Reached(sp) {
-		return false, nil
+	pause := l.PauseStep(sp)
+	if pause == "" {
+		return budgetHold{}, nil
 	}
 	b.Paused = &state.PausedStep{Step: string(s), From: mb.Status, Phase: string(phase), Trigger: trigger, Input: input, At: e.now()}
 	e.log.Info("budget reached: paused", "mailbox", mb.ID, "phase", phase, "tokens", sp.Tokens, "usd", sp.USD, "budget_tokens", b.Tokens, "budget_usd", b.USD)
-	if err := e.comment(ctx, mb, lifecycle.KindBudgetPaused, strconv.Itoa(l.Steps), lifecycle.TextBudgetPaused(phase, sp, l)); err != nil {
-		return false, err
-	}
-	return true, e.step(ctx, mb, lifecycle.StepBudgetPaused, "", "", "")
+	return budgetHold{pause: pause, spent: sp, limits: l}, nil
 }
 
 // resume takes the step the budget held back, from the status it was held

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -283,10 +284,12 @@ func (e *Engine) prepare(ctx context.Context, mb *state.Mailbox, a lifecycle.Act
 	return nil
 }
 
-// step moves mb along the declared transition s (lifecycle/table.go): to its To status
-// and, when its row runs a phase, a run of it (phase, when the row says the
-// failed one). A step the table does not declare from mb's status is a bug
-// and fails, so the table and the engine cannot part ways unseen.
+// step moves mb along the declared transition s (lifecycle/table.go): to its
+// To status and, when its row runs a phase, a run of it (phase, when the row
+// says the failed one). The budget may hold the run back (holdBack): then
+// the step is dropped, or the mailbox pauses instead. A step the table does
+// not declare from mb's status is a bug and fails, so the table and the
+// engine cannot part ways unseen.
 func (e *Engine) step(ctx context.Context, mb *state.Mailbox, s lifecycle.Step, phase agents.Phase, trigger, extra string) error {
 	t, ok := lifecycle.TransitionOf(s)
 	if !ok {
@@ -296,16 +299,34 @@ func (e *Engine) step(ctx context.Context, mb *state.Mailbox, s lifecycle.Step, 
 	if run == lifecycle.PhaseFailed {
 		run = phase
 	}
-	if run != "" {
-		if held, err := e.holdBack(ctx, mb, s, run, trigger, extra); held || err != nil {
+	if run == "" {
+		return e.move(ctx, mb, t, "", trigger, extra)
+	}
+	hold, err := e.holdBack(mb, s, run, trigger, extra)
+	switch {
+	case err != nil:
+		return err
+	case hold.dropped:
+		e.log.Info("run held back: the issue is paused at its budget", "mailbox", mb.ID, "step", s, "phase", run)
+		return e.save(ctx, mb)
+	case hold.pause != "":
+		if err := e.comment(ctx, mb, lifecycle.KindBudgetPaused, strconv.Itoa(hold.limits.Steps), lifecycle.TextBudgetPaused(run, hold.spent, hold.limits)); err != nil {
 			return err
 		}
+		pause, _ := lifecycle.TransitionOf(hold.pause)
+		return e.move(ctx, mb, pause, "", "", "")
 	}
+	return e.move(ctx, mb, t, run, trigger, extra)
+}
+
+// move takes row t from mb's status: to its To status, and a run of phase
+// run when set.
+func (e *Engine) move(ctx context.Context, mb *state.Mailbox, t lifecycle.Transition, run agents.Phase, trigger, extra string) error {
 	if !t.Allows(lifecycle.Status(mb.Status)) {
-		return fmt.Errorf("lifecycle: step %s is not declared from status %q", s, mb.Status)
+		return fmt.Errorf("lifecycle: step %s is not declared from status %q", t.Step, mb.Status)
 	}
 	if e.stepped != nil {
-		e.stepped(s)
+		e.stepped(t.Step)
 	}
 	switch {
 	case t.To != "":
