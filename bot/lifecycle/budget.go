@@ -46,7 +46,7 @@ func (l Limits) PauseStep(sp state.Spend) Step {
 
 // decideBudgetStep grants one more budget step to a paused mailbox and asks
 // for the step it held back.
-func decideBudgetStep(mb state.Mailbox, actor, delivery string, a Actions) (state.Mailbox, Actions) {
+func decideBudgetStep(mb state.Mailbox, _ Command, actor, delivery string, _ Rules, a Actions) (state.Mailbox, Actions) {
 	if Status(mb.Status) != StatusPaused || mb.Budget == nil || mb.Budget.Paused == nil {
 		a.Note = "budget_step ignored: the issue is not paused at its budget"
 		return mb, a

@@ -67,8 +67,9 @@ func blocked(mb state.Mailbox, phase, text, cause string) (state.Mailbox, Action
 }
 
 // DecideCommand is what a command label does to mb, whose Labels are the
-// labels the event reports. A command is removed once handled, whatever the
-// mailbox's state; one that does not apply says so in the log.
+// labels the event reports: the decision its row of the table names
+// (CommandDef). A command is removed once handled, whatever the mailbox's
+// state; one that does not apply says so in the log.
 func DecideCommand(mb state.Mailbox, c Command, actor, delivery string, r Rules) (state.Mailbox, Actions) {
 	status := Status(mb.Status)
 	if c == CommandValidatePlan && status == StatusTechnicalAnalysis {
@@ -78,28 +79,29 @@ func DecideCommand(mb state.Mailbox, c Command, actor, delivery string, r Rules)
 	}
 	mb.Labels = withoutLabel(mb.Labels, c.Label())
 	a := Actions{Unlabel: c}
-	switch c {
-	case CommandValidatePlan:
-		if status != StatusWaitingValidation {
-			a.Note = "validate_plan ignored: no plan waits"
-			return mb, a
-		}
-		a.RecordBy = actor
-		a.Say = &Said{KindPlanValidated, delivery, textPlanValidated(actor)}
-		a.Step, a.Trigger = StepValidatePlan, delivery
-		return mb, a
-	case CommandRetry, CommandRetryOnce, CommandRetryUntilGreen:
-		return decideRetry(mb, c, delivery, r, a)
-	case CommandBudgetStep:
-		return decideBudgetStep(mb, actor, delivery, a)
+	if i := slices.IndexFunc(commandDefs, func(d CommandDef) bool { return d.Command == c }); i >= 0 {
+		return commandDefs[i].decide(mb, c, actor, delivery, r, a)
 	}
+	return mb, a
+}
+
+// decideValidate is ai::validate_plan: the validation recorded and the
+// development started from the plan that waits, when one waits.
+func decideValidate(mb state.Mailbox, _ Command, actor, delivery string, _ Rules, a Actions) (state.Mailbox, Actions) {
+	if Status(mb.Status) != StatusWaitingValidation {
+		a.Note = "validate_plan ignored: no plan waits"
+		return mb, a
+	}
+	a.RecordBy = actor
+	a.Say = &Said{KindPlanValidated, delivery, textPlanValidated(actor)}
+	a.Step, a.Trigger = StepValidatePlan, delivery
 	return mb, a
 }
 
 // decideRetry is a retry command: the quarantined events again when there
 // are some and the mailbox is not blocked, else the last phase again, with
 // its loops' counters set by the command.
-func decideRetry(mb state.Mailbox, c Command, delivery string, r Rules, a Actions) (state.Mailbox, Actions) {
+func decideRetry(mb state.Mailbox, c Command, _, delivery string, r Rules, a Actions) (state.Mailbox, Actions) {
 	a.Release = len(mb.Quarantined) > 0
 	if a.Release && Status(mb.Status) != StatusBlocked {
 		// What to try again is the events set aside, not a phase.

@@ -148,3 +148,12 @@ func TestSteers(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryCommandDecides: every command label's row names its decision.
+func TestEveryCommandDecides(t *testing.T) {
+	for _, d := range commandDefs {
+		if d.decide == nil {
+			t.Errorf("command %s names no decision", d.Command)
+		}
+	}
+}

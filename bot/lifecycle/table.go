@@ -5,15 +5,17 @@ import (
 
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/forges"
+	"github.com/alchemic-studio/alfred/state"
 )
 
 // The lifecycle of an issue mailbox, declared: its statuses, the labels
 // people steer it with, and every transition. This file is the one place to
-// change it (with dispatch.go, which says what each intent does). What reads
-// it: the label catalogue `alfred labels sync` creates (Labels), the engine,
-// which moves a mailbox only along a declared transition (bot's Engine.step),
-// the comments that name labels, and the diagram docs/lifecycle.md
-// (TestLifecycleDiagram regenerates it; see docs/design.md).
+// change it, with dispatch.go, which says what each intent does (a command
+// label's row here names its decision, decide.go). What reads it: the label
+// catalogue `alfred labels sync` creates (Labels), the engine, which moves a
+// mailbox only along a declared transition (bot's Engine.step), the comments
+// that name labels, and the diagram docs/lifecycle.md (TestLifecycleDiagram
+// regenerates it; see docs/design.md).
 
 // Status is where an issue mailbox stands. Its label, status::<status>, is
 // owned by the bot: exactly one is on the issue at a time.
@@ -91,11 +93,13 @@ const (
 )
 
 // CommandDef is a command label: what it does, and who may add it (people
-// with write access on the project; the bot ignores the others).
+// with write access on the project; the bot ignores the others), and the
+// decision it takes once its label is removed (DecideCommand).
 type CommandDef struct {
 	Command     Command
 	Color       string
 	Description string
+	decide      func(mb state.Mailbox, c Command, actor, delivery string, r Rules, a Actions) (state.Mailbox, Actions)
 }
 
 // TypeDef is a type label and the flow it chooses.
@@ -121,11 +125,11 @@ var (
 		{StatusPaused, WaitsPerson, "d4c5f9", "The issue reached its cost budget; ai::budget_step lets Alfred go on (set by the bot)"},
 	}
 	commandDefs = []CommandDef{
-		{CommandValidatePlan, "d93f0b", "Start development from the posted plan"},
-		{CommandRetry, "e99695", "Retry the failed phase with counters reset"},
-		{CommandRetryOnce, "f9d0c4", "Allow exactly one more attempt of the failed phase"},
-		{CommandRetryUntilGreen, "c2e0c6", "Keep fixing CI until it is green, up to a hard cap"},
-		{CommandBudgetStep, "bfdadc", "Grant the issue one more step of its cost budget and go on"},
+		{CommandValidatePlan, "d93f0b", "Start development from the posted plan", decideValidate},
+		{CommandRetry, "e99695", "Retry the failed phase with counters reset", decideRetry},
+		{CommandRetryOnce, "f9d0c4", "Allow exactly one more attempt of the failed phase", decideRetry},
+		{CommandRetryUntilGreen, "c2e0c6", "Keep fixing CI until it is green, up to a hard cap", decideRetry},
+		{CommandBudgetStep, "bfdadc", "Grant the issue one more step of its cost budget and go on", decideBudgetStep},
 	}
 	types = []TypeDef{
 		{"task", FlowTask, "0052cc", "Alfred runs the whole flow: analysis, plan, development"},
