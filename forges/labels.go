@@ -67,7 +67,7 @@ type ExclusiveLabels interface {
 // had (Label.Formerly) is renamed where the forge can (LabelRenamer; its
 // issues keep it), and counts as updated. It is idempotent: a second run
 // creates and updates nothing. Labels outside the catalogue are left alone.
-// The bot's catalogue is bot.Labels, made from its lifecycle table.
+// The bot's catalogue is lifecycle.Labels (bot/lifecycle), made from its lifecycle table.
 func SyncLabels(ctx context.Context, f Forge, p Project, catalogue []Label) (created, updated []string, err error) {
 	_, exclusive := f.(ExclusiveLabels)
 	have, err := f.Labels(ctx, p)

@@ -14,7 +14,7 @@ import (
 
 // Statuses are the lifecycle's mailbox statuses by who they wait for: the
 // overview's sections. The main package fills them from the lifecycle
-// table (bot.StatusesWaiting), the one place they are declared.
+// table (lifecycle.StatusesWaiting, bot/lifecycle), the one place they are declared.
 type Statuses struct {
 	Person, Work, Done []string
 }

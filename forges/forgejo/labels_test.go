@@ -102,7 +102,7 @@ func sorted(s []string) []string {
 }
 
 // scopedStatus is a part of the bot's catalogue in the scoped form
-// (bot.LabelsWith(forges.ScopedStatusPrefix)): status labels named
+// (lifecycle.LabelsWith(forges.ScopedStatusPrefix)): status labels named
 // "status/x", exclusive, formerly "status::x".
 var scopedStatus = []forges.Label{
 	{Name: "status/in_ci", Color: "c5def5", Description: "waits for CI", Exclusive: true, Formerly: []string{"status::in_ci"}},

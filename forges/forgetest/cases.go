@@ -670,7 +670,7 @@ func testEnsureSection(t *testing.T, h Harness) {
 	}
 }
 
-// catalogue is a label catalogue like the bot's (bot.Labels), with a label
+// catalogue is a label catalogue like the bot's (lifecycle.Labels), with a label
 // of each prefix; the status labels are exclusive, as the bot's are.
 var catalogue = []forges.Label{
 	{Name: "status::in_ci", Color: "c5def5", Description: "The pull request waits for CI (set by the bot)", Exclusive: true},
