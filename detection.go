@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"cmp"
 	"context"
 	"errors"
@@ -10,15 +9,11 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime/debug"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/config"
@@ -261,7 +256,7 @@ func (r refresher) run(ctx context.Context, w io.Writer) error {
 
 // viaServer asks the store's holder to detect and prints what it records.
 func (r refresher) viaServer(ctx context.Context, w io.Writer) error {
-	pid, err := lockHolder(r.stateDir)
+	pid, err := state.LockHolder(r.stateDir)
 	if err != nil {
 		return err
 	}
@@ -343,57 +338,4 @@ func hangUp(pid int) error {
 		return fmt.Errorf("send SIGHUP: %w", err)
 	}
 	return nil
-}
-
-// lockHolder finds the process that holds the state store's lock. The
-// kernel's list of locks names it as this process's pid namespace sees it
-// (a host seeing a server in a container); without that list, the pid the
-// lock file records is taken.
-func lockHolder(stateDir string) (int, error) {
-	path := filepath.Join(stateDir, "alfred.lock")
-	seen, found, err := flockHolder(path)
-	switch {
-	case err == nil && found && seen > 0:
-		return seen, nil
-	case err == nil && found:
-		return 0, errors.New("the server holding the state store runs in a pid namespace this one cannot see (another container?): run this command beside it, or send it SIGHUP")
-	}
-	raw, rerr := os.ReadFile(path)
-	if rerr != nil {
-		return 0, fmt.Errorf("read the state store's lock %s: %w", path, rerr)
-	}
-	pid, perr := strconv.Atoi(strings.TrimSpace(string(raw)))
-	if perr != nil || pid <= 0 {
-		return 0, fmt.Errorf("the lock file %s records no pid of the server holding the state store (%q): send it SIGHUP yourself", path, strings.TrimSpace(string(raw)))
-	}
-	return pid, nil
-}
-
-// flockHolder reads /proc/locks for the flock held on path: its holder's pid
-// as this pid namespace sees it (0: another namespace).
-func flockHolder(path string) (pid int, found bool, err error) {
-	var st unix.Stat_t
-	if err := unix.Stat(path, &st); err != nil {
-		return 0, false, err
-	}
-	id := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
-	f, err := os.Open("/proc/locks")
-	if err != nil {
-		return 0, false, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// 1: FLOCK  ADVISORY  WRITE 4386 fe:00:10010704 0 EOF ("->" marks a waiter)
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 6 || fields[1] != "FLOCK" || fields[3] != "WRITE" || fields[5] != id {
-			continue
-		}
-		pid, err := strconv.Atoi(fields[4])
-		if err != nil {
-			return 0, false, fmt.Errorf("/proc/locks: %q: %w", sc.Text(), err)
-		}
-		return pid, true, nil
-	}
-	return 0, false, sc.Err()
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/alchemic-studio/alfred/internal/logtest"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -14,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/alchemic-studio/alfred/internal/logtest"
 
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/config"
@@ -441,22 +442,6 @@ func TestRefreshThroughTheServer(t *testing.T) {
 				t.Fatalf("error %v, want %q", err, tt.want)
 			}
 		})
-	}
-}
-
-// TestLockHolder: the pid of the process holding the store's lock, and a
-// clear error when the lock file names none.
-func TestLockHolder(t *testing.T) {
-	_, dir := openTestStore(t)
-	if pid, err := lockHolder(dir); err != nil || pid != os.Getpid() {
-		t.Fatalf("lockHolder = %d, %v; want this process, %d", pid, err, os.Getpid())
-	}
-	stale := t.TempDir()
-	if err := os.WriteFile(filepath.Join(stale, "alfred.lock"), []byte("garbage\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := lockHolder(stale); err == nil || !strings.Contains(err.Error(), "records no pid") {
-		t.Fatalf("unlocked lock file with no pid: %v", err)
 	}
 }
 
