@@ -24,6 +24,7 @@ import (
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/internal/redact"
 	"github.com/alchemic-studio/alfred/sandbox"
+	"github.com/alchemic-studio/alfred/state"
 )
 
 // checkLine is one line of `alfred doctor`: what was checked, whether it is
@@ -204,7 +205,7 @@ func (d *doctor) checkState(ctx context.Context) checkLine {
 	st, err := openReadOnly(ctx, d.c)
 	if errors.Is(err, fs.ErrNotExist) {
 		parent := existingParent(dir)
-		if err := ready(parent)(ctx); err != nil {
+		if err := state.Writable(parent); err != nil {
 			return failLine("state", fmt.Sprintf("%s does not exist and %v", dir, err), "make "+parent+" writable by the bot's user, or set ALFRED_STATE_DIR")
 		}
 		return okLine("state", dir+" does not exist yet; alfred serve creates it")
@@ -215,7 +216,7 @@ func (d *doctor) checkState(ctx context.Context) checkLine {
 	if err := st.Close(); err != nil {
 		return failLine("state", fmt.Sprintf("close %s: %v", dir, err), "check the state repository with git fsck")
 	}
-	if err := ready(dir)(ctx); err != nil {
+	if err := state.Writable(dir); err != nil {
 		return failLine("state", err.Error(), "make "+dir+" writable by the bot's user")
 	}
 	return okLine("state", dir+" opens and is writable")

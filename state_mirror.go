@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
-	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/alchemic-studio/alfred/config"
@@ -23,21 +20,11 @@ import (
 // (for /readyz, the home page and alfred_state_writable), and the mirror of
 // the branch to ALFRED_STATE_REMOTE.
 type stateKeeper struct {
-	dirs   []string       // probed for writes: the state store, the data folder
+	health *state.Health  // the store's commits and the disks of the store and the data folder
 	mirror *mirror.Mirror // nil without ALFRED_STATE_REMOTE
 	m      *metrics.Metrics
 	log    *slog.Logger
-
-	mu       sync.Mutex
-	failing  error // the last commit's error, until a commit succeeds
-	since    time.Time
-	failures int
-	probed   time.Time // the last probe, kept probeFor
-	probeErr error
 }
-
-// probeFor is how long a probe of the disks stands for.
-const probeFor = 2 * time.Second
 
 // prepareFor bounds what the start asks of the state remote.
 const prepareFor = 2 * time.Minute
@@ -47,7 +34,7 @@ const prepareFor = 2 * time.Minute
 // commits the local branch lacks stops the start (the error says how to
 // resolve it), and the mirror pushes the branch after every commit batch.
 func openState(ctx context.Context, c *config.Config, m *metrics.Metrics, log *slog.Logger) (*state.Store, *stateKeeper, error) {
-	k := &stateKeeper{dirs: []string{c.StateDir, c.DataDir}, m: m, log: log}
+	k := &stateKeeper{health: state.NewHealth(log, c.StateDir, c.DataDir), m: m, log: log}
 	if c.StateRemote != "" {
 		mr, err := k.prepareMirror(ctx, c)
 		if err != nil {
@@ -59,7 +46,7 @@ func openState(ctx context.Context, c *config.Config, m *metrics.Metrics, log *s
 	if err != nil {
 		return nil, nil, err
 	}
-	m.StateWritable(func() bool { return k.writeErr() == nil })
+	m.StateWritable(func() bool { return k.health.WriteErr() == nil })
 	if k.mirror != nil {
 		k.mirror.Start()
 	}
@@ -117,18 +104,7 @@ func forgeGitHost(f config.Forge) (host, user string) {
 // writes fail.
 func (k *stateKeeper) observe(took time.Duration, err error) {
 	k.m.StateWritten(took, err)
-	k.mu.Lock()
-	switch {
-	case err != nil && k.failing == nil:
-		k.failing, k.since, k.failures = err, time.Now(), 1
-	case err != nil:
-		k.failing = err
-		k.failures++
-	case k.failing != nil:
-		k.log.Info("state writes succeed again", "failures", k.failures, "for", time.Since(k.since).Round(time.Millisecond))
-		k.failing, k.failures = nil, 0
-	}
-	k.mu.Unlock()
+	k.health.Observe(took, err)
 }
 
 // committed is the store's Committed: the branch moved, the mirror pushes.
@@ -136,17 +112,6 @@ func (k *stateKeeper) committed(string) {
 	if k.mirror != nil {
 		k.mirror.Notify()
 	}
-}
-
-// writeErr says why state writes fail, nil while they succeed.
-func (k *stateKeeper) writeErr() error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.failing == nil {
-		return nil
-	}
-	return fmt.Errorf("state writes fail since %s (%d failed commits; handled events wait in the journal): %w",
-		k.since.UTC().Format(time.RFC3339), k.failures, k.failing)
 }
 
 // ready wraps the readiness check base with the state's: not ready while
@@ -158,48 +123,8 @@ func (k *stateKeeper) ready(base func(context.Context) error) func(context.Conte
 				return err
 			}
 		}
-		if err := k.writeErr(); err != nil {
-			return err
-		}
-		return k.probe()
+		return k.health.Ready()
 	}
-}
-
-// probe writes and syncs a small file in each folder of the store and the
-// journal, at most once per probeFor.
-func (k *stateKeeper) probe() error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if time.Since(k.probed) < probeFor {
-		return k.probeErr
-	}
-	k.probed, k.probeErr = time.Now(), nil
-	for _, dir := range k.dirs {
-		if err := probeDir(dir); err != nil {
-			k.probeErr = err
-			break
-		}
-	}
-	return k.probeErr
-}
-
-func probeDir(dir string) error {
-	f, err := os.CreateTemp(dir, ".alfred-probe-")
-	if errors.Is(err, os.ErrNotExist) {
-		return nil // not made yet: nothing lives there
-	}
-	if err != nil {
-		return fmt.Errorf("folder %s takes no writes: %w", dir, err)
-	}
-	defer os.Remove(f.Name())
-	defer f.Close()
-	if _, err := f.Write(make([]byte, 4096)); err != nil {
-		return fmt.Errorf("folder %s takes no writes: %w", dir, err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("folder %s takes no writes: %w", dir, err)
-	}
-	return nil
 }
 
 // notes are the mirror's state for /readyz and the home page.

@@ -17,6 +17,7 @@ import (
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/forges/forgejo/forgejotest"
 	"github.com/alchemic-studio/alfred/forges/forgejo/giteatest"
+	"github.com/alchemic-studio/alfred/state"
 )
 
 // gitOut runs git and fails the test on an error.
@@ -141,24 +142,17 @@ func stop(t *testing.T, s *served) {
 	}
 }
 
+// TestStateKeeperReadiness: the pages' readiness is the base check's, then
+// the store's health (state.Health): a failed commit makes it fail.
 func TestStateKeeperReadiness(t *testing.T) {
-	k := &stateKeeper{dirs: []string{t.TempDir()}, log: slog.New(slog.DiscardHandler)}
+	k := &stateKeeper{health: state.NewHealth(slog.New(slog.DiscardHandler), t.TempDir()), log: slog.New(slog.DiscardHandler)}
 	ready := k.ready(func(context.Context) error { return nil })
-	enospc := fmt.Errorf("commit state: write pack: %w", syscall.ENOSPC)
-	for i, tt := range []struct {
-		commit error // what a commit returned
-		want   string
-	}{
-		{nil, ""},
-		{enospc, "state writes fail since"},
-		{enospc, "(2 failed commits; handled events wait in the journal): commit state: write pack: no space left on device"},
-		{nil, ""},
-	} {
-		k.observe(time.Millisecond, tt.commit)
-		err := ready(context.Background())
-		if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
-			t.Fatalf("step %d: ready() = %v, want %q", i, err, tt.want)
-		}
+	if err := ready(context.Background()); err != nil {
+		t.Fatalf("ready() = %v before any commit", err)
+	}
+	k.observe(time.Millisecond, fmt.Errorf("commit state: write pack: %w", syscall.ENOSPC))
+	if err := ready(context.Background()); err == nil || !strings.Contains(err.Error(), "state writes fail since") {
+		t.Fatalf("ready() = %v after a failed commit", err)
 	}
 	if err := k.ready(func(context.Context) error { return errors.New("not writable") })(context.Background()); err == nil {
 		t.Fatal("the base check is ignored")

@@ -15,7 +15,6 @@ import (
 	"strings"
 
 	"golang.org/x/oauth2"
-	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/alchemic-studio/alfred/agents"
@@ -380,16 +379,6 @@ func settingDefaults(c *config.Config) map[string]string {
 	return map[string]string{bot.AgentCredentialMounts.Key(): c.CredentialMounts}
 }
 
-// ready reports whether the state store can take writes.
-func ready(dir string) func(context.Context) error {
-	return func(context.Context) error {
-		if err := unix.Access(dir, unix.W_OK); err != nil {
-			return fmt.Errorf("state store %s is not writable: %w", dir, err)
-		}
-		return nil
-	}
-}
-
 // secrets lists every secret value the service holds, for the engine and
 // the pages to hide wherever they show what an agent wrote.
 func secrets(c *config.Config) []string {
@@ -427,7 +416,7 @@ func pageDeps(c *config.Config, st *state.Store, fs []connected, adapters map[st
 	for _, p := range agents.Phases() {
 		phases = append(phases, string(p))
 	}
-	d := views.Deps{Version: version, Config: c, Ready: ready(c.StateDir), Logger: log, Statuses: statuses, Phases: phases,
+	d := views.Deps{Version: version, Config: c, Ready: func(context.Context) error { return state.Writable(c.StateDir) }, Logger: log, Statuses: statuses, Phases: phases,
 		Records: st, Agents: list, Runner: c.Runner, Secrets: secrets(c),
 		Settings: projectSettings{store: st, defaults: settingDefaults(c)}}
 	if len(fs) > 0 {
