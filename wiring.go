@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strings"
 
-	"golang.org/x/oauth2"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/alchemic-studio/alfred/agents"
@@ -446,9 +445,9 @@ func newAccess(c *config.Config, fs []connected) *views.Access {
 		if f.cfg.OAuthClientID == "" {
 			continue
 		}
+		k, _ := setup.Of(f.cfg.Kind) // a configured forge's kind is known (config checks it)
 		in := views.SignIn{Forge: f.cfg.Name}
-		in.OAuth, in.UserURL, in.LoginField = oauthOf(f.cfg)
-		in.OAuth.RedirectURL = public + "/oauth/callback"
+		in.OAuth, in.UserURL, in.LoginField = k.OAuth2(f.cfg.URL, f.cfg.OAuthClientID, f.cfg.OAuthClientSecret, public+"/oauth/callback")
 		a.SignIns = append(a.SignIns, in)
 	}
 	return a
@@ -464,14 +463,4 @@ func permissionOn(fs []connected) func(context.Context, forges.Project, string) 
 		}
 		return forges.PermissionNone, fmt.Errorf("forge %q is not configured", p.Forge)
 	}
-}
-
-// oauthOf is forge f's OAuth2 application (setup.Kind.OAuth), its "current
-// user" endpoint and the JSON field of the login there.
-func oauthOf(f config.Forge) (o *oauth2.Config, userURL, loginField string) {
-	k, _ := setup.Of(f.Kind) // a configured forge's kind is known (config checks it)
-	e := k.OAuth(f.URL)
-	o = &oauth2.Config{Endpoint: oauth2.Endpoint{AuthURL: e.AuthURL, TokenURL: e.TokenURL},
-		ClientID: f.OAuthClientID, ClientSecret: f.OAuthClientSecret, Scopes: e.Scopes}
-	return o, e.UserURL, e.LoginField
 }

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/oauth2"
+
 	"github.com/alchemic-studio/alfred/config"
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/forges/forgejo"
@@ -115,6 +117,17 @@ var kinds = []Kind{
 		CommitPath: "/-/commit/",
 		GitHost:    func(base string) (string, string) { return hostOf(base), gitlab.GitUser },
 	},
+}
+
+// OAuth2 is the OAuth2 application of the forge at base (ALFRED_FORGE_URL)
+// for the sign-in to the pages, with its client and the callback
+// redirectURL, the forge's "current user" endpoint and the JSON field of the
+// login there.
+func (k Kind) OAuth2(base, clientID, clientSecret, redirectURL string) (o *oauth2.Config, userURL, loginField string) {
+	e := k.OAuth(base)
+	o = &oauth2.Config{Endpoint: oauth2.Endpoint{AuthURL: e.AuthURL, TokenURL: e.TokenURL},
+		ClientID: clientID, ClientSecret: clientSecret, RedirectURL: redirectURL, Scopes: e.Scopes}
+	return o, e.UserURL, e.LoginField
 }
 
 // Of is the registration of the kind named name.
