@@ -116,7 +116,7 @@ func agentsDetect(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	if refresh {
-		return newRefresher(c, runner, adapters, ranges, log).run(ctx, stdout)
+		return newRefresher(c, runner, adapters, ranges, log).Run(ctx, stdout)
 	}
 	return agents.DetectCommand(ctx, stdout, runner, baseSpec(c), localCLIs(adapters), ranges)
 }

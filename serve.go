@@ -42,7 +42,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	defer stop()
 	// SIGHUP asks for a detection of the agent CLIs: caught before the
 	// state store is locked, since its lock tells who to send it to.
-	hup, stopHup := notifyRefresh()
+	hup, stopHup := agents.NotifyRefresh()
 	defer stopHup()
 
 	// A first start makes its folders, private to the bot.
@@ -105,13 +105,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 // from the journal, already knows if it may resume), the webhook route and
 // the engine's gauges.
 func startEngine(ctx context.Context, c *config.Config, st *state.Store, fs []connected, adapters map[string]agents.Adapter,
-	ranges map[string]string, det *detector, follow *liveRuns, hooks *webhookRoutes, r *mux.Router, m *metrics.Metrics, log *slog.Logger) (*bot.Engine, error) {
+	ranges map[string]string, det *agents.Detector, follow *liveRuns, hooks *webhookRoutes, r *mux.Router, m *metrics.Metrics, log *slog.Logger) (*bot.Engine, error) {
 	detected := make(chan struct{})
 	e, runner, err := newEngine(ctx, c, st, fs, adapters, detected, m, log)
 	if err != nil {
 		return nil, err
 	}
-	go det.run(ctx, detectWith(c, runner, adapters, ranges), detected)
+	go det.Run(ctx, detectWith(c, runner, adapters, ranges), detected)
 	if err := e.Start(ctx); err != nil {
 		return nil, err
 	}
@@ -232,7 +232,7 @@ func shutdown(c *config.Config, srv, msrv *http.Server, engine *bot.Engine, log 
 // agents screen's button and SIGHUP (none without a forge: no runs) and the
 // follower of live runs, which the engine joins once started.
 func routes(ctx context.Context, c *config.Config, st *state.Store, keeper *stateKeeper, fs []connected, adapters map[string]agents.Adapter,
-	hup <-chan os.Signal, hooks *webhookRoutes, m *metrics.Metrics, log *slog.Logger) (*mux.Router, *detector, *liveRuns, error) {
+	hup <-chan os.Signal, hooks *webhookRoutes, m *metrics.Metrics, log *slog.Logger) (*mux.Router, *agents.Detector, *liveRuns, error) {
 	r := mux.NewRouter()
 	pages, err := pageDeps(c, st, fs, adapters, log)
 	if err != nil {
@@ -240,12 +240,12 @@ func routes(ctx context.Context, c *config.Config, st *state.Store, keeper *stat
 	}
 	follow := followRuns(&pages)
 	pages.Ready, pages.Notes = keeper.ready(pages.Ready), healthNotes(keeper, follow, hooks)
-	var det *detector
+	var det *agents.Detector
 	if len(fs) > 0 {
-		det = newDetector(st, c.AgentDetectInterval, m, log)
+		det = agents.NewDetector(installations{st}, c.AgentDetectInterval, func() { m.PanicRecovered("detection") }, log)
 		pages.Redetect = det.Request
 	}
-	go forwardRefresh(ctx, hup, det, log)
+	go agents.ForwardRefresh(ctx, hup, det, log)
 	views.Register(r, pages)
 	if c.MetricsListen == "" { // else on a server of its own: serveMetrics
 		r.Handle("/metrics", m.Handler(c.MetricsToken)).Methods(http.MethodGet)

@@ -36,5 +36,12 @@
 // transcript, `go test ./agents/<cli> -run TestRealTranscript -record`).
 //
 // Detect runs each CLI's version command through a Runner and reports an
-// Installation; DetectCommand prints them for `alfred agents detect`.
+// Installation; DetectCommand prints them for `alfred agents detect`. A
+// Detector keeps them recorded while the server runs (at start, on a
+// schedule, on request: the agents screen's button or SIGHUP, which
+// NotifyRefresh and ForwardRefresh turn into a request), and a Refresher is
+// `alfred agents detect --refresh`, which asks the server holding the state
+// store (HangUp) or records itself. Both keep Records behind two small
+// interfaces, Records and SharedRecords, which the wiring adapts the state
+// store to: agents imports no store.
 package agents
