@@ -492,3 +492,27 @@ func (d *doctor) checkAgents(ctx context.Context, runner sandbox.Runner, clis []
 	}
 	return out
 }
+
+// checkSettings is doctor's line on the overrides of the state branch: one
+// FAIL line for each the bot ignores. No line when the state repository
+// cannot be opened (the state line says why).
+func (d *doctor) checkSettings(ctx context.Context) []checkLine {
+	all, problems, found, err := storedOverrides(ctx, d.c)
+	if !found && err == nil {
+		return nil
+	}
+	if err != nil && all == nil {
+		return nil
+	}
+	var out []checkLine
+	if err != nil {
+		out = append(out, failLine("settings", err.Error(), "repair or remove the record named (alfred state show PATH)"))
+	}
+	for _, p := range problems {
+		out = append(out, failLine("settings", p.Error(), p.Fix()))
+	}
+	if len(out) == 0 {
+		out = append(out, okLine("settings", fmt.Sprintf("%d overrides in the state branch, all of known settings and well typed", len(all))))
+	}
+	return out
+}

@@ -1,6 +1,8 @@
 // Command alfred is a self-hosted, forge-native bot that works issues with
-// coding-agent CLIs in sandboxed containers. This package only wires the
-// other packages together behind subcommands; see README.md.
+// coding-agent CLIs in sandboxed containers. This package only parses flags
+// and wires the other packages together, one file per command word: main.go
+// (the words, the logger), serve.go and wiring.go, state.go, settings.go,
+// labels.go, agents.go, doctor.go and config.go; see README.md.
 package main
 
 import (
@@ -11,8 +13,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/alchemic-studio/alfred/config"
+	"github.com/alchemic-studio/alfred/forges"
+	"github.com/alchemic-studio/alfred/forges/setup"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -133,4 +138,26 @@ func newLogger(c *config.Config, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// load reads the configuration of a subcommand with its own flags.
+func load(name string, args []string, stderr io.Writer, extra func(*flag.FlagSet)) (*config.Config, []string, error) {
+	return config.LoadWith(name, args, os.LookupEnv, stderr, setup.ConfigKinds(), extra)
+}
+
+// parseProject reads OWNER/NAME (OWNER may be a GitLab group path).
+func parseProject(c *config.Config, s string) (forges.Project, config.Forge, error) {
+	name, path, ok := strings.Cut(s, ":")
+	if !ok {
+		name, path = "", s
+	}
+	f, err := c.ForgeNamed(name)
+	if err != nil {
+		return forges.Project{}, f, errUsage(fmt.Sprintf("-project %q: %v", s, err))
+	}
+	i := strings.LastIndex(path, "/")
+	if i <= 0 || i == len(path)-1 {
+		return forges.Project{}, f, errUsage(fmt.Sprintf("-project %q: want [FORGE:]OWNER/NAME", s))
+	}
+	return forges.Project{Forge: f.Name, Owner: path[:i], Name: path[i+1:]}, f, nil
 }

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -22,7 +23,9 @@ import (
 	"github.com/alchemic-studio/alfred/config"
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/forges/setup"
+	"github.com/alchemic-studio/alfred/internal/live"
 	"github.com/alchemic-studio/alfred/metrics"
+	"github.com/alchemic-studio/alfred/sandbox"
 	"github.com/alchemic-studio/alfred/state"
 	"github.com/alchemic-studio/alfred/views"
 )
@@ -52,7 +55,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	}
 	m := metrics.New(version)
-	st, keeper, err := openState(ctx, c, m, log) // state_mirror.go: restore, mirror, write health
+	st, keeper, err := openState(ctx, c, m, log) // wiring.go: restore, mirror, write health
 	if err != nil {
 		return err
 	}
@@ -251,4 +254,82 @@ func routes(ctx context.Context, c *config.Config, st *state.Store, keeper *stat
 		r.Handle("/metrics", m.Handler(c.MetricsToken)).Methods(http.MethodGet)
 	}
 	return r, det, follow, nil
+}
+
+// liveRuns lets the run pages follow the output of the engine's runs. The
+// engine is made after the pages are registered: until it is set (and
+// without a forge, for good) no run is followed, and the pages of runs in
+// progress refresh themselves as they do without a live source.
+type liveRuns struct {
+	engine   atomic.Pointer[bot.Engine]
+	stopping chan struct{}
+}
+
+// followRuns makes the pages follow the runs of the engine given later to set.
+func followRuns(pages *views.Deps) *liveRuns {
+	l := &liveRuns{stopping: make(chan struct{})}
+	pages.Live, pages.Stopping = l, l.stopping
+	return l
+}
+
+// Follow implements views.LiveRuns.
+func (l *liveRuns) Follow(runID string) (*live.Output, bool) {
+	if e := l.engine.Load(); e != nil {
+		return e.Follow(runID)
+	}
+	return nil, false
+}
+
+// set is the engine whose runs are followed.
+func (l *liveRuns) set(e *bot.Engine) { l.engine.Store(e) }
+
+// stopOn ends the live streams when srv shuts down: Shutdown waits for the
+// requests in flight, and a stream lasts as long as its run.
+func (l *liveRuns) stopOn(srv *http.Server) {
+	srv.RegisterOnShutdown(func() { close(l.stopping) })
+}
+
+// serveMetrics serves /metrics alone, with the same token check, on
+// ALFRED_METRICS_LISTEN when it is set (nil, nil when not: the pages' server
+// has /metrics). The server's end is sent on served.
+func serveMetrics(c *config.Config, m *metrics.Metrics, log *slog.Logger, served chan<- error) (*http.Server, error) {
+	if c.MetricsListen == "" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", c.MetricsListen)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s for /metrics: %w", c.MetricsListen, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler(c.MetricsToken))
+	srv := &http.Server{
+		Handler:           views.Recover(log, mux),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	go func() { served <- fmt.Errorf("metrics: %w", srv.Serve(ln)) }()
+	log.Info("serving metrics", "addr", ln.Addr().String())
+	return srv, nil
+}
+
+// shutdownMetrics stops the server of serveMetrics, if there is one.
+func shutdownMetrics(ctx context.Context, srv *http.Server) error {
+	if srv == nil {
+		return nil
+	}
+	if err := srv.Shutdown(ctx); err != nil {
+		return fmt.Errorf("shut down metrics server: %w", err)
+	}
+	return nil
+}
+
+// countSandboxes reports the runner's sandboxes (containers or processes)
+// started and not yet torn down.
+func countSandboxes(m *metrics.Metrics, r sandbox.Runner) {
+	if c, ok := r.(interface{ Running() int }); ok {
+		m.ContainersRunning(r.Name(), c.Running)
+	}
 }

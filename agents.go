@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 
 	"github.com/alchemic-studio/alfred/agents"
@@ -12,6 +14,59 @@ import (
 	"github.com/alchemic-studio/alfred/sandbox"
 	"github.com/alchemic-studio/alfred/state"
 )
+
+// `alfred agents detect [--refresh]`, and the wiring of the detection of
+// the agent CLIs: serve's Detector and the Refresher record into the state
+// store through the adapters below (agents imports no store).
+
+// agentsDetect is `alfred agents detect [--refresh]`: it prints what it
+// finds and records nothing (the server records at its start). With
+// --refresh the installations are recorded again: by the server holding the
+// state store, asked with SIGHUP, or by this command when none does.
+func agentsDetect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var refresh bool
+	c, rest, err := load("agents detect", args, stderr, func(fs *flag.FlagSet) {
+		fs.BoolVar(&refresh, "refresh", false, "record the detection: ask the server holding the state store (SIGHUP), or record it here when none does")
+	})
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return errUsage("agents detect takes no argument but --refresh")
+	}
+	log := newLogger(c, stderr)
+	runner, err := newRunner(ctx, c, log)
+	if err != nil {
+		return err
+	}
+	adapters, err := newAdapters(c)
+	if err != nil {
+		return err
+	}
+	ranges, err := verifiedRanges(c, adapters)
+	if err != nil {
+		return err
+	}
+	if refresh {
+		return newRefresher(c, runner, adapters, ranges, log).Run(ctx, stdout)
+	}
+	return agents.DetectCommand(ctx, stdout, runner, baseSpec(c), localCLIs(adapters), ranges)
+}
+
+// newRefresher is `alfred agents detect --refresh` on the state store of
+// ALFRED_STATE_DIR.
+func newRefresher(c *config.Config, runner sandbox.Runner, adapters map[string]agents.Adapter, ranges map[string]string, log *slog.Logger) agents.Refresher {
+	r := agents.Refresher{Store: sharedInstallations{dir: c.StateDir, log: log}, Where: c.StateDir,
+		Runner: runner.Name(), Detect: detectWith(c, runner, adapters, ranges), Ranges: map[string]string{}, Log: log}
+	if sandbox.InContainer(r.Runner) {
+		r.Image = c.AgentImage
+	}
+	for _, cli := range localCLIs(adapters) {
+		d := cli.Descriptor()
+		r.Ranges[d.ID] = cmp.Or(ranges[d.ID], d.VerifiedRange)
+	}
+	return r
+}
 
 // detectWith detects the CLIs of the local adapters on runner, with the
 // verified ranges of ALFRED_AGENT_VERIFIED_RANGES.
@@ -32,21 +87,6 @@ func verifiedRanges(c *config.Config, adapters map[string]agents.Adapter) (map[s
 		return nil, err
 	}
 	return c.AgentVerifiedRanges, nil
-}
-
-// newRefresher is `alfred agents detect --refresh` on the state store of
-// ALFRED_STATE_DIR.
-func newRefresher(c *config.Config, runner sandbox.Runner, adapters map[string]agents.Adapter, ranges map[string]string, log *slog.Logger) agents.Refresher {
-	r := agents.Refresher{Store: sharedInstallations{dir: c.StateDir, log: log}, Where: c.StateDir,
-		Runner: runner.Name(), Detect: detectWith(c, runner, adapters, ranges), Ranges: map[string]string{}, Log: log}
-	if sandbox.InContainer(r.Runner) {
-		r.Image = c.AgentImage
-	}
-	for _, cli := range localCLIs(adapters) {
-		d := cli.Descriptor()
-		r.Ranges[d.ID] = cmp.Or(ranges[d.ID], d.VerifiedRange)
-	}
-	return r
 }
 
 // installations are the agent installations of the state store, as the

@@ -9,11 +9,59 @@ import (
 	"os"
 	"time"
 
+	"github.com/alchemic-studio/alfred/config"
 	"github.com/alchemic-studio/alfred/state"
 )
 
-// The maintainer's `alfred state` subcommands besides log and show
-// (commands.go): verify, export and compact.
+// The maintainer's `alfred state` subcommands: log, show, verify, export
+// and compact.
+
+// openReadOnly opens the state repository for inspection, beside a running server.
+func openReadOnly(ctx context.Context, c *config.Config) (*state.Store, error) {
+	return state.Open(ctx, c.StateDir, state.Options{ReadOnly: true})
+}
+
+// stateLog is `alfred state log [-n N] [MAILBOX]`: the branch's history,
+// or the audit history of one mailbox (its id, as on its page), with what
+// each commit changed in it.
+func stateLog(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var n int
+	c, rest, err := load("state log", args, stderr, func(fs *flag.FlagSet) {
+		fs.IntVar(&n, "n", 20, "how many commits, newest first (0: all)")
+	})
+	if err != nil {
+		return err
+	}
+	if len(rest) > 1 {
+		return errUsage("state log takes at most one MAILBOX id (forge/owner/project/issue|mr/number)")
+	}
+	st, err := openReadOnly(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if len(rest) == 1 {
+		return st.MailboxLog(ctx, stdout, rest[0], n)
+	}
+	return st.Log(ctx, stdout, n)
+}
+
+// stateShow is `alfred state show PATH`.
+func stateShow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, rest, err := load("state show", args, stderr, nil)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 1 {
+		return errUsage("state show takes one record PATH (see alfred state log)")
+	}
+	st, err := openReadOnly(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return st.Show(ctx, stdout, rest[0])
+}
 
 // stateVerify is `alfred state verify`: git fsck, then every record and
 // index entry; it fails when it finds a problem.

@@ -185,3 +185,23 @@ func TestRefreshAServingAlfred(t *testing.T) {
 		t.Fatalf("the server did not survive SIGHUP: %v", err)
 	}
 }
+
+func TestAgentsDetectOnTheHost(t *testing.T) {
+	bin := os.Getenv("ALFRED_AGENT_CLIS_BIN")
+	if bin == "" {
+		if testing.Short() {
+			t.Skip("ALFRED_AGENT_CLIS_BIN is not set (make test installs the agent CLIs)")
+		}
+		t.Fatal("ALFRED_AGENT_CLIS_BIN is not set: run make test, which installs the agent CLIs with scripts/agent-clis.sh")
+	}
+	env := map[string]string{"PATH": bin + ":" + os.Getenv("PATH"), "ALFRED_RUNNER": "host"}
+	code, out, errOut := alfred(t, env, "agents", "detect")
+	if code != 0 {
+		t.Fatalf("agents detect: %d %q", code, errOut)
+	}
+	for _, want := range []string{"claude-code  host    2.1.197", "codex", "opencode", "copilot", "gemini", "grok", "the host runner never resumes sessions"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("agents detect output lacks %q:\n%s", want, out)
+		}
+	}
+}

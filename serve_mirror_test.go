@@ -1,10 +1,6 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,11 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alchemic-studio/alfred/config"
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/forges/forgejo/forgejotest"
 	"github.com/alchemic-studio/alfred/forges/forgejo/giteatest"
-	"github.com/alchemic-studio/alfred/state"
 )
 
 // gitOut runs git and fails the test on an error.
@@ -139,44 +133,5 @@ func stop(t *testing.T, s *served) {
 	case <-done:
 	case <-time.After(30 * time.Second):
 		t.Fatal("alfred serve did not stop on SIGTERM")
-	}
-}
-
-// TestStateKeeperReadiness: the pages' readiness is the base check's, then
-// the store's health (state.Health): a failed commit makes it fail.
-func TestStateKeeperReadiness(t *testing.T) {
-	k := &stateKeeper{health: state.NewHealth(slog.New(slog.DiscardHandler), t.TempDir()), log: slog.New(slog.DiscardHandler)}
-	ready := k.ready(func(context.Context) error { return nil })
-	if err := ready(context.Background()); err != nil {
-		t.Fatalf("ready() = %v before any commit", err)
-	}
-	k.observe(time.Millisecond, fmt.Errorf("commit state: write pack: %w", syscall.ENOSPC))
-	if err := ready(context.Background()); err == nil || !strings.Contains(err.Error(), "state writes fail since") {
-		t.Fatalf("ready() = %v after a failed commit", err)
-	}
-	if err := k.ready(func(context.Context) error { return errors.New("not writable") })(context.Background()); err == nil {
-		t.Fatal("the base check is ignored")
-	}
-	if k.notes() != nil {
-		t.Fatal("notes without a mirror")
-	}
-}
-
-func TestForgeCredentialsStayOnTheirHost(t *testing.T) {
-	c := &config.Config{Forges: []config.Forge{
-		{Kind: "forgejo", Name: "forgejo", URL: "https://code.example.org", Token: "fj-token"},
-		{Kind: "github", Name: "github", URL: "https://api.github.com", Token: "gh-token"},
-	}}
-	for _, tt := range []struct {
-		remote, user, token string
-	}{
-		{"https://code.example.org/alfred/alfred-state.git", "oauth2", "fj-token"},
-		{"https://github.com/acme/alfred-state.git", "x-access-token", "gh-token"},
-		{"https://elsewhere.example/alfred-state.git", "", ""},
-		{"git@code.example.org:alfred/alfred-state.git", "", ""},
-	} {
-		if user, token := forgeCredentials(c, tt.remote); user != tt.user || token != tt.token {
-			t.Errorf("credentials for %s: %q %q, want %q %q", tt.remote, user, token, tt.user, tt.token)
-		}
 	}
 }
