@@ -427,5 +427,3 @@ func BenchmarkPriorSession(b *testing.B) {
 		}
 	}
 }
-
-func runtimeProcs() int { return runtime.GOMAXPROCS(0) }

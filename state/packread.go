@@ -243,17 +243,6 @@ func (r *objectReader) inflate(h plumbing.Hash, out, z []byte) error {
 	return nil
 }
 
-// packed reports whether h is an undeltified object in a pack.
-func (r *objectReader) packed(h plumbing.Hash) bool {
-	for _, p := range r.packs {
-		if off, ok := p.idx.find(h); ok && off >= 12 && off < int64(len(p.data)) {
-			t := plumbing.ObjectType((p.data[off] >> 4) & 7)
-			return t >= plumbing.CommitObject && t <= plumbing.TagObject
-		}
-	}
-	return false
-}
-
 // parseTree decodes a raw git tree. Folder names and "mailbox.json" repeat
 // across trees: they are shared through in (which may be nil).
 func parseTree(data []byte, in *interner) ([]treeEntry, error) {
