@@ -78,10 +78,20 @@
 //
 // A writable Store holds an exclusive flock on {repo}/alfred.lock; a second
 // one, in this process or another, gets an error wrapping ErrLocked that
-// names the holder's pid. Options.ReadOnly opens without the lock, for
+// names the holder's pid; LockHolder finds that process (through
+// /proc/locks, as this pid namespace sees it), so that a command can signal
+// the server. Options.ReadOnly opens without the lock, for
 // `alfred state log` and `alfred state show` next to a running server: the
 // writer only adds files and renames them into place, so a reader sees a
 // consistent tip (a pack merged away while a reader opens may need a retry).
 // A read-only store repairs nothing: after a crash, the next writable Open
 // does.
+//
+// # Health
+//
+// Health tells a server whether its store takes writes: it is told of each
+// commit (Options.Observe) and says since when and why commits fail, and it
+// probes the disks of the store's folder (and any other the server writes
+// to) with a small synced write, at most every two seconds; Writable says
+// whether this process may write in a store's folder at all.
 package state
