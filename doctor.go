@@ -22,6 +22,7 @@ import (
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/config"
 	"github.com/alchemic-studio/alfred/forges"
+	"github.com/alchemic-studio/alfred/gateway"
 	"github.com/alchemic-studio/alfred/internal/redact"
 	"github.com/alchemic-studio/alfred/sandbox"
 	"github.com/alchemic-studio/alfred/state"
@@ -175,7 +176,7 @@ func (d *doctor) checkSealed() []checkLine {
 		case slices.Contains(served, sd.Provider):
 			out = append(out, okLine("sealed "+desc.ID, "yes: no network (AGENT_NETWORK none, the default), its model ("+sd.Provider+") through the gateway, which holds the key"))
 		default:
-			out = append(out, okLine("sealed "+desc.ID, "no: the gateway has no "+sd.Provider+" key (offer "+providerKeyVar(sd.Provider)+" in ALFRED_AGENT_ENV to seal it); on AGENT_NETWORK none its runs stop at once, on a network they get their keys"))
+			out = append(out, okLine("sealed "+desc.ID, "no: the gateway has no "+sd.Provider+" key (offer "+keyVar(sd.Provider)+" in ALFRED_AGENT_ENV to seal it); on AGENT_NETWORK none its runs stop at once, on a network they get their keys"))
 		}
 	}
 	return out
@@ -515,4 +516,11 @@ func (d *doctor) checkSettings(ctx context.Context) []checkLine {
 		out = append(out, okLine("settings", fmt.Sprintf("%d overrides in the state branch, all of known settings and well typed", len(all))))
 	}
 	return out
+}
+
+// keyVar is the variable the gateway first reads provider's key from (its
+// catalogue's row).
+func keyVar(provider string) string {
+	c, _ := gateway.Lookup(provider)
+	return c.KeyVar()
 }

@@ -212,63 +212,15 @@ func sealedCredentials(served []string) []string {
 	return out
 }
 
-// providerSource is where a gateway provider's endpoint and key come from:
-// variables of the bot's environment that ALFRED_AGENT_ENV offers, the
-// first one set of keys winning.
-type providerSource struct {
-	name    string
-	baseURL string
-	keys    []string
-}
-
-// providerSources are the providers the sealed CLIs call. Anthropic is
-// always served (its key may also be ANTHROPIC_AUTH_TOKEN, sent as a
-// Bearer token); the others when a key is offered.
-var providerSources = []providerSource{
-	{"anthropic", "ANTHROPIC_BASE_URL", []string{"ANTHROPIC_API_KEY"}},
-	{"openai", "OPENAI_BASE_URL", []string{"OPENAI_API_KEY", "CODEX_API_KEY"}},
-	{"gemini", "GOOGLE_GEMINI_BASE_URL", []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"}},
-	{"xai", "GROK_BASE_URL", []string{"GROK_API_KEY", "XAI_API_KEY"}},
-}
-
-// providerKeyVar is the first variable the gateway reads provider's key from.
-func providerKeyVar(provider string) string {
-	for _, src := range providerSources {
-		if src.name == provider {
-			return src.keys[0]
-		}
-	}
-	return ""
-}
-
-// gatewayProviders are the providers the gateway serves, from what
-// ALFRED_AGENT_ENV offers.
+// gatewayProviders are the providers the gateway serves (gateway.Served,
+// from its catalogue), from the variables ALFRED_AGENT_ENV offers.
 func gatewayProviders(c *config.Config) []gateway.Provider {
-	offered := func(name string) string {
+	return gateway.Served(func(name string) string {
 		if !slices.Contains(c.AgentEnv, name) {
 			return ""
 		}
 		return os.Getenv(name)
-	}
-	var out []gateway.Provider
-	for _, src := range providerSources {
-		key := ""
-		for _, k := range src.keys {
-			key = cmp.Or(key, offered(k))
-		}
-		// The CLIs' base URLs may end in the API version their sealed
-		// variables add again (agents.Sealed.BaseURLPath).
-		p, _ := gateway.ProviderNamed(src.name, strings.TrimSuffix(strings.TrimRight(offered(src.baseURL), "/"), "/v1"), key)
-		if src.name == "anthropic" && key == "" {
-			if tok := offered("ANTHROPIC_AUTH_TOKEN"); tok != "" {
-				p.Key, p.Header, p.Scheme = tok, "Authorization", "Bearer"
-			}
-		}
-		if src.name == "anthropic" || p.Key != "" {
-			out = append(out, p)
-		}
-	}
-	return out
+	})
 }
 
 // servedProviders names gatewayProviders.

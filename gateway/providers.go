@@ -71,8 +71,13 @@ func Lookup(name string) (Catalogued, bool) {
 }
 
 // KeyVar is the first variable its key is read from, the one to name to a
-// person.
-func (c Catalogued) KeyVar() string { return c.Credentials[0].Var }
+// person ("" for a provider outside the catalogue).
+func (c Catalogued) KeyVar() string {
+	if len(c.Credentials) == 0 {
+		return ""
+	}
+	return c.Credentials[0].Var
+}
 
 // Provider is the provider at baseURL (empty: DefaultURL) with key, sent as
 // its first credential is.
