@@ -44,4 +44,8 @@
 // store (HangUp) or records itself. Both keep Records behind two small
 // interfaces, Records and SharedRecords, which the wiring adapts the state
 // store to: agents imports no store.
+//
+// It never imports bot, forges, state or views: an adapter knows the CLI and
+// the sandbox, not the forge or records (the detection loop records
+// through Records, which the root package adapts the store to).
 package agents

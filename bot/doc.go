@@ -5,4 +5,6 @@
 // The lifecycle itself (its table, Classify, the decisions, the comments'
 // texts) is data and pure functions in bot/lifecycle; the engine performs
 // what it says.
+//
+// It never imports views or config: the root package hands it what it needs.
 package bot

@@ -7,6 +7,9 @@
 // The engine never needs to know which forge it talks to: every difference lives
 // in a sub-package, and a capability a forge lacks is a small optional interface
 // beside Forge rather than a method that fails.
+//
+// It never imports bot, state, agents, sandbox or views: a forge knows
+// nothing of the engine that drives it.
 package forges
 
 import (

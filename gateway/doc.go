@@ -60,4 +60,6 @@
 //     sends is flushed to the agent as it comes.
 //
 // It imports nothing of Alfred but internal/redact.
+//
+// It imports no other Alfred package but internal/redact.
 package gateway

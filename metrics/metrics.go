@@ -3,6 +3,8 @@
 // HTTP server report through the small methods of Metrics; /metrics serves
 // them (behind a bearer token when one is set). A nil *Metrics reports
 // nothing, so tests and tools can leave it out.
+//
+// It imports no other Alfred package.
 package metrics
 
 import (

@@ -6,6 +6,8 @@
 // A run sees its worktree and nothing else: the environment is an allowlist,
 // the command is an argv (never a shell string), credential mounts are
 // read-only, and every run ends by its wall-clock timeout.
+//
+// It imports no other Alfred package but internal/tunnel.
 package sandbox
 
 import (

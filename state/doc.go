@@ -94,4 +94,6 @@
 // probes the disks of the store's folder (and any other the server writes
 // to) with a small synced write, at most every two seconds; Writable says
 // whether this process may write in a store's folder at all.
+//
+// It imports no other Alfred package but internal/gitcmd.
 package state

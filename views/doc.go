@@ -19,4 +19,7 @@
 // run`), it answers only requests from a loopback address that no proxy
 // forwarded (no Forwarded, X-Forwarded-For, X-Forwarded-Host or X-Real-Ip
 // header): a reverse proxy on the same host then sees a 404 too.
+//
+// It never imports bot or agents: the root package adapts what the pages
+// read (Deps).
 package views
