@@ -162,7 +162,7 @@ func (d *doctor) checkSealed() []checkLine {
 	if !d.c.Sealing() {
 		return []checkLine{okLine("sealed", "off (ALFRED_GATEWAY "+d.c.Gateway+", runner "+d.c.Runner+"): agents run with their keys in the container, on AGENT_NETWORK")}
 	}
-	served := servedProviders(d.c)
+	served := gatewayProviders(d.c)
 	var out []checkLine
 	for _, mk := range locals {
 		l, err := mk()
@@ -170,16 +170,39 @@ func (d *doctor) checkSealed() []checkLine {
 			continue
 		}
 		desc := l.Descriptor()
-		switch sd := desc.Sealed; {
-		case sd == nil:
+		if desc.Sealed == nil {
 			out = append(out, okLine("sealed "+desc.ID, "no: this CLI cannot run sealed; its runs need AGENT_NETWORK set to a network, and get its keys"))
-		case slices.Contains(served, sd.Provider):
-			out = append(out, okLine("sealed "+desc.ID, "yes: no network (AGENT_NETWORK none, the default), its model ("+sd.Provider+") through the gateway, which holds the key"))
-		default:
-			out = append(out, okLine("sealed "+desc.ID, "no: the gateway has no "+sd.Provider+" key (offer "+keyVar(sd.Provider)+" in ALFRED_AGENT_ENV to seal it); on AGENT_NETWORK none its runs stop at once, on a network they get their keys"))
+			continue
 		}
+		out = append(out, okLine("sealed "+desc.ID, sealedSaid(desc.Sealed.Provider, served)))
 	}
 	return out
+}
+
+// sealedSaid says whether a CLI calling provider runs sealed with the
+// providers served: yes with a credential the gateway holds (or a model of
+// its own address that takes none), else which variables to offer.
+func sealedSaid(provider string, served []gateway.Provider) string {
+	cat, _ := gateway.Lookup(provider)
+	offer := orList(cat.KeyVars())
+	i := slices.IndexFunc(served, func(p gateway.Provider) bool { return p.Name == provider })
+	switch {
+	case i < 0:
+		return "no: the gateway has no " + provider + " key (offer " + offer + " in ALFRED_AGENT_ENV to seal it); on AGENT_NETWORK none its runs stop at once, on a network they get their keys"
+	case served[i].Key != "":
+		return "yes: no network (AGENT_NETWORK none, the default), its model (" + provider + ") through the gateway, which holds the key (" + served[i].Header + ")"
+	case served[i].BaseURL != cat.DefaultURL:
+		return "yes: no network (AGENT_NETWORK none, the default), its model (" + provider + ") at " + cat.URLVar + " through the gateway, without a key (none is offered)"
+	}
+	return "no: the gateway holds no " + provider + " credential: offer " + offer + " in ALFRED_AGENT_ENV; until then its sealed runs reach the provider without one and are refused"
+}
+
+// orList joins names as "a, b or c".
+func orList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 func (d *doctor) checkConfig() []checkLine {
@@ -516,11 +539,4 @@ func (d *doctor) checkSettings(ctx context.Context) []checkLine {
 		out = append(out, okLine("settings", fmt.Sprintf("%d overrides in the state branch, all of known settings and well typed", len(all))))
 	}
 	return out
-}
-
-// keyVar is the variable the gateway first reads provider's key from (its
-// catalogue's row).
-func keyVar(provider string) string {
-	c, _ := gateway.Lookup(provider)
-	return c.KeyVar()
 }

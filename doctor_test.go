@@ -260,25 +260,48 @@ func TestDoctorDocker(t *testing.T) {
 }
 
 // TestDoctorSaysWhichCLIsRunSealed: per agent CLI, whether the gateway
-// seals it: its provider served with a key offered, or what to offer.
+// seals it: its provider served with a credential offered (a Claude
+// subscription's token among them), a model at an address of its own that
+// takes none, or what to offer; a provider served without a credential at
+// its real address is not "yes".
 func TestDoctorSaysWhichCLIsRunSealed(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-openai-1234")
-	c := &config.Config{Runner: "image", Gateway: "auto", AgentEnv: []string{"OPENAI_API_KEY"}}
-	lines := map[string]string{}
-	for _, l := range (&doctor{c: c}).checkSealed() {
-		lines[l.Name] = l.String()
+	t.Setenv("CLAUDE_CODE_OAUTH_TOKEN", "sk-ant-oat01-1234")
+	t.Setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+	sealedLines := func(c *config.Config) map[string]string {
+		lines := map[string]string{}
+		for _, l := range (&doctor{c: c}).checkSealed() {
+			lines[l.Name] = l.String()
+		}
+		return lines
 	}
-	for name, want := range map[string]string{
-		"sealed claude-code": "yes: no network (AGENT_NETWORK none, the default), its model (anthropic)",
-		"sealed codex":       "yes: no network (AGENT_NETWORK none, the default), its model (openai)",
-		"sealed opencode":    "yes",
-		"sealed gemini":      "no: the gateway has no gemini key (offer GEMINI_API_KEY",
-		"sealed grok":        "no: the gateway has no xai key",
+	for _, tc := range []struct {
+		offered []string
+		want    map[string]string
+	}{
+		{[]string{"OPENAI_API_KEY"}, map[string]string{
+			"sealed claude-code": "no: the gateway holds no anthropic credential: offer ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN or CLAUDE_CODE_OAUTH_TOKEN in ALFRED_AGENT_ENV",
+			"sealed codex":       "yes: no network (AGENT_NETWORK none, the default), its model (openai)",
+			"sealed opencode":    "yes",
+			"sealed gemini":      "no: the gateway has no gemini key (offer GEMINI_API_KEY or GOOGLE_API_KEY",
+			"sealed grok":        "no: the gateway has no xai key",
+		}},
+		{[]string{"CLAUDE_CODE_OAUTH_TOKEN"}, map[string]string{
+			"sealed claude-code": "yes: no network (AGENT_NETWORK none, the default), its model (anthropic) through the gateway, which holds the key (Authorization)",
+			"sealed codex":       "no: the gateway has no openai key (offer OPENAI_API_KEY or CODEX_API_KEY",
+		}},
+		{[]string{"ANTHROPIC_BASE_URL"}, map[string]string{
+			"sealed claude-code": "yes: no network (AGENT_NETWORK none, the default), its model (anthropic) at ANTHROPIC_BASE_URL through the gateway, without a key",
+		}},
 	} {
-		if !strings.Contains(lines[name], want) {
-			t.Errorf("%s: %q, want %q", name, lines[name], want)
+		lines := sealedLines(&config.Config{Runner: "image", Gateway: "auto", AgentEnv: tc.offered})
+		for name, want := range tc.want {
+			if !strings.Contains(lines[name], want) {
+				t.Errorf("offered %v, %s: %q, want %q", tc.offered, name, lines[name], want)
+			}
 		}
 	}
+	c := &config.Config{Runner: "image", Gateway: "auto", AgentEnv: []string{"OPENAI_API_KEY"}}
 	c.Gateway = "off"
 	if got := (&doctor{c: c}).checkSealed(); len(got) != 1 || !strings.Contains(got[0].String(), "off (ALFRED_GATEWAY off, runner image): agents run with their keys") {
 		t.Errorf("gateway off: %v", got)

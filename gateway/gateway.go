@@ -59,6 +59,10 @@ type Provider struct {
 	// organization header); they must hold no secret the agent may not see
 	// (they are not redacted).
 	Headers http.Header
+	// Flags are joined to the request's own header of each name, as a
+	// comma-separated list (anthropic-beta), or set when it has none: what
+	// the provider needs with this key beside what the CLI asked for.
+	Flags http.Header
 	// Endpoints are the only requests forwarded to it: a method and a path
 	// after the base path each (see Endpoint); any other is refused (403)
 	// and recorded on the session. At least one. The constructors set the

@@ -77,6 +77,43 @@ func TestCredentials(t *testing.T) {
 			},
 		},
 		{
+			name: "claude subscription token",
+			provider: func(base string) Provider {
+				return Served(func(k string) string {
+					return map[string]string{"CLAUDE_CODE_OAUTH_TOKEN": realKey, "ANTHROPIC_BASE_URL": base}[k]
+				})[0]
+			},
+			path: "/v1/messages",
+			put: func(tok string) (map[string]string, string) {
+				return map[string]string{"x-api-key": tok, "anthropic-beta": "claude-code-20250219, oauth-2025-04-20"}, ""
+			},
+			wantPath: "/v1/messages",
+			check: func(t *testing.T, s seen) {
+				if s.Header.Get("Authorization") != "Bearer "+realKey || s.Header.Get("X-Api-Key") != "" ||
+					s.Header.Get("Anthropic-Beta") != "claude-code-20250219,oauth-2025-04-20" {
+					t.Errorf("headers %v", s.Header)
+				}
+			},
+		},
+		{
+			name: "claude subscription token, the CLI's flags kept",
+			provider: func(base string) Provider {
+				return Served(func(k string) string {
+					return map[string]string{"CLAUDE_CODE_OAUTH_TOKEN": realKey, "ANTHROPIC_BASE_URL": base}[k]
+				})[0]
+			},
+			path: "/v1/messages",
+			put: func(tok string) (map[string]string, string) {
+				return map[string]string{"x-api-key": tok, "anthropic-beta": "claude-code-20250219,interleaved-thinking-2025-05-14"}, ""
+			},
+			wantPath: "/v1/messages",
+			check: func(t *testing.T, s seen) {
+				if got := s.Header.Get("Anthropic-Beta"); got != "claude-code-20250219,interleaved-thinking-2025-05-14,oauth-2025-04-20" {
+					t.Errorf("anthropic-beta %q", got)
+				}
+			},
+		},
+		{
 			name:     "openai bearer",
 			provider: func(base string) Provider { return OpenAI(base, realKey) },
 			path:     "/v1/responses",

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"cmp"
+	"net/http"
 	"slices"
 	"strings"
 )
@@ -22,6 +23,11 @@ type Credential struct {
 	// Header carries the key, prefixed by Scheme and a space when Scheme
 	// is set (Provider.Header, Provider.Scheme).
 	Header, Scheme string
+	// Flags are what the provider needs with this kind of key, joined to
+	// the request's own header of that name (Provider.Flags): a Claude
+	// subscription's OAuth token is accepted with anthropic-beta
+	// oauth-2025-04-20, which Claude Code sends with that token only.
+	Flags http.Header
 }
 
 // Catalogued is one provider of the catalogue: everything Alfred knows of
@@ -48,17 +54,28 @@ type Catalogued struct {
 // Catalogue is every provider the sealed CLIs call.
 var Catalogue = []Catalogued{
 	{Name: NameAnthropic, DefaultURL: AnthropicURL, URLVar: "ANTHROPIC_BASE_URL",
-		Credentials: []Credential{{"ANTHROPIC_API_KEY", "x-api-key", ""}, {"ANTHROPIC_AUTH_TOKEN", "Authorization", "Bearer"}},
-		Keyless:     true, Endpoints: anthropicEndpoints, ErrorShape: ErrorShapeAnthropic},
+		Credentials: []Credential{{Var: "ANTHROPIC_API_KEY", Header: "x-api-key"},
+			{Var: "ANTHROPIC_AUTH_TOKEN", Header: "Authorization", Scheme: "Bearer"},
+			// A Claude subscription (claude setup-token): sent as Claude Code
+			// 2.1 sends it (verified against a listener: Bearer, and
+			// oauth-2025-04-20 among its anthropic-beta flags).
+			{Var: "CLAUDE_CODE_OAUTH_TOKEN", Header: "Authorization", Scheme: "Bearer",
+				Flags: http.Header{"Anthropic-Beta": {"oauth-2025-04-20"}}}},
+		Keyless: true, Endpoints: anthropicEndpoints, ErrorShape: ErrorShapeAnthropic},
 	{Name: NameOpenAI, DefaultURL: OpenAIURL, URLVar: "OPENAI_BASE_URL",
-		Credentials: []Credential{{"OPENAI_API_KEY", "Authorization", "Bearer"}, {"CODEX_API_KEY", "Authorization", "Bearer"}},
+		Credentials: []Credential{bearer("OPENAI_API_KEY"), bearer("CODEX_API_KEY")},
 		Endpoints:   openAIEndpoints, ErrorShape: ErrorShapeOpenAI},
 	{Name: NameGemini, DefaultURL: GeminiURL, URLVar: "GOOGLE_GEMINI_BASE_URL",
-		Credentials: []Credential{{"GEMINI_API_KEY", "x-goog-api-key", ""}, {"GOOGLE_API_KEY", "x-goog-api-key", ""}},
+		Credentials: []Credential{{Var: "GEMINI_API_KEY", Header: "x-goog-api-key"}, {Var: "GOOGLE_API_KEY", Header: "x-goog-api-key"}},
 		Endpoints:   geminiEndpoints, ErrorShape: ErrorShapeGoogle},
 	{Name: NameXAI, DefaultURL: XAIURL, URLVar: "GROK_BASE_URL",
-		Credentials: []Credential{{"GROK_API_KEY", "Authorization", "Bearer"}, {"XAI_API_KEY", "Authorization", "Bearer"}},
+		Credentials: []Credential{bearer("GROK_API_KEY"), bearer("XAI_API_KEY")},
 		Endpoints:   xaiEndpoints, ErrorShape: ErrorShapeOpenAI},
+}
+
+// bearer is a key of variable v sent as a Bearer token.
+func bearer(v string) Credential {
+	return Credential{Var: v, Header: "Authorization", Scheme: "Bearer"}
 }
 
 // Lookup is the catalogue's provider called name.
@@ -79,6 +96,15 @@ func (c Catalogued) KeyVar() string {
 	return c.Credentials[0].Var
 }
 
+// KeyVars are the variables its key may come from, in their order.
+func (c Catalogued) KeyVars() []string {
+	out := make([]string, len(c.Credentials))
+	for i, cr := range c.Credentials {
+		out[i] = cr.Var
+	}
+	return out
+}
+
 // Provider is the provider at baseURL (empty: DefaultURL) with key, sent as
 // its first credential is.
 func (c Catalogued) Provider(baseURL, key string) Provider {
@@ -87,7 +113,7 @@ func (c Catalogued) Provider(baseURL, key string) Provider {
 
 func (c Catalogued) provider(baseURL, key string, cred Credential) Provider {
 	return Provider{Name: c.Name, BaseURL: cmp.Or(baseURL, c.DefaultURL), Key: key, Header: cred.Header, Scheme: cred.Scheme,
-		Endpoints: slices.Clone(c.Endpoints), ErrorShape: c.ErrorShape}
+		Flags: cred.Flags.Clone(), Endpoints: slices.Clone(c.Endpoints), ErrorShape: c.ErrorShape}
 }
 
 // Served are the providers the gateway serves from the variables offered

@@ -19,6 +19,8 @@ func TestServed(t *testing.T) {
 		{"nothing offered", nil, map[string]want{NameAnthropic: {AnthropicURL, "", "x-api-key", ""}}},
 		{"anthropic's token only", map[string]string{"ANTHROPIC_AUTH_TOKEN": "tok"},
 			map[string]want{NameAnthropic: {AnthropicURL, "tok", "Authorization", "Bearer"}}},
+		{"a Claude subscription", map[string]string{"CLAUDE_CODE_OAUTH_TOKEN": "oat"},
+			map[string]want{NameAnthropic: {AnthropicURL, "oat", "Authorization", "Bearer"}}},
 		{"its key wins over its token", map[string]string{"ANTHROPIC_AUTH_TOKEN": "tok", "ANTHROPIC_API_KEY": "key"},
 			map[string]want{NameAnthropic: {AnthropicURL, "key", "x-api-key", ""}}},
 		{"the second variable of a row", map[string]string{"CODEX_API_KEY": "ck", "XAI_API_KEY": "xk", "GOOGLE_API_KEY": "gk"},

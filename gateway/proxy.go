@@ -207,6 +207,7 @@ func (g *Gateway) reverseProxy(s *Session) *httputil.ReverseProxy {
 			for k, vs := range rt.p.Headers {
 				out.Header[http.CanonicalHeaderKey(k)] = slices.Clone(vs)
 			}
+			addFlags(out.Header, rt.p.Flags)
 			if rt.p.Key == "" {
 				return
 			}
@@ -419,5 +420,22 @@ func closeWrite(c net.Conn) {
 		_ = cw.CloseWrite()
 	} else {
 		_ = c.Close()
+	}
+}
+
+// addFlags joins each flag to h's header of its name, once.
+func addFlags(h, flags http.Header) {
+	for k, vs := range flags {
+		have := strings.Split(strings.Join(h.Values(k), ","), ",")
+		for i := range have {
+			have[i] = strings.TrimSpace(have[i])
+		}
+		have = slices.DeleteFunc(have, func(s string) bool { return s == "" })
+		for _, v := range vs {
+			if !slices.Contains(have, v) {
+				have = append(have, v)
+			}
+		}
+		h.Set(k, strings.Join(have, ","))
 	}
 }
