@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	botrun "github.com/alchemic-studio/alfred/bot/run"
+
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/alchemic-studio/alfred/agents"
@@ -297,7 +299,7 @@ func newEngine(ctx context.Context, c *config.Config, st *state.Store, fs []conn
 		Forges: clients, StatusPrefixes: prefixes, Store: st, Adapters: adapters,
 		Runner: runner, Sandbox: baseSpec(c), Seal: seal,
 		Repos:     &bot.Repos{Base: data, Name: "Alfred", Email: "alfred@localhost"},
-		Sessions:  bot.SessionStore{Base: data},
+		Sessions:  botrun.SessionStore{Base: data},
 		PublicURL: c.PublicURL, MaxParallelRuns: c.MaxParallelRuns, PollInterval: c.PollInterval,
 		ForgeCallBudget: c.ForgeCallBudget, EventBudget: c.ForgeEventBudget,
 		Secrets:  secrets(c),
@@ -320,7 +322,7 @@ func adoptSessions(c *config.Config, data string, log *slog.Logger) error {
 	if forge == "" {
 		return nil
 	}
-	moved, err := bot.SessionStore{Base: data}.Adopt(forge)
+	moved, err := botrun.SessionStore{Base: data}.Adopt(forge)
 	if moved > 0 {
 		log.Info("session folders moved under their forge", "forge", forge, "folders", moved)
 	}

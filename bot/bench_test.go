@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	botrun "github.com/alchemic-studio/alfred/bot/run"
+
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/agents/fake"
 	"github.com/alchemic-studio/alfred/bot/lifecycle"
@@ -77,7 +79,7 @@ func benchAgentStart(b *testing.B, runner sandbox.Runner, image string, uid, gid
 		Adapters: map[string]agents.Adapter{fake.ID: fa}, Runner: probe,
 		Sandbox:  sandbox.Spec{Image: image, UID: uid, GID: gid, Env: map[string]string{"PATH": "/usr/bin:/bin"}},
 		Repos:    &Repos{Base: base, Name: "Alfred", Email: "alfred@example.invalid"},
-		Sessions: SessionStore{Base: base}, MaxParallelRuns: 1, Logger: slog.New(slog.DiscardHandler),
+		Sessions: botrun.SessionStore{Base: base}, MaxParallelRuns: 1, Logger: slog.New(slog.DiscardHandler),
 		Defaults: map[string]string{"AGENT_ADAPTER": fake.ID, "AGENT_NETWORK": "none"},
 	})
 	if err != nil {
@@ -290,7 +292,7 @@ func intakeServer(b *testing.B, body []byte, busy func(*testing.B, *Engine, *mem
 	g.seed(b, "alice", "demo")
 	forge := newMemForge(g)
 	cfg := Config{Forges: map[string]forges.Forge{"forgejo": forge}, Store: openStore(b), Runner: namedRunner("host"),
-		Repos: &Repos{Base: b.TempDir()}, Sessions: SessionStore{Base: b.TempDir()}, Logger: slog.New(slog.DiscardHandler)}
+		Repos: &Repos{Base: b.TempDir()}, Sessions: botrun.SessionStore{Base: b.TempDir()}, Logger: slog.New(slog.DiscardHandler)}
 	if busy != nil {
 		fa, err := fake.New(fake.Options{ResumableSessions: true, Reply: analysisReply,
 			Exec: []string{"sleep", "0.3"}})

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	botrun "github.com/alchemic-studio/alfred/bot/run"
+
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/agents/fake"
 	"github.com/alchemic-studio/alfred/bot/lifecycle"
@@ -68,7 +70,7 @@ func botChild() int {
 		Adapters: map[string]agents.Adapter{fake.ID: fa}, Runner: sandbox.NewHostRunner(sandbox.HostOptions{}),
 		Sandbox:  sandbox.Spec{UID: os.Getuid(), GID: os.Getgid(), Env: map[string]string{"PATH": os.Getenv("PATH")}},
 		Repos:    &Repos{Base: data, Name: "Alfred", Email: "alfred@example.invalid"},
-		Sessions: SessionStore{Base: data}, Defaults: map[string]string{"AGENT_ADAPTER": fake.ID},
+		Sessions: botrun.SessionStore{Base: data}, Defaults: map[string]string{"AGENT_ADAPTER": fake.ID},
 		RetryDelay: 10 * time.Millisecond, Logger: log,
 	})
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	botrun "github.com/alchemic-studio/alfred/bot/run"
+
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/forges"
@@ -39,7 +41,7 @@ type Config struct {
 	// {Repos.Base}/events.journal.
 	Journal string
 	// Sessions is the base of the per-mailbox agent session state.
-	Sessions SessionStore
+	Sessions botrun.SessionStore
 	// PublicURL prefixes the run page links in comments.
 	PublicURL string
 	// Secrets are more values to hide from what the engine records and

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	botrun "github.com/alchemic-studio/alfred/bot/run"
+
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/agents/fake"
 	"github.com/alchemic-studio/alfred/bot/lifecycle"
@@ -177,7 +179,7 @@ func newHarness(t *testing.T, opts ...func(*setup)) *harness {
 		Runner:   namedRunner(su.runner),
 		Sandbox:  sandbox.Spec{Image: "alfred-test", UID: os.Getuid(), GID: os.Getgid(), Env: map[string]string{"FAKE_API_KEY": "sk-very-secret"}},
 		Repos:    &Repos{Base: h.base, Name: "Alfred", Email: "alfred@example.invalid"},
-		Sessions: SessionStore{Base: h.base}, PublicURL: "http://alfred.test", RetryDelay: 5 * time.Millisecond,
+		Sessions: botrun.SessionStore{Base: h.base}, PublicURL: "http://alfred.test", RetryDelay: 5 * time.Millisecond,
 		Secrets: su.secrets, Detected: su.detected, DetectionWait: su.detectionWait,
 		Logger: slog.New(su.logHandler()),
 	})

@@ -16,6 +16,7 @@ import (
 
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/bot/lifecycle"
+	botrun "github.com/alchemic-studio/alfred/bot/run"
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/internal/live"
 	"github.com/alchemic-studio/alfred/internal/redact"
@@ -333,7 +334,7 @@ func (e *Engine) session(ctx context.Context, mb *state.Mailbox, run *state.Run,
 	if err != nil {
 		return nil, nil, err
 	}
-	decision, err := SessionResolver{History: e.store, Store: e.cfg.Sessions}.Resolve(SessionInput{
+	decision, err := botrun.SessionResolver{History: e.store, Store: e.cfg.Sessions}.Resolve(botrun.SessionInput{
 		Mailbox: *mb, RunID: run.ID, Enabled: AgentSessionResume.Get(e.settings, scopeOf(mb)),
 		Adapter: adapter.Capabilities(), AdapterID: adapter.ID(), Installation: e.installation(adapter.ID()),
 		Runner: e.cfg.Runner.Name(), Credentials: creds,

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	botrun "github.com/alchemic-studio/alfred/bot/run"
+
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/agents/fake"
 	"github.com/alchemic-studio/alfred/bot/lifecycle"
@@ -173,7 +175,7 @@ func newForgejoWorld(t *testing.T, retry forges.RetryPolicy) *forgejoWorld {
 		Runner:   sandbox.NewHostRunner(sandbox.HostOptions{}),
 		Sandbox:  sandbox.Spec{UID: os.Getuid(), GID: os.Getgid(), Env: map[string]string{"PATH": os.Getenv("PATH")}},
 		Repos:    &Repos{Base: w.base, Name: "Alfred", Email: "alfred@example.invalid"},
-		Sessions: SessionStore{Base: w.base}, PublicURL: "http://alfred.test",
+		Sessions: botrun.SessionStore{Base: w.base}, PublicURL: "http://alfred.test",
 		PollInterval:    50 * time.Millisecond,
 		RetryDelay:      5 * time.Millisecond,
 		ForgeCallBudget: retry.Budget,

@@ -1,12 +1,13 @@
 package bot
 
 import (
-	"github.com/alchemic-studio/alfred/bot/lifecycle"
-	"github.com/alchemic-studio/alfred/internal/logtest"
 	"log/slog"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/alchemic-studio/alfred/bot/lifecycle"
+	"github.com/alchemic-studio/alfred/internal/logtest"
 
 	"github.com/alchemic-studio/alfred/agents/fake"
 	"github.com/alchemic-studio/alfred/state"
