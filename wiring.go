@@ -298,7 +298,7 @@ func newEngine(ctx context.Context, c *config.Config, st *state.Store, fs []conn
 	e, err := bot.New(bot.Config{
 		Forges: clients, StatusPrefixes: prefixes, Store: st, Adapters: adapters,
 		Runner: runner, Sandbox: baseSpec(c), Seal: seal,
-		Repos:     &bot.Repos{Base: data, Name: "Alfred", Email: "alfred@localhost"},
+		Repos:     &botrun.Repos{Base: data, Name: "Alfred", Email: "alfred@localhost"},
 		Sessions:  botrun.SessionStore{Base: data},
 		PublicURL: c.PublicURL, MaxParallelRuns: c.MaxParallelRuns, PollInterval: c.PollInterval,
 		ForgeCallBudget: c.ForgeCallBudget, EventBudget: c.ForgeEventBudget,

@@ -78,7 +78,7 @@ func benchAgentStart(b *testing.B, runner sandbox.Runner, image string, uid, gid
 		Forges: map[string]forges.Forge{"forgejo": forge}, Store: st,
 		Adapters: map[string]agents.Adapter{fake.ID: fa}, Runner: probe,
 		Sandbox:  sandbox.Spec{Image: image, UID: uid, GID: gid, Env: map[string]string{"PATH": "/usr/bin:/bin"}},
-		Repos:    &Repos{Base: base, Name: "Alfred", Email: "alfred@example.invalid"},
+		Repos:    &botrun.Repos{Base: base, Name: "Alfred", Email: "alfred@example.invalid"},
 		Sessions: botrun.SessionStore{Base: base}, MaxParallelRuns: 1, Logger: slog.New(slog.DiscardHandler),
 		Defaults: map[string]string{"AGENT_ADAPTER": fake.ID, "AGENT_NETWORK": "none"},
 	})
@@ -292,7 +292,7 @@ func intakeServer(b *testing.B, body []byte, busy func(*testing.B, *Engine, *mem
 	g.seed(b, "alice", "demo")
 	forge := newMemForge(g)
 	cfg := Config{Forges: map[string]forges.Forge{"forgejo": forge}, Store: openStore(b), Runner: namedRunner("host"),
-		Repos: &Repos{Base: b.TempDir()}, Sessions: botrun.SessionStore{Base: b.TempDir()}, Logger: slog.New(slog.DiscardHandler)}
+		Repos: &botrun.Repos{Base: b.TempDir()}, Sessions: botrun.SessionStore{Base: b.TempDir()}, Logger: slog.New(slog.DiscardHandler)}
 	if busy != nil {
 		fa, err := fake.New(fake.Options{ResumableSessions: true, Reply: analysisReply,
 			Exec: []string{"sleep", "0.3"}})

@@ -69,7 +69,7 @@ func botChild() int {
 		Forges: map[string]forges.Forge{"forgejo": forge}, Store: st,
 		Adapters: map[string]agents.Adapter{fake.ID: fa}, Runner: sandbox.NewHostRunner(sandbox.HostOptions{}),
 		Sandbox:  sandbox.Spec{UID: os.Getuid(), GID: os.Getgid(), Env: map[string]string{"PATH": os.Getenv("PATH")}},
-		Repos:    &Repos{Base: data, Name: "Alfred", Email: "alfred@example.invalid"},
+		Repos:    &botrun.Repos{Base: data, Name: "Alfred", Email: "alfred@example.invalid"},
 		Sessions: botrun.SessionStore{Base: data}, Defaults: map[string]string{"AGENT_ADAPTER": fake.ID},
 		RetryDelay: 10 * time.Millisecond, Logger: log,
 	})

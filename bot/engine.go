@@ -36,7 +36,7 @@ type Config struct {
 	// the environment offered to adapters (API keys, base URLs).
 	Sandbox sandbox.Spec
 	// Repos keeps the project clones and run working copies.
-	Repos *Repos
+	Repos *botrun.Repos
 	// Journal is the file of the durable intake queue; default
 	// {Repos.Base}/events.journal.
 	Journal string

@@ -178,7 +178,7 @@ func newHarness(t *testing.T, opts ...func(*setup)) *harness {
 		Adapters: su.adapters,
 		Runner:   namedRunner(su.runner),
 		Sandbox:  sandbox.Spec{Image: "alfred-test", UID: os.Getuid(), GID: os.Getgid(), Env: map[string]string{"FAKE_API_KEY": "sk-very-secret"}},
-		Repos:    &Repos{Base: h.base, Name: "Alfred", Email: "alfred@example.invalid"},
+		Repos:    &botrun.Repos{Base: h.base, Name: "Alfred", Email: "alfred@example.invalid"},
 		Sessions: botrun.SessionStore{Base: h.base}, PublicURL: "http://alfred.test", RetryDelay: 5 * time.Millisecond,
 		Secrets: su.secrets, Detected: su.detected, DetectionWait: su.detectionWait,
 		Logger: slog.New(su.logHandler()),

@@ -290,7 +290,7 @@ func (e *Engine) invoke(ctx context.Context, mb *state.Mailbox, run *state.Run) 
 // conflicts merges the default branch into a conflict_resolution run's
 // working copy and returns the files in conflict; none means nothing to
 // resolve (run.NothingToDo: no agent, no push). Other phases have none.
-func (e *Engine) conflicts(ctx context.Context, mb *state.Mailbox, run *state.Run, wt *Worktree, phase agents.Phase) ([]string, error) {
+func (e *Engine) conflicts(ctx context.Context, mb *state.Mailbox, run *state.Run, wt *botrun.Worktree, phase agents.Phase) ([]string, error) {
 	if phase != agents.PhaseConflictResolution {
 		return nil, nil
 	}
@@ -308,7 +308,7 @@ func (e *Engine) conflicts(ctx context.Context, mb *state.Mailbox, run *state.Ru
 // runSpec is the sandbox of a run: the service's base spec with the run's
 // labels, live output, working copy (read-only for text phases), network
 // and the adapter's credential mounts.
-func (e *Engine) runSpec(mb *state.Mailbox, run *state.Run, wt *Worktree, adapter agents.Adapter) (sandbox.Spec, sandbox.CredentialMounts, error) {
+func (e *Engine) runSpec(mb *state.Mailbox, run *state.Run, wt *botrun.Worktree, adapter agents.Adapter) (sandbox.Spec, sandbox.CredentialMounts, error) {
 	sc := scopeOf(mb)
 	spec := e.cfg.Sandbox
 	spec.Env = cloneMap(spec.Env)
@@ -413,7 +413,7 @@ func (e *Engine) callAgent(ctx context.Context, mb *state.Mailbox, run *state.Ru
 	// an agent made to print its environment must not publish a secret.
 	// ... and what it wants shown in the thread loads no image and links
 	// to no other host: a rendered image is a request its author sees.
-	res.Text = Neutralise(redactRun(res.Text), urlHost(mb.IssueURL))
+	res.Text = botrun.Neutralise(redactRun(res.Text), botrun.URLHost(mb.IssueURL))
 	run.Result, run.Log = res.Text, redactRun(attemptsLog(res))
 	return res, nil
 }
@@ -460,7 +460,7 @@ func (e *Engine) awaitDetection(ctx context.Context) (string, error) {
 // checkout makes the run's working copy: the issue branch for phases that
 // write, and for read-only phases the branch if the forge has it, else a
 // temporary branch that is never pushed.
-func (e *Engine) checkout(ctx context.Context, mb *state.Mailbox, run *state.Run, phase agents.Phase) (*Worktree, error) {
+func (e *Engine) checkout(ctx context.Context, mb *state.Mailbox, run *state.Run, phase agents.Phase) (*botrun.Worktree, error) {
 	p := projectOf(mb)
 	url, err := e.on(mb.Forge).CloneURL(ctx, p)
 	if err != nil {
@@ -470,7 +470,7 @@ func (e *Engine) checkout(ctx context.Context, mb *state.Mailbox, run *state.Run
 	if err != nil {
 		return nil, fmt.Errorf("git credentials: %w", err)
 	}
-	remote := Remote{URL: url, Username: user, Password: pass}
+	remote := botrun.Remote{URL: url, Username: user, Password: pass}
 	if _, err := e.cfg.Repos.Fetch(ctx, p, remote); err != nil {
 		return nil, err
 	}
@@ -490,14 +490,14 @@ func (e *Engine) checkout(ctx context.Context, mb *state.Mailbox, run *state.Run
 }
 
 // publish computes what the agent left (Worktree.Stage), checks it
-// (checkChange), and commits and pushes it as the bot; a change that breaks
+// (CheckChange), and commits and pushes it as the bot; a change that breaks
 // a rule is held on the run instead (run.Held), and nothing is pushed.
-func (e *Engine) publish(ctx context.Context, mb *state.Mailbox, run *state.Run, wt *Worktree) error {
+func (e *Engine) publish(ctx context.Context, mb *state.Mailbox, run *state.Run, wt *botrun.Worktree) error {
 	ch, err := wt.Stage(ctx)
 	if err != nil {
 		return err
 	}
-	held, err := wt.checkChange(ctx, ch, AgentAllowCIChanges.Get(e.settings, scopeOf(mb)), e.secrets())
+	held, err := wt.CheckChange(ctx, ch, AgentAllowCIChanges.Get(e.settings, scopeOf(mb)), e.secrets())
 	if err != nil {
 		return err
 	}
@@ -650,13 +650,13 @@ func cloneMap(m map[string]string) map[string]string {
 
 // hold keeps a change that broke a rule on the run: the files and why, and
 // its patch (redacted, bounded), for a person to inspect.
-func (e *Engine) hold(ctx context.Context, run *state.Run, wt *Worktree, ch *Change, held []Refusal) error {
+func (e *Engine) hold(ctx context.Context, run *state.Run, wt *botrun.Worktree, ch *botrun.Change, held []botrun.Refusal) error {
 	patch, err := wt.Patch(ctx, ch, state.MaxHeldPatch)
 	if err != nil {
 		e.log.Warn("patch of a held change", "run", run.ID, "err", err)
 		patch = ""
 	}
-	run.Held = &state.RunHeld{Patch: redactTokens(e.redact(patch))}
+	run.Held = &state.RunHeld{Patch: botrun.RedactTokens(e.redact(patch))}
 	for _, r := range held {
 		run.Held.Files = append(run.Held.Files, state.HeldFile{Path: r.Path, Reason: r.Reason})
 	}

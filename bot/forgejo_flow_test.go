@@ -174,7 +174,7 @@ func newForgejoWorld(t *testing.T, retry forges.RetryPolicy) *forgejoWorld {
 		Adapters: map[string]agents.Adapter{fake.ID: w.agent},
 		Runner:   sandbox.NewHostRunner(sandbox.HostOptions{}),
 		Sandbox:  sandbox.Spec{UID: os.Getuid(), GID: os.Getgid(), Env: map[string]string{"PATH": os.Getenv("PATH")}},
-		Repos:    &Repos{Base: w.base, Name: "Alfred", Email: "alfred@example.invalid"},
+		Repos:    &botrun.Repos{Base: w.base, Name: "Alfred", Email: "alfred@example.invalid"},
 		Sessions: botrun.SessionStore{Base: w.base}, PublicURL: "http://alfred.test",
 		PollInterval:    50 * time.Millisecond,
 		RetryDelay:      5 * time.Millisecond,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	botrun "github.com/alchemic-studio/alfred/bot/run"
 	"slices"
 	"strconv"
 	"strings"
@@ -151,7 +152,7 @@ func (e *Engine) confirmConflict(ctx context.Context, mb *state.Mailbox, mr *for
 	if err != nil {
 		return false, fmt.Errorf("git credentials: %w", err)
 	}
-	if _, err := e.cfg.Repos.Fetch(ctx, p, Remote{URL: url, Username: user, Password: pass}); err != nil {
+	if _, err := e.cfg.Repos.Fetch(ctx, p, botrun.Remote{URL: url, Username: user, Password: pass}); err != nil {
 		return false, err
 	}
 	files, err := e.cfg.Repos.Conflicts(ctx, p, mr.TargetBranch, mr.HeadSHA)
