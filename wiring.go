@@ -169,7 +169,7 @@ func baseSpec(c *config.Config) sandbox.Spec {
 
 // withheldEnv are the offered variables the gateway holds when it is on
 // (the served providers' keys and endpoints), with their values: no
-// container gets them but a run its project put on a network (bot.Seal).
+// container gets them but a run its project put on a network (botrun.Seal).
 func withheldEnv(c *config.Config) map[string]string {
 	held := map[string]string{}
 	if !c.Sealing() {
@@ -243,7 +243,7 @@ const gatewayDirName = "gw"
 // off): its providers and their keys come from the variables
 // ALFRED_AGENT_ENV names (gatewayProviders), which no container then
 // receives (baseSpec).
-func newSeal(c *config.Config, dataDir string, log *slog.Logger) (*bot.Seal, error) {
+func newSeal(c *config.Config, dataDir string, log *slog.Logger) (*botrun.Seal, error) {
 	if !c.Sealing() {
 		return nil, nil
 	}
@@ -263,7 +263,7 @@ func newSeal(c *config.Config, dataDir string, log *slog.Logger) (*bot.Seal, err
 		return nil, err
 	}
 	log.Info("model gateway on: sealed runs reach only their provider through it", "providers", g.Providers(), "forwarder", cmp.Or(c.GatewayForwarder, "the agent image's"))
-	return &bot.Seal{Gateway: g, Forwarder: c.GatewayForwarder, Withheld: withheldEnv(c)}, nil
+	return &botrun.Seal{Gateway: g, Forwarder: c.GatewayForwarder, Withheld: withheldEnv(c)}, nil
 }
 
 // newEngine assembles the engine from the configuration.

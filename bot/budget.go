@@ -8,7 +8,6 @@ import (
 
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/bot/lifecycle"
-	"github.com/alchemic-studio/alfred/gateway"
 	"github.com/alchemic-studio/alfred/state"
 )
 
@@ -21,7 +20,7 @@ import (
 // go on, and ai::budget_step (write access, as every command) grants the
 // setting's amount once more and takes the kept step. A sealed run that
 // crosses the budget while it runs has its next model requests refused by
-// the gateway (meterBudget), ends "budget reached", and the next run is held
+// the gateway (bot/run's MeterBudget), ends "budget reached", and the next run is held
 // back; an unsealed run finishes. While paused, the steps that would start a run are dropped
 // (logged), so the one kept is the one that was held back first.
 
@@ -139,22 +138,4 @@ func parseTokens(v string) int64 {
 func parseUSD(v string) float64 {
 	f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
 	return max(f, 0)
-}
-
-// meterBudget hands the issue's token budget to the run's gateway session,
-// so the budget holds while the run goes: a model request past it is
-// refused with an answer the CLI shows, and the run ends "budget reached"
-// (the next step then pauses the issue, as before a run).
-func (e *Engine) meterBudget(mb *state.Mailbox, gw *gateway.Session) error {
-	l := e.budgetOf(mb)
-	tokens, _ := l.Total()
-	if tokens == 0 {
-		return nil
-	}
-	sp, err := e.spent(mb.ID)
-	if err != nil {
-		return fmt.Errorf("budget: %w", err)
-	}
-	gw.SetBudget(gateway.Budget{Limit: tokens, Spent: sp.Tokens})
-	return nil
 }

@@ -76,8 +76,8 @@ type Config struct {
 	// DetectionWait bounds that wait; default 2 minutes.
 	DetectionWait time.Duration
 	// Seal, when set, seals the runs that can be behind the model gateway
-	// (bot/gateway.go); nil: no run is sealed.
-	Seal *Seal
+	// (bot/run/seal.go); nil: no run is sealed.
+	Seal *botrun.Seal
 	// Metrics counts runs, sessions, panics and quarantined events (nil:
 	// nothing is counted).
 	Metrics *metrics.Metrics
@@ -89,8 +89,8 @@ type Config struct {
 // Engine turns forge events into mailbox changes, comments, labels and runs.
 // Its way for one event: Intake records it and posts it to the mailbox's
 // inbox; the mailbox's worker classifies it (Classify), acts on the forge
-// and the store (handle*.go), and may start a run (execute.go), whose end
-// comes back to the same inbox.
+// and the store (handle*.go), and may start a run (execute.go, carried out
+// by bot/run), whose end comes back to the same inbox.
 type Engine struct {
 	cfg      Config
 	store    *state.Store
@@ -102,6 +102,7 @@ type Engine struct {
 	inbox  *inbox   // the mailbox workers: one at a time per mailbox
 	events intake   // the journal, the redelivery filter, the event records
 	runs   registry // the runs launched and not ended
+	runner runner   // carries out each run (bot/run)
 	cancel context.CancelFunc
 	ctx    context.Context
 	// detectBy is when runs stop waiting for the first detection.
@@ -155,7 +156,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.EventBudget <= 0 {
 		cfg.EventBudget = 5 * time.Minute
 	}
-	return &Engine{
+	e := &Engine{
 		cfg:      cfg,
 		store:    cfg.Store,
 		settings: engineSettings(cfg),
@@ -163,7 +164,20 @@ func New(cfg Config) (*Engine, error) {
 		now:      cfg.Now,
 		events:   intake{seen: map[string]time.Time{}},
 		runs:     registry{slots: make(chan struct{}, cfg.MaxParallelRuns), running: map[string]*liveRun{}},
-	}, nil
+	}
+	e.runner = &botrun.Runner{
+		Sandbox: cfg.Runner, Spec: cfg.Sandbox, Repos: cfg.Repos, Sessions: cfg.Sessions, Sealing: cfg.Seal,
+		Store: cfg.Store, Secrets: e.secrets, Detection: e.awaitDetection,
+		Stopping: func() bool { return e.ctx.Err() != nil },
+		Log:      cfg.Logger, Now: cfg.Now,
+	}
+	return e, nil
+}
+
+// runner carries out one run (bot/run.Runner): the engine hands it the
+// run's Request and records and decides from what it fills and reports.
+type runner interface {
+	Run(ctx context.Context, req botrun.Request) (botrun.Report, error)
 }
 
 // Start learns who the bot is on each forge, picks up the work a previous

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	botrun "github.com/alchemic-studio/alfred/bot/run"
+
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
@@ -92,7 +94,7 @@ func TestSealedRunInDocker(t *testing.T) {
 	h.engine.Close()
 	cfg := h.engine.cfg
 	cfg.Runner, cfg.Sandbox.Image, cfg.Sandbox.UID, cfg.Sandbox.GID = runner, image, 1000, 1000
-	cfg.Seal = &Seal{Gateway: g, Forwarder: fwd}
+	cfg.Seal = &botrun.Seal{Gateway: g, Forwarder: fwd}
 	e := h.startWith(cfg)
 
 	// docker inspect of the run's container, while it runs.
@@ -191,7 +193,7 @@ func TestSealedRunInDocker(t *testing.T) {
 		if m.Destination == gateway.ContainerSocket && m.RW {
 			sock = true
 		}
-		if m.Destination == ForwarderPath && m.RW {
+		if m.Destination == botrun.ForwarderPath && m.RW {
 			t.Error("the forwarder is mounted read-write")
 		}
 	}
@@ -203,7 +205,7 @@ func TestSealedRunInDocker(t *testing.T) {
 			t.Errorf("the container's environment holds a provider key: %s", kv)
 		}
 	}
-	if argv := strings.Join(append(slices.Clone(in.Config.Entrypoint), in.Config.Cmd...), " "); !strings.HasPrefix(argv, ForwarderPath+" -port 47080 -socket "+gateway.ContainerSocket+" -- sh -c ") {
+	if argv := strings.Join(append(slices.Clone(in.Config.Entrypoint), in.Config.Cmd...), " "); !strings.HasPrefix(argv, botrun.ForwarderPath+" -port 47080 -socket "+gateway.ContainerSocket+" -- sh -c ") {
 		t.Errorf("the container's command %q", argv)
 	}
 
@@ -276,7 +278,7 @@ func TestSealedClaudeCodeInDocker(t *testing.T) {
 	cfg.Runner, cfg.Sandbox.Image, cfg.Sandbox.UID, cfg.Sandbox.GID = runner, image, 1000, 1000
 	cfg.Sandbox.Env = map[string]string{"HOME": "/home/agent", "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
 		"ANTHROPIC_API_KEY": "sk-offered-key-0123456789"} // withheld by the seal
-	cfg.Seal = &Seal{Gateway: g, Forwarder: buildForwarder(t)}
+	cfg.Seal = &botrun.Seal{Gateway: g, Forwarder: buildForwarder(t)}
 	h.startWith(cfg)
 
 	h.openIssue(7, "Add a greeting", "type::task")
@@ -459,7 +461,7 @@ func sealingEngine(t *testing.T, runner sandbox.Runner, fwd, provider, mockURL s
 	h := newHarness(t)
 	h.engine.Close()
 	cfg := h.engine.cfg
-	cfg.Runner, cfg.Seal = runner, &Seal{Gateway: g, Forwarder: fwd}
+	cfg.Runner, cfg.Seal = runner, &botrun.Seal{Gateway: g, Forwarder: fwd}
 	e, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -531,7 +533,7 @@ func (r *specRecorder) spec() sandbox.Spec {
 // mounted, the token in the environment and no key.
 func checkSealedContainer(t *testing.T, spec sandbox.Spec, token string) {
 	t.Helper()
-	if spec.Network != "none" || len(spec.Prefix) == 0 || spec.Prefix[0] != ForwarderPath {
+	if spec.Network != "none" || len(spec.Prefix) == 0 || spec.Prefix[0] != botrun.ForwarderPath {
 		t.Errorf("network %q, command prefix %q", spec.Network, spec.Prefix)
 	}
 	if !slices.ContainsFunc(spec.Binds, func(m sandbox.Mount) bool { return m.Container == gateway.ContainerSocket }) {

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	botrun "github.com/alchemic-studio/alfred/bot/run"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	botrun "github.com/alchemic-studio/alfred/bot/run"
 
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/bot/lifecycle"

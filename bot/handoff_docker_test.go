@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	botrun "github.com/alchemic-studio/alfred/bot/run"
+
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/agents/mockllm"
 	"github.com/alchemic-studio/alfred/sandbox"
@@ -14,7 +16,7 @@ import (
 
 // TestHandoffClaudeToCodexInDocker (issue 19, item 1): a sealed Claude Code
 // run in the agent image starts a named session and writes a file; the
-// engine's steps of its transcript (readTranscript, keptSteps) make the
+// runner's steps of its transcript (botrun.ReadTranscript, botrun.KeptSteps) make the
 // handoff; a sealed Codex run then starts fresh (adapter_changed) with the
 // handoff after its prompt, and the model requests of Codex carry Claude
 // Code's goal and the file it wrote. Both real CLIs, the mock model.
@@ -38,12 +40,12 @@ func TestHandoffClaudeToCodexInDocker(t *testing.T) {
 	e, _ := sealingEngine(t, runner, fwd, claudeCLI.provider, mock.URL)
 	ref := sessionRef(t, e, claude.ID())
 	first := writingTurn(t, e, claude, claudeCLI, sealedSpec(t, image, claude.Descriptor(), claudeCLI.env), ref)
-	steps, err := readTranscript(claude, ref.HostStateDir, first.NativeSessionID)
+	steps, err := botrun.ReadTranscript(claude, ref.HostStateDir, first.NativeSessionID)
 	if err != nil {
 		t.Fatalf("read Claude Code's transcript: %v", err)
 	}
 	from := state.RunHandoff{Adapter: claude.ID(), NativeSessionID: first.NativeSessionID}
-	handoff := Handoff(from, []state.Run{{Phase: "development", Status: state.RunSucceeded, Steps: keptSteps(steps, func(s string) string { return s })}})
+	handoff := botrun.Handoff(from, []state.Run{{Phase: "development", Status: state.RunSucceeded, Steps: botrun.KeptSteps(steps, func(s string) string { return s })}})
 	edited := editedPath(steps)
 	t.Logf("handoff from Claude Code:\n%s", handoff)
 	if edited == "" || !strings.Contains(handoff, "> - "+edited) || !strings.Contains(handoff, firstTurnPrompt) {
@@ -61,7 +63,7 @@ func TestHandoffClaudeToCodexInDocker(t *testing.T) {
 		t.Errorf("Codex: fallback %q resumed %v, want fresh, adapter_changed", second.res.ResumeFallback, second.res.Resumed)
 	}
 	for _, q := range second.reqs {
-		if texts := q.UserTexts; len(texts) > 0 && containsAll(strings.Join(texts, "\n"), handoffHeading, firstTurnPrompt, edited, from.NativeSessionID) {
+		if texts := q.UserTexts; len(texts) > 0 && containsAll(strings.Join(texts, "\n"), botrun.HandoffHeading, firstTurnPrompt, edited, from.NativeSessionID) {
 			return
 		}
 	}

@@ -1,8 +1,6 @@
 package bot
 
 import (
-	"io"
-
 	"github.com/alchemic-studio/alfred/internal/live"
 	"github.com/alchemic-studio/alfred/state"
 )
@@ -30,16 +28,6 @@ func (e *Engine) Follow(runID string) (*live.Output, bool) {
 
 // newLiveOutput is the live output of a run about to be launched.
 func (e *Engine) newLiveOutput() *live.Output { return live.New(e.secrets(), 0) }
-
-// liveWriters are the writers a run's sandbox sends its output to as it
-// comes; nil when the run is not launched here.
-func (e *Engine) liveWriters(runID string) (stdout, stderr io.Writer) {
-	out, ok := e.Follow(runID)
-	if !ok {
-		return nil, nil
-	}
-	return out.Stdout(), out.Stderr()
-}
 
 // endLive closes a run's live output with the end its record says; it is
 // called once the run has recorded its end (or left its record as running,

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	botrun "github.com/alchemic-studio/alfred/bot/run"
+
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/agents/claudecode"
 	"github.com/alchemic-studio/alfred/agents/fake"
@@ -60,7 +62,7 @@ func TestSealRules(t *testing.T) {
 			}
 			switch {
 			case tc.refused != "":
-				if !errors.Is(err, errUnsealable) || !strings.Contains(err.Error(), tc.refused) || !strings.Contains(err.Error(), "set AGENT_NETWORK to a Docker network") {
+				if !errors.Is(err, botrun.ErrUnsealable) || !strings.Contains(err.Error(), tc.refused) || !strings.Contains(err.Error(), "set AGENT_NETWORK to a Docker network") {
 					t.Fatalf("err %v; want %q and how to run it unsealed", err, tc.refused)
 				}
 			case err != nil:

@@ -2,248 +2,23 @@ package bot
 
 import (
 	"context"
-	"errors"
-	"io"
-	"net"
-	"net/http"
-	"net/http/httptest"
-	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	botrun "github.com/alchemic-studio/alfred/bot/run"
 
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/agents/fake"
 	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/forges"
-	"github.com/alchemic-studio/alfred/gateway"
 	"github.com/alchemic-studio/alfred/state"
 )
-
-// stallClock is a clock and an activity source the test moves by hand.
-type stallClock struct {
-	base  time.Time
-	now   atomic.Int64 // the clock, in ns after base
-	seen  atomic.Int64 // the source's last activity, in ns after base; -1: none
-	calls atomic.Int32 // how often the watchdog asked the source
-}
-
-func newStallClock() *stallClock {
-	c := &stallClock{base: time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)}
-	c.seen.Store(-1)
-	return c
-}
-
-func (c *stallClock) clock() time.Time { return c.base.Add(time.Duration(c.now.Load())) }
-
-func (c *stallClock) source() time.Time {
-	c.calls.Add(1)
-	if n := c.seen.Load(); n >= 0 {
-		return c.base.Add(time.Duration(n))
-	}
-	return time.Time{}
-}
-
-// looked waits until the watchdog has asked the source n more times: it has
-// judged the sources at least n-1 times since.
-func (c *stallClock) looked(t *testing.T, n int32) {
-	t.Helper()
-	want := c.calls.Load() + n
-	waitUntil(t, func() bool { return c.calls.Load() >= want })
-}
-
-const stallTimeout = 100 * time.Millisecond
-
-// TestStallWatch: the watchdog stops a run once no source has moved for the
-// timeout, not before; a source's activity moves the deadline; with no
-// source nothing is watched; a run that ends otherwise is no stall.
-func TestStallWatch(t *testing.T) {
-	tests := []struct {
-		name    string
-		sealed  bool // the source is the gateway's, not the output's
-		active  bool // the source is active just before the timeout
-		want    error
-		stopped bool
-	}{
-		{"a silent output stalls", false, false, errStalled{idle: stallTimeout}, true},
-		{"a quiet gateway session stalls", true, false, errStalled{idle: stallTimeout, gateway: true}, true},
-		{"output moves the deadline", false, true, nil, false},
-		{"a model request moves the deadline", true, true, nil, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := newStallClock()
-			w := stallWatch{timeout: stallTimeout, now: c.clock}
-			if tt.sealed {
-				w.gateway = c.source
-				c.seen.Store(0) // the session opened with the run
-			} else {
-				w.output = c.source
-			}
-			ctx, stop := w.start(context.Background())
-			c.looked(t, 2)
-			if ctx.Err() != nil {
-				t.Fatal("stopped before any time passed")
-			}
-			if tt.active {
-				c.seen.Store(int64(stallTimeout - time.Millisecond))
-			}
-			c.now.Store(int64(stallTimeout))
-			if tt.stopped {
-				<-ctx.Done() // the test's deadline bounds it
-			} else {
-				c.looked(t, 3)
-			}
-			if got := stop(); got != tt.want {
-				t.Errorf("stop() = %v, want %v", got, tt.want)
-			}
-			if ctx.Err() == nil {
-				t.Error("the watched context outlives stop")
-			}
-		})
-	}
-}
-
-// TestStallWatchSealedSession: a sealed run's gateway session keeps the run
-// alive while a model answer is still coming, however long; once the
-// session is quiet for the timeout, the run stalls.
-func TestStallWatchSealedSession(t *testing.T) {
-	inFlight, release := make(chan struct{}), make(chan struct{})
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		close(inFlight)
-		<-release
-		_, _ = io.WriteString(w, "data: {}\n\n")
-	}))
-	defer up.Close()
-	dir, err := os.MkdirTemp("", "gws") // short: a socket path is at most 107 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	c := newStallClock()
-	g, err := gateway.New(gateway.Options{Providers: []gateway.Provider{gateway.Anthropic(up.URL, "sk-real")}, Dir: dir, Clock: c.clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	s, err := g.Open("run-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := stallWatch{timeout: stallTimeout, now: c.clock, gateway: func() time.Time {
-		c.calls.Add(1)
-		return s.LastActivity()
-	}}.start(context.Background())
-	defer stop()
-
-	answered := make(chan error, 1)
-	go func() { answered <- modelRequest(s) }()
-	<-inFlight
-	c.now.Store(int64(10 * stallTimeout)) // the model thinks for long
-	c.looked(t, 3)
-	if ctx.Err() != nil {
-		t.Fatal("stopped while a model answer was still coming")
-	}
-	close(release)
-	if err := <-answered; err != nil {
-		t.Fatal(err)
-	}
-	// The gateway's handler ends a moment after the client has read all.
-	waitUntil(t, func() bool { c.now.Add(int64(time.Millisecond)); return s.LastActivity().Before(c.clock()) })
-	c.now.Store(int64(s.LastActivity().Sub(c.base) + stallTimeout))
-	<-ctx.Done()
-	if got, want := stop(), (errStalled{idle: stallTimeout, gateway: true}); got != want {
-		t.Errorf("stop() = %v, want %v", got, want)
-	}
-}
-
-// modelRequest sends one model request through the session's socket and
-// reads its whole answer.
-func modelRequest(s *gateway.Session) error {
-	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", s.SocketPath())
-	}}}
-	req, err := http.NewRequest(http.MethodPost, "http://gateway/anthropic/v1/messages", strings.NewReader("{}"))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("x-api-key", s.Token())
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	_, err = io.ReadAll(resp.Body)
-	return err
-}
-
-func TestStallWatchOff(t *testing.T) {
-	c := newStallClock()
-	for name, w := range map[string]stallWatch{
-		"no source":  {timeout: stallTimeout, now: c.clock},
-		"no timeout": {now: c.clock, output: c.source},
-	} {
-		t.Run(name, func(t *testing.T) {
-			parent := context.Background()
-			ctx, stop := w.start(parent)
-			if ctx != parent || stop() != nil {
-				t.Error("watched")
-			}
-		})
-	}
-}
-
-// TestStallWatchEndsWithTheRun: a run stopped on purpose is no stall, and
-// the watchdog stops with it.
-func TestStallWatchEndsWithTheRun(t *testing.T) {
-	c := newStallClock()
-	parent, cancel := context.WithCancelCause(context.Background())
-	ctx, stop := stallWatch{timeout: stallTimeout, now: c.clock, output: c.source}.start(parent)
-	stopped := errors.New("finish")
-	cancel(stopped)
-	<-ctx.Done()
-	if err := stop(); err != nil {
-		t.Errorf("stop() = %v, want nil", err)
-	}
-	if !errors.Is(context.Cause(ctx), stopped) {
-		t.Errorf("cause %v", context.Cause(ctx))
-	}
-}
-
-func TestStallTick(t *testing.T) {
-	for timeout, want := range map[time.Duration]time.Duration{
-		time.Millisecond:       10 * time.Millisecond,
-		300 * time.Millisecond: 37500 * time.Microsecond,
-		2 * time.Minute:        5 * time.Second,
-	} {
-		if got := stallTick(timeout); got != want {
-			t.Errorf("stallTick(%s) = %s, want %s", timeout, got, want)
-		}
-	}
-}
-
-func TestErrStalledSaysWhatWasWatched(t *testing.T) {
-	tests := []struct {
-		err  errStalled
-		want string
-	}{
-		{errStalled{idle: 2 * time.Minute, gateway: true}, "the agent stalled: no output and no model request for 2m0s, so Alfred stopped it (AGENT_STALL_TIMEOUT); check the CLI's provider settings"},
-		{errStalled{idle: 2 * time.Minute}, "the agent stalled: no output for 2m0s, so Alfred stopped it (AGENT_STALL_TIMEOUT); check the CLI's provider settings"},
-	}
-	for _, tt := range tests {
-		if got := tt.err.Error(); got != tt.want {
-			t.Errorf("got  %q\nwant %q", got, tt.want)
-		}
-	}
-}
 
 // TestDecideStalledRunBlocksAtOnce: a stalled run blocks its mailbox with
 // its outcome in the comment, retries left or not; another failure retries.
 func TestDecideStalledRunBlocksAtOnce(t *testing.T) {
-	why := errStalled{idle: 2 * time.Minute, gateway: true}.Error()
+	why := "the agent stalled: no output and no model request for 2m0s, so Alfred stopped it (AGENT_STALL_TIMEOUT); check the CLI's provider settings"
 	r := lifecycle.Rules{LLMRetries: 2}
 	tests := []struct {
 		name    string
@@ -361,4 +136,12 @@ func (h *harness) commentOf(iid int64, kind string) string {
 		}
 	}
 	return ""
+}
+
+// TestStallSettingIsTheCatalogues: the stall's sentence names the setting
+// the engine reads its timeout from.
+func TestStallSettingIsTheCatalogues(t *testing.T) {
+	if AgentStallTimeout.Key() != botrun.StallSetting {
+		t.Errorf("bot/run names %s, the catalogue declares %s", botrun.StallSetting, AgentStallTimeout.Key())
+	}
 }

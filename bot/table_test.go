@@ -78,8 +78,6 @@ func TestLifecycleSettingsAreTheCatalogues(t *testing.T) {
 	}
 }
 
-var update = flag.Bool("update", false, "rewrite the generated files: testdata/prompts")
-
 // TestTypeFlows walks the rows only the type labels and a question reach:
 // type::question is answered and done, type::analysis stops after its plan,
 // and a person naming the bot on an issue in CI gets an answer run that

@@ -155,7 +155,7 @@ func TestExcludeAgentFiles(t *testing.T) {
 				}
 			}
 
-			wt.Excludes = tt.patterns // as the engine sets them (execute.go)
+			wt.Excludes = tt.patterns // as Runner.Run sets them (runner.go)
 			writeFiles(t, wt.Dir, tt.agent)
 			changed, err := wt.CommitAll(ctx, "the change")
 			if err != nil {

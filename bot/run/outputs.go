@@ -31,10 +31,10 @@ var gitControls = []string{".githooks/", ".husky/", ".gitmodules"}
 // maxScanBytes bounds how much of each changed file is read for secrets.
 const maxScanBytes = 4 << 20
 
-// CheckChange lists what of ch is held for a person: the files the staging
+// checkChange lists what of ch is held for a person: the files the staging
 // refused, and the safe-output rules over the rest. secrets are the values
 // Alfred holds.
-func (w *Worktree) CheckChange(ctx context.Context, ch *Change, allowCI bool, secrets []string) ([]Refusal, error) {
+func (w *Worktree) checkChange(ctx context.Context, ch *Change, allowCI bool, secrets []string) ([]Refusal, error) {
 	held := slices.Clone(ch.Refused)
 	scan := map[string][]string{} // blob -> the paths that carry it
 	var blobs []string
@@ -130,10 +130,10 @@ func secretIn(body []byte, secrets []string) string {
 	return ""
 }
 
-// RedactTokens hides in text every credential of a known shape and every
+// redactTokens hides in text every credential of a known shape and every
 // high-entropy value assigned to a secret-sounding name: a held patch is
 // kept on the run and shown on its page.
-func RedactTokens(text string) string {
+func redactTokens(text string) string {
 	for _, t := range tokenPatterns {
 		text = t.re.ReplaceAllString(text, "***")
 	}
@@ -255,10 +255,10 @@ func local(raw, forgeHost string) bool {
 }
 
 // hostOf names the host of a link for the text that replaces it.
-func hostOf(raw string) string { return cmp.Or(URLHost(raw), "another host") }
+func hostOf(raw string) string { return cmp.Or(urlHost(raw), "another host") }
 
-// URLHost is the host (and port) of raw, "" when it has none.
-func URLHost(raw string) string {
+// urlHost is the host (and port) of raw, "" when it has none.
+func urlHost(raw string) string {
 	if u, err := url.Parse(raw); err == nil {
 		return u.Host
 	}

@@ -43,7 +43,7 @@ func TestCheckChange(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := wt.CheckChange(ctx, ch, tt.allowCI, []string{held})
+			got, err := wt.checkChange(ctx, ch, tt.allowCI, []string{held})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -60,7 +60,7 @@ func TestCheckChange(t *testing.T) {
 			if err != nil || !strings.Contains(patch, tt.want) {
 				t.Fatalf("the patch does not name %s: %v\n%s", tt.want, err, patch)
 			}
-			if red := RedactTokens(patch); strings.Contains(red, "ghp_aB3") || strings.Contains(red, "Zx8Qp2Lm9") {
+			if red := redactTokens(patch); strings.Contains(red, "ghp_aB3") || strings.Contains(red, "Zx8Qp2Lm9") {
 				t.Fatalf("the kept patch shows the token:\n%s", red)
 			}
 		})

@@ -12,7 +12,7 @@ import (
 )
 
 // BenchmarkChangeBlobs reads the blobs of a 200-file change for the
-// safe-output checks: one git cat-file --batch (what CheckChange does)
+// safe-output checks: one git cat-file --batch (what checkChange does)
 // beside one git process per file (what it did), in the same run.
 func BenchmarkChangeBlobs(b *testing.B) {
 	g := newGitForge(b, "alfred", "tok-s3cret")

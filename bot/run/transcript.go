@@ -1,4 +1,4 @@
-package bot
+package run
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 	"github.com/alchemic-studio/alfred/state"
 )
 
-// A run's steps: after the adapter call, the engine reads the session's
+// A run's steps: after the adapter call, the run reads the session's
 // transcript from the mailbox's session folder and keeps on the run the
 // steps the run added to it. The previous run of the same native session
 // recorded the transcript's length when it ended (RunTranscript.Total):
@@ -22,28 +22,28 @@ import (
 // with a native id and the adapter reads transcripts. A transcript that
 // cannot be read leaves a note on the run, never a failure. Nothing is
 // read when the engine is shutting down.
-func (e *Engine) keepSteps(mb *state.Mailbox, run *state.Run, adapter agents.Adapter, ls *state.LLMSession, redactRun func(string) string) {
-	if e.ctx.Err() != nil || ls == nil || ls.SessionName == nil || ls.NativeSessionID == nil {
+func (r *Runner) keepSteps(mb *state.Mailbox, run *state.Run, adapter agents.Adapter, ls *state.LLMSession, redactRun func(string) string) {
+	if r.Stopping() || ls == nil || ls.SessionName == nil || ls.NativeSessionID == nil {
 		return
 	}
 	native := *ls.NativeSessionID
-	steps, err := readTranscript(adapter, e.cfg.Sessions.Dir(*mb, adapter.ID()), native)
+	steps, err := ReadTranscript(adapter, r.Sessions.Dir(*mb, adapter.ID()), native)
 	if errors.Is(err, agents.ErrNoTranscriptReader) {
 		return
 	}
 	if err != nil {
-		e.log.Warn("read transcript", "mailbox", mb.ID, "run", run.ID, "adapter", adapter.ID(), "session", native, "err", err)
+		r.Log.Warn("read transcript", "mailbox", mb.ID, "run", run.ID, "adapter", adapter.ID(), "session", native, "err", err)
 		run.Transcript = &state.RunTranscript{Note: clip(redactRun(err.Error()), 200)}
 		return
 	}
-	from, note := e.stepsFrom(mb.ID, run.ID, adapter.ID(), native, steps)
-	run.Steps = keptSteps(steps[from:], redactRun)
+	from, note := r.stepsFrom(mb.ID, run.ID, adapter.ID(), native, steps)
+	run.Steps = KeptSteps(steps[from:], redactRun)
 	run.Transcript = &state.RunTranscript{From: from, Total: len(steps), Dropped: len(steps) - from - len(run.Steps), Note: note}
 }
 
-// readTranscript reads a session's transcript with the adapter: itself
+// ReadTranscript reads a session's transcript with the adapter: itself
 // when it reads transcripts (a wrapper), else its CLI's reader.
-func readTranscript(a agents.Adapter, dir, native string) ([]agents.Step, error) {
+func ReadTranscript(a agents.Adapter, dir, native string) ([]agents.Step, error) {
 	if r, ok := a.(agents.TranscriptReader); ok {
 		steps, err := r.ReadTranscript(dir, native)
 		if err != nil {
@@ -59,8 +59,8 @@ func readTranscript(a agents.Adapter, dir, native string) ([]agents.Step, error)
 // run left no count (its transcript could not be read), or the transcript
 // is now shorter (the CLI compacted it), the run's steps start at its
 // last prompt, and note says so.
-func (e *Engine) stepsFrom(mailboxID, runID, adapterID, native string, steps []agents.Step) (int, string) {
-	prev, found := e.previousInSession(mailboxID, runID, adapterID, native)
+func (r *Runner) stepsFrom(mailboxID, runID, adapterID, native string, steps []agents.Step) (int, string) {
+	prev, found := r.previousInSession(mailboxID, runID, adapterID, native)
 	switch {
 	case !found:
 		return 0, ""
@@ -77,11 +77,11 @@ func counted(r state.Run) bool { return r.Transcript != nil && r.Transcript.Tota
 
 // previousInSession is the latest run of the mailbox before runID whose
 // llm session has native id native with adapterID.
-func (e *Engine) previousInSession(mailboxID, runID, adapterID, native string) (state.Run, bool) {
-	for r, sessions := range e.runsBefore(mailboxID, runID, "the transcript") {
+func (r *Runner) previousInSession(mailboxID, runID, adapterID, native string) (state.Run, bool) {
+	for run, sessions := range r.runsBefore(mailboxID, runID, "the transcript") {
 		for _, s := range sessions {
 			if s.AdapterID == adapterID && s.NativeSessionID != nil && *s.NativeSessionID == native {
-				return r, true
+				return run, true
 			}
 		}
 	}
@@ -91,19 +91,19 @@ func (e *Engine) previousInSession(mailboxID, runID, adapterID, native string) (
 // runsBefore yields the mailbox's runs before runID (all of them when it is
 // not among them), newest first, each with its llm sessions; what says in
 // the log what they were read for when the runs cannot be read.
-func (e *Engine) runsBefore(mailboxID, runID, what string) iter.Seq2[state.Run, []state.LLMSession] {
+func (r *Runner) runsBefore(mailboxID, runID, what string) iter.Seq2[state.Run, []state.LLMSession] {
 	return func(yield func(state.Run, []state.LLMSession) bool) {
-		runs, err := e.store.Runs(mailboxID)
+		runs, err := r.Store.Runs(mailboxID)
 		if err != nil {
-			e.log.Warn("read runs for "+what, "mailbox", mailboxID, "run", runID, "err", err)
+			r.Log.Warn("read runs for "+what, "mailbox", mailboxID, "run", runID, "err", err)
 		}
 		end := len(runs)
-		if i := slices.IndexFunc(runs, func(r state.Run) bool { return r.ID == runID }); i >= 0 {
+		if i := slices.IndexFunc(runs, func(run state.Run) bool { return run.ID == runID }); i >= 0 {
 			end = i
 		}
 		for i := end - 1; i >= 0; i-- {
-			r, sessions, _ := e.store.RunWithSessions(runs[i].ID)
-			if !yield(r, sessions) {
+			run, sessions, _ := r.Store.RunWithSessions(runs[i].ID)
+			if !yield(run, sessions) {
 				return
 			}
 		}
@@ -121,9 +121,9 @@ func lastPrompt(steps []agents.Step) int {
 	return 0
 }
 
-// keptSteps are the first steps within state.MaxRunSteps and
+// KeptSteps are the first steps within state.MaxRunSteps and
 // state.MaxRunStepBytes, as records keep them, every text redacted.
-func keptSteps(steps []agents.Step, redactRun func(string) string) []state.RunStep {
+func KeptSteps(steps []agents.Step, redactRun func(string) string) []state.RunStep {
 	var out []state.RunStep
 	size := 0
 	for _, s := range steps {

@@ -1,4 +1,4 @@
-package bot
+package run
 
 import (
 	"errors"
@@ -14,7 +14,7 @@ import (
 	"github.com/alchemic-studio/alfred/state"
 )
 
-// Seal is how the engine seals runs behind the model gateway (issue 21). A
+// Seal is how runs are sealed behind the model gateway (issue 21). A
 // run on the default AGENT_NETWORK none of an adapter that can run sealed
 // (agents.Descriptor.Sealed) whose provider the gateway serves gets a gateway
 // session of its own, a container with no network, the session's socket at
@@ -45,24 +45,26 @@ const maxRecordedRefusals = 100
 // network the project chose (the withheld keys then go into spec, as
 // before the gateway: the risk its project took). On network none, an
 // adapter that cannot run sealed is an error that says how to fix it: its
-// CLI would reach no model. The caller closes the session with unseal.
-func (e *Engine) seal(runID string, scope Scope, adapter agents.Adapter, spec *sandbox.Spec) (*gateway.Session, error) {
+// CLI would reach no model. The caller closes the session with Unseal.
+// settings are the project's (AGENT_EGRESS_ALLOW, AGENT_PROVIDER,
+// AGENT_MODEL).
+func (r *Runner) Seal(runID string, settings Settings, adapter agents.Adapter, spec *sandbox.Spec) (*gateway.Session, error) {
 	l, ok := adapter.(interface{ Descriptor() agents.Descriptor }) // the local CLIs
-	if !ok || e.cfg.Seal == nil || e.cfg.Seal.Gateway == nil || !sandbox.InContainer(e.cfg.Runner.Name()) {
+	if !ok || r.Sealing == nil || r.Sealing.Gateway == nil || !sandbox.InContainer(r.Sandbox.Name()) {
 		return nil, nil
 	}
 	if spec.Network != "none" {
 		env := cloneMap(spec.Env)
-		maps.Copy(env, e.cfg.Seal.Withheld)
+		maps.Copy(env, r.Sealing.Withheld)
 		spec.Env = env
 		return nil, nil
 	}
 	sd := l.Descriptor().Sealed
-	if err := e.sealable(adapter.ID(), sd, scope); err != nil {
+	if err := r.sealable(adapter.ID(), sd, settings); err != nil {
 		return nil, err
 	}
-	allow := splitHosts(AgentEgressAllow.Get(e.settings, scope))
-	s, err := e.cfg.Seal.Gateway.Open(runID, allow...)
+	allow := settings.EgressAllow
+	s, err := r.Sealing.Gateway.Open(runID, allow...)
 	if err != nil {
 		return nil, fmt.Errorf("model gateway: %w", err)
 	}
@@ -81,12 +83,12 @@ func (e *Engine) seal(runID string, scope Scope, adapter agents.Adapter, spec *s
 	spec.Network = "none"
 	spec.Binds = append(slices.Clone(spec.Binds), sandbox.Mount{Host: s.SocketPath(), Container: gateway.ContainerSocket})
 	fwd := "alfred-forward"
-	if f := e.cfg.Seal.Forwarder; f != "" {
+	if f := r.Sealing.Forwarder; f != "" {
 		fwd = ForwarderPath
 		spec.Binds = append(spec.Binds, sandbox.Mount{Host: f, Container: ForwarderPath, ReadOnly: true})
 	}
 	spec.Prefix = []string{fwd, "-port", strconv.Itoa(gateway.DefaultForwardPort), "-socket", gateway.ContainerSocket, "--"}
-	e.log.Info("run sealed", "run", runID, "provider", sd.Provider)
+	r.Log.Info("run sealed", "run", runID, "provider", sd.Provider)
 	return s, nil
 }
 
@@ -102,22 +104,22 @@ func keptMounts(mounts []sandbox.Mount, keep []string) []sandbox.Mount {
 	return out
 }
 
-// errUnsealable is a run on AGENT_NETWORK none whose CLI cannot run behind
+// ErrUnsealable is a run on AGENT_NETWORK none whose CLI cannot run behind
 // the gateway: with no network it would reach no model.
-var errUnsealable = errors.New("cannot run sealed")
+var ErrUnsealable = errors.New("cannot run sealed")
 
 // sealable says why adapter (its Sealed descriptor sd) cannot run sealed
-// in scope, in a sentence a person can act on, or nil.
-func (e *Engine) sealable(id string, sd *agents.Sealed, scope Scope) error {
+// with the project's settings, in a sentence a person can act on, or nil.
+func (r *Runner) sealable(id string, sd *agents.Sealed, settings Settings) error {
 	unsealed := "or set AGENT_NETWORK to a Docker network (e.g. bridge) to run it unsealed, its key in the container"
 	if sd == nil {
-		return fmt.Errorf("%s %w: it has no way to reach its model through Alfred's gateway; choose another AGENT_ADAPTER, %s", id, errUnsealable, unsealed)
+		return fmt.Errorf("%s %w: it has no way to reach its model through Alfred's gateway; choose another AGENT_ADAPTER, %s", id, ErrUnsealable, unsealed)
 	}
-	if !slices.Contains(e.cfg.Seal.Gateway.Providers(), sd.Provider) {
-		return fmt.Errorf("%s %w: the gateway has no %s key; offer it in ALFRED_AGENT_ENV, %s", id, errUnsealable, sd.Provider, unsealed)
+	if !slices.Contains(r.Sealing.Gateway.Providers(), sd.Provider) {
+		return fmt.Errorf("%s %w: the gateway has no %s key; offer it in ALFRED_AGENT_ENV, %s", id, ErrUnsealable, sd.Provider, unsealed)
 	}
-	if p := runProvider(AgentProvider.Get(e.settings, scope), AgentModel.Get(e.settings, scope)); p != "" && p != sd.Provider {
-		return fmt.Errorf("%s %w with provider %s: sealed, it calls %s; set AGENT_PROVIDER and AGENT_MODEL to a %s model, %s", id, errUnsealable, p, sd.Provider, sd.Provider, unsealed)
+	if p := runProvider(settings.Provider, settings.Model); p != "" && p != sd.Provider {
+		return fmt.Errorf("%s %w with provider %s: sealed, it calls %s; set AGENT_PROVIDER and AGENT_MODEL to a %s model, %s", id, ErrUnsealable, p, sd.Provider, sd.Provider, unsealed)
 	}
 	return nil
 }
@@ -136,19 +138,19 @@ func runProvider(provider, model string) string {
 	return ""
 }
 
-// unseal closes a sealed run's gateway session (its token stops working)
+// Unseal closes a sealed run's gateway session (its token stops working)
 // and records what the gateway saw on the run.
-func (e *Engine) unseal(s *gateway.Session, run *state.Run) {
+func (r *Runner) Unseal(s *gateway.Session, run *state.Run) {
 	if err := s.Close(); err != nil {
-		e.log.Warn("close the run's gateway session", "run", run.ID, "err", err)
+		r.Log.Warn("close the run's gateway session", "run", run.ID, "err", err)
 	}
 	u := s.Usage()
 	g := &state.RunGateway{Requests: u.Requests, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, RefusedTotal: s.RefusedTotal()}
-	for _, r := range s.Refused() {
+	for _, refusal := range s.Refused() {
 		if len(g.Refused) == maxRecordedRefusals {
 			break
 		}
-		g.Refused = append(g.Refused, e.redact(r.String()))
+		g.Refused = append(g.Refused, r.redact(refusal.String()))
 	}
 	run.Gateway = g
 }

@@ -1,4 +1,4 @@
-package bot
+package run
 
 import (
 	"strings"

@@ -1,6 +1,7 @@
-package bot
+package run
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,8 +12,10 @@ import (
 
 // What the agents read, rendered from fixed inputs and compared with the
 // files under testdata/prompts, so that a change of wording is a visible diff
-// in review. go test ./bot -run TestGolden -update rewrites them (the
+// in review. go test ./bot/run -run TestGolden -update rewrites them (the
 // comments are lifecycle's TestGoldenComments).
+
+var update = flag.Bool("update", false, "rewrite the generated files: testdata/prompts")
 
 func TestGoldenPrompts(t *testing.T) {
 	base := PromptInput{
@@ -65,7 +68,7 @@ func golden(t *testing.T, path, got string) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v: write it with go test ./bot -run TestGolden -update", err)
+		t.Fatalf("%v: write it with go test ./bot/run -run TestGolden -update", err)
 	}
 	if string(want) != got {
 		t.Errorf("%s changed; if the new wording is meant, rewrite it with -update. Got:\n%s", path, got)

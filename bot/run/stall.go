@@ -1,4 +1,4 @@
-package bot
+package run
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/gateway"
+	"github.com/alchemic-studio/alfred/internal/live"
 	"github.com/alchemic-studio/alfred/state"
 )
 
@@ -26,6 +27,10 @@ import (
 // at their end, so their silence is no sign of a stall, and such a run is
 // not watched (RUN_TIMEOUT still bounds it).
 
+// StallSetting is the key of the setting that gives the stall timeout
+// (Settings.StallTimeout), as the thread names it.
+const StallSetting = "AGENT_STALL_TIMEOUT"
+
 // errStalled is why the watchdog stopped a run, as the thread says it.
 type errStalled struct {
 	idle    time.Duration // AGENT_STALL_TIMEOUT
@@ -38,7 +43,7 @@ func (e errStalled) Error() string {
 		what = "no output and no model request"
 	}
 	return fmt.Sprintf("the agent stalled: %s for %s, so Alfred stopped it (%s); check the CLI's provider settings",
-		what, e.idle, AgentStallTimeout.Key())
+		what, e.idle, StallSetting)
 }
 
 // progressReporter is an adapter whose CLI prints as it works (a stream of
@@ -123,18 +128,19 @@ func (w stallWatch) last(start time.Time) time.Time {
 }
 
 // watchStall starts the stall watchdog of a run about to call its adapter,
-// on the sources that can show its activity (see above); gw is its gateway
-// session, nil when the run is not sealed.
-func (e *Engine) watchStall(ctx context.Context, mb *state.Mailbox, run *state.Run, adapter agents.Adapter, gw *gateway.Session) (context.Context, func() error) {
-	w := stallWatch{timeout: AgentStallTimeout.Get(e.settings, scopeOf(mb)), now: e.now}
+// on the sources that can show its activity (see above): out is its live
+// output (nil: not launched here) and gw its gateway session (nil when the
+// run is not sealed); timeout is AGENT_STALL_TIMEOUT.
+func (r *Runner) watchStall(ctx context.Context, timeout time.Duration, out *live.Output, run *state.Run, adapter agents.Adapter, gw *gateway.Session) (context.Context, func() error) {
+	w := stallWatch{timeout: timeout, now: r.Now}
 	if gw != nil {
 		w.gateway = gw.LastActivity
 	}
-	if out, ok := e.Follow(run.ID); ok && (gw != nil || reportsProgress(adapter)) {
+	if out != nil && (gw != nil || reportsProgress(adapter)) {
 		w.output = out.LastWrite
 	}
 	if w.output == nil && w.gateway == nil {
-		e.log.Debug("stall watchdog off: the run shows no activity before its end", "run", run.ID, "adapter", adapter.ID())
+		r.Log.Debug("stall watchdog off: the run shows no activity before its end", "run", run.ID, "adapter", adapter.ID())
 	}
 	return w.start(ctx)
 }
