@@ -7,11 +7,11 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
 	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	botrun "github.com/alchemic-studio/alfred/bot/run"
 	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/internal/live"
@@ -351,19 +351,7 @@ func runStatus(o agents.Outcome) state.RunStatus {
 	return state.RunFailed
 }
 
-func firstLine(s string) string { return clip(s, 200) }
-
-// clip is the first line of s, cut to n bytes (at a rune's start).
-func clip(s string, n int) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
+func firstLine(s string) string { return lifecycle.Clip(s, 200) }
 
 func stripMarker(body string) string {
 	if i := strings.LastIndex(body, "<!-- agent:key="); i >= 0 {

@@ -138,7 +138,7 @@ type SessionRow struct {
 func TextSession(rows []SessionRow, quarantined []state.QuarantinedEvent) string {
 	var b strings.Builder
 	for _, q := range quarantined {
-		fmt.Fprintf(&b, "> Alfred could not process the event %s: %s; add `%s` to try again.\n\n", eventLabel(q), clip(q.Error, 400), CommandRetry.Label())
+		fmt.Fprintf(&b, "> Alfred could not process the event %s: %s; add `%s` to try again.\n\n", eventLabel(q), Clip(q.Error, 400), CommandRetry.Label())
 	}
 	b.WriteString("**Alfred's runs on this issue**\n\n")
 	if len(rows) > 0 && rows[0].URL != "" { // {PublicURL}/runs/{id} gives {PublicURL}/mailboxes/{id}
@@ -190,8 +190,9 @@ func eventLabel(q state.QuarantinedEvent) string {
 	return fmt.Sprintf("%s (delivery %s)", q.Type, q.Delivery)
 }
 
-// clip is the first line of s, cut to n bytes (at a rune's start).
-func clip(s string, n int) string {
+// Clip is the first line of s, cut to n bytes (at a rune's start), as a
+// comment or a record quotes a text.
+func Clip(s string, n int) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
 	if len(s) <= n {
 		return s

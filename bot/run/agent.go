@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -230,16 +229,4 @@ func cloneMap(m map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
-}
-
-// clip is the first line of s, cut to n bytes (at a rune's start).
-func clip(s string, n int) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }

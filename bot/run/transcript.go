@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/state"
 )
 
@@ -33,7 +34,7 @@ func (r *Runner) keepSteps(mb *state.Mailbox, run *state.Run, adapter agents.Ada
 	}
 	if err != nil {
 		r.Log.Warn("read transcript", "mailbox", mb.ID, "run", run.ID, "adapter", adapter.ID(), "session", native, "err", err)
-		run.Transcript = &state.RunTranscript{Note: clip(redactRun(err.Error()), 200)}
+		run.Transcript = &state.RunTranscript{Note: lifecycle.Clip(redactRun(err.Error()), 200)}
 		return
 	}
 	from, note := r.stepsFrom(mb.ID, run.ID, adapter.ID(), native, steps)
