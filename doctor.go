@@ -160,7 +160,7 @@ func (d *doctor) checkServing(ctx context.Context) []checkLine {
 // model gateway (issue 21): its provider served with a key, or why not.
 func (d *doctor) checkSealed() []checkLine {
 	if !d.c.Sealing() {
-		return []checkLine{okLine("sealed", "off (ALFRED_GATEWAY "+d.c.Gateway+", runner "+d.c.Runner+"): agents run with their keys in the container, on AGENT_NETWORK")}
+		return []checkLine{okLine("sealed", sealedOff(d.c))}
 	}
 	served := gatewayProviders(d.c)
 	var out []checkLine
@@ -169,40 +169,43 @@ func (d *doctor) checkSealed() []checkLine {
 		if err != nil {
 			continue
 		}
-		desc := l.Descriptor()
-		if desc.Sealed == nil {
-			out = append(out, okLine("sealed "+desc.ID, "no: this CLI cannot run sealed; its runs need AGENT_NETWORK set to a network, and get its keys"))
-			continue
-		}
-		out = append(out, okLine("sealed "+desc.ID, sealedSaid(desc.Sealed.Provider, served)))
+		out = append(out, okLine("sealed "+l.ID(), sealedOf(d.c, l.Descriptor(), served)))
 	}
 	return out
 }
 
-// sealedSaid says whether a CLI calling provider runs sealed with the
-// providers served: yes with a credential the gateway holds (or a model of
-// its own address that takes none), else which variables to offer.
-func sealedSaid(provider string, served []gateway.Provider) string {
-	cat, _ := gateway.Lookup(provider)
-	offer := orList(cat.KeyVars())
-	i := slices.IndexFunc(served, func(p gateway.Provider) bool { return p.Name == provider })
-	switch {
-	case i < 0:
-		return "no: the gateway has no " + provider + " key (offer " + offer + " in ALFRED_AGENT_ENV to seal it); on AGENT_NETWORK none its runs stop at once, on a network they get their keys"
-	case served[i].Key != "":
-		return "yes: no network (AGENT_NETWORK none, the default), its model (" + provider + ") through the gateway, which holds the key (" + served[i].Header + ")"
-	case served[i].BaseURL != cat.DefaultURL:
-		return "yes: no network (AGENT_NETWORK none, the default), its model (" + provider + ") at " + cat.URLVar + " through the gateway, without a key (none is offered)"
-	}
-	return "no: the gateway holds no " + provider + " credential: offer " + offer + " in ALFRED_AGENT_ENV; until then its sealed runs reach the provider without one and are refused"
+// sealedOff says that no run is sealed.
+func sealedOff(c *config.Config) string {
+	return "off (ALFRED_GATEWAY " + c.Gateway + ", runner " + c.Runner + "): agents run with their keys in the container, on AGENT_NETWORK"
 }
 
-// orList joins names as "a, b or c".
-func orList(names []string) string {
-	if len(names) < 2 {
-		return strings.Join(names, "")
+// sealedOf says whether a CLI of descriptor d runs sealed with the
+// configuration c and the providers served, as the doctor and the agents
+// screen say it.
+func sealedOf(c *config.Config, d agents.Descriptor, served []gateway.Provider) string {
+	switch {
+	case !c.Sealing():
+		return sealedOff(c)
+	case d.Sealed == nil:
+		return "no: this CLI cannot run sealed; its runs need AGENT_NETWORK set to a network, and get its keys"
 	}
-	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+	return sealedSaid(d.Sealed, served)
+}
+
+// sealedSaid says whether a CLI sealed to sd runs sealed with the
+// providers served: yes with a credential the gateway holds (or a model of
+// its own address that takes none), else which credential is missing and
+// how to set it (agents.Sealed.Missing, as the agents screen and a run say).
+func sealedSaid(sd *agents.Sealed, served []gateway.Provider) string {
+	if why := sd.Missing(served); why != "" {
+		return "no: " + why + "; until then its runs on AGENT_NETWORK none stop before they start, and on a network they get its keys"
+	}
+	cat, _ := gateway.Lookup(sd.Provider)
+	p := served[slices.IndexFunc(served, func(p gateway.Provider) bool { return p.Name == sd.Provider })]
+	if p.Key != "" {
+		return "yes: no network (AGENT_NETWORK none, the default), its model (" + sd.Provider + ") through the gateway, which holds the key (" + p.Header + ")"
+	}
+	return "yes: no network (AGENT_NETWORK none, the default), its model (" + sd.Provider + ") at " + cat.URLVar + " through the gateway, without a key (none is offered)"
 }
 
 func (d *doctor) checkConfig() []checkLine {

@@ -268,6 +268,8 @@ func TestDoctorSaysWhichCLIsRunSealed(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-openai-1234")
 	t.Setenv("CLAUDE_CODE_OAUTH_TOKEN", "sk-ant-oat01-1234")
 	t.Setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+	t.Setenv("GEMINI_API_KEY", "gemini-key-1234")
+	t.Setenv("XAI_API_KEY", "xai-key-1234")
 	sealedLines := func(c *config.Config) map[string]string {
 		lines := map[string]string{}
 		for _, l := range (&doctor{c: c}).checkSealed() {
@@ -280,18 +282,25 @@ func TestDoctorSaysWhichCLIsRunSealed(t *testing.T) {
 		want    map[string]string
 	}{
 		{[]string{"OPENAI_API_KEY"}, map[string]string{
-			"sealed claude-code": "no: the gateway holds no anthropic credential: offer ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN or CLAUDE_CODE_OAUTH_TOKEN in ALFRED_AGENT_ENV",
-			"sealed codex":       "yes: no network (AGENT_NETWORK none, the default), its model (openai)",
-			"sealed opencode":    "yes",
-			"sealed gemini":      "no: the gateway has no gemini key (offer GEMINI_API_KEY or GOOGLE_API_KEY",
-			"sealed grok":        "no: the gateway has no xai key",
+			"sealed claude-code": "no: the gateway holds no anthropic credential: offer ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN or CLAUDE_CODE_OAUTH_TOKEN in ALFRED_AGENT_ENV; until then its runs on AGENT_NETWORK none stop before they start",
+			"sealed codex":       "yes: no network (AGENT_NETWORK none, the default), its model (openai) through the gateway, which holds the key (Authorization)",
+			"sealed opencode":    "yes: no network (AGENT_NETWORK none, the default), its model (openai)",
+			"sealed copilot":     "yes: no network (AGENT_NETWORK none, the default), its model (openai)",
+			"sealed gemini":      "no: the gateway holds no gemini credential: offer GEMINI_API_KEY or GOOGLE_API_KEY in ALFRED_AGENT_ENV; until then",
+			"sealed grok":        "no: the gateway holds no xai credential: offer GROK_API_KEY or XAI_API_KEY in ALFRED_AGENT_ENV; until then",
 		}},
 		{[]string{"CLAUDE_CODE_OAUTH_TOKEN"}, map[string]string{
 			"sealed claude-code": "yes: no network (AGENT_NETWORK none, the default), its model (anthropic) through the gateway, which holds the key (Authorization)",
-			"sealed codex":       "no: the gateway has no openai key (offer OPENAI_API_KEY or CODEX_API_KEY",
+			"sealed codex":       "no: the gateway holds no openai credential: offer OPENAI_API_KEY or CODEX_API_KEY in ALFRED_AGENT_ENV; until then",
+			"sealed opencode":    "no: the gateway holds no openai credential: offer OPENAI_API_KEY or CODEX_API_KEY in ALFRED_AGENT_ENV; until then",
+			"sealed copilot":     "no: the gateway holds no openai credential: offer OPENAI_API_KEY or CODEX_API_KEY in ALFRED_AGENT_ENV (Copilot calls it as its own provider; its GitHub sign-in (COPILOT_GITHUB_TOKEN) runs only unsealed, on a network); until then",
 		}},
 		{[]string{"ANTHROPIC_BASE_URL"}, map[string]string{
 			"sealed claude-code": "yes: no network (AGENT_NETWORK none, the default), its model (anthropic) at ANTHROPIC_BASE_URL through the gateway, without a key",
+		}},
+		{[]string{"GEMINI_API_KEY", "XAI_API_KEY"}, map[string]string{
+			"sealed gemini": "yes: no network (AGENT_NETWORK none, the default), its model (gemini) through the gateway, which holds the key (x-goog-api-key)",
+			"sealed grok":   "yes: no network (AGENT_NETWORK none, the default), its model (xai) through the gateway, which holds the key (Authorization)",
 		}},
 	} {
 		lines := sealedLines(&config.Config{Runner: "image", Gateway: "auto", AgentEnv: tc.offered})

@@ -358,12 +358,16 @@ func pageDeps(c *config.Config, st *state.Store, fs []connected, adapters map[st
 	if err != nil {
 		return views.Deps{}, fmt.Errorf("AGENT_CREDENTIAL_MOUNTS: %w", err)
 	}
+	served := gatewayProviders(c)
 	var list []views.Agent
 	for _, id := range slices.Sorted(maps.Keys(adapters)) {
 		caps := adapters[id].Capabilities()
 		a := views.Agent{ID: id, Kind: string(caps.Kind), Resumable: caps.ResumableSessions, SessionStatePath: caps.SessionStatePath}
 		if m, ok := creds.Overlap(id, caps.SessionStatePath); ok {
 			a.Shadowed = "credential mount " + m.Container + " overlaps the session path " + caps.SessionStatePath
+		}
+		if l, ok := adapters[id].(interface{ Descriptor() agents.Descriptor }); ok {
+			a.Sealed = sealedOf(c, l.Descriptor(), served)
 		}
 		list = append(list, a)
 	}

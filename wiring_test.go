@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/alchemic-studio/alfred/agents"
+	"github.com/alchemic-studio/alfred/agents/fake"
 	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/config"
 	"github.com/alchemic-studio/alfred/state"
@@ -129,6 +130,43 @@ func TestPagesKnowTheLifecycle(t *testing.T) {
 	}
 	if len(all) != len(lifecycle.Statuses()) {
 		t.Errorf("pages' statuses %q, want the table's %d", all, len(lifecycle.Statuses()))
+	}
+}
+
+// TestAgentsScreenSaysWhatIsSealed: the agents screen says, per CLI, what
+// alfred doctor says of its seal: yes with its provider's credential
+// offered, else which credential to offer; nothing for an adapter that runs
+// in the bot.
+func TestAgentsScreenSaysWhatIsSealed(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-openai-1234")
+	c := &config.Config{StateDir: t.TempDir(), Runner: "image", Gateway: "auto", AgentEnv: []string{"OPENAI_API_KEY"}}
+	adapters := map[string]agents.Adapter{}
+	for _, mk := range locals {
+		l, err := mk()
+		if err != nil {
+			t.Fatal(err)
+		}
+		adapters[l.ID()] = l
+	}
+	fa, err := fake.New(fake.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	adapters[fake.ID] = fa
+	d, err := pageDeps(c, nil, nil, adapters, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"claude-code": "no: the gateway holds no anthropic credential: offer ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN or CLAUDE_CODE_OAUTH_TOKEN in ALFRED_AGENT_ENV",
+		"codex":       "yes: no network (AGENT_NETWORK none, the default), its model (openai) through the gateway",
+		"gemini":      "no: the gateway holds no gemini credential: offer GEMINI_API_KEY or GOOGLE_API_KEY in ALFRED_AGENT_ENV",
+		fake.ID:       "no: this CLI cannot run sealed",
+	}
+	for _, a := range d.Agents {
+		if w, ok := want[a.ID]; ok && !strings.HasPrefix(a.Sealed, w) {
+			t.Errorf("%s: sealed %q, want %q", a.ID, a.Sealed, w)
+		}
 	}
 }
 

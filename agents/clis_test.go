@@ -51,7 +51,7 @@ var clis = []cli{
 	{CLI: copilot.CLI{}, new: copilot.New, version: "GitHub Copilot CLI 1.0.102.", pinned: "1.0.102",
 		missing: uuid.NewString(), provider: "openai", model: "gpt-5"},
 	{CLI: gemini.CLI{}, new: gemini.New, version: "0.61.0", pinned: "0.61.0", missing: uuid.NewString(),
-		provider: "gemini", model: "gemini-2.5-flash", setup: clitest.HomeFile(".gemini/settings.json", gemini.APIKeySettings)},
+		provider: "gemini", model: "gemini-2.5-flash", setup: clitest.HomeFile(".gemini/settings.json", gemini.CLI{}.HomeFiles(map[string]string{"GEMINI_API_KEY": "k"})[gemini.SettingsPath])},
 	{CLI: grok.CLI{}, new: grok.New, version: "1.0.1", pinned: "1.0.1", provider: "xai", model: "grok-code-fast-1"},
 }
 

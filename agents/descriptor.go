@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/Masterminds/semver/v3"
 	"github.com/google/uuid"
@@ -90,12 +91,59 @@ type Sealed struct {
 	// receives them when it does not run sealed: they need not be repeated
 	// in EnvAllowlist.
 	Credentials []string
-	// KeepMounts are the container paths of credential mounts
-	// (AGENT_CREDENTIAL_MOUNTS) a sealed run keeps because they configure
-	// the CLI and hold no credential (Gemini's settings.json that selects
-	// API-key auth). A sealed run drops every other credential mount: the
-	// gateway holds the credentials. May be nil.
-	KeepMounts []string
+	// Note is what a person should know beside a missing credential,
+	// when the CLI has one the gateway cannot take (Copilot's GitHub
+	// sign-in): said after Missing's sentence. May be empty.
+	Note string
+}
+
+// Missing says what keeps a CLI sealed to s from reaching its model with
+// the providers the gateway serves, in one sentence a person can act on,
+// or "" when nothing does: its provider is served with a credential, or
+// at an address of its own that takes none (a local model, a mock). The
+// doctor, the agents screen and a run that cannot start all say it.
+func (s *Sealed) Missing(served []gateway.Provider) string {
+	cat, ok := gateway.Lookup(s.Provider)
+	if !ok {
+		return "its provider " + s.Provider + " is not in the gateway's catalogue"
+	}
+	i := slices.IndexFunc(served, func(p gateway.Provider) bool { return p.Name == s.Provider })
+	if i >= 0 && (served[i].Key != "" || strings.TrimRight(served[i].BaseURL, "/") != strings.TrimRight(cat.DefaultURL, "/")) {
+		return ""
+	}
+	why := "the gateway holds no " + s.Provider + " credential: offer " + orList(cat.KeyVars()) + " in ALFRED_AGENT_ENV"
+	if s.Note != "" {
+		why += " (" + s.Note + ")"
+	}
+	return why
+}
+
+// orList joins names as "a, b or c".
+func orList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// HomeConfigurer is a CLI that needs configuration files in its home that
+// no variable can give (Gemini's choice of authentication). HomeFiles
+// returns them for the environment the CLI runs with, by their path inside
+// the sandbox (under AgentHome), or none. They hold no secret: the engine
+// writes them for every run, sealed or not, and mounts them read-only; a
+// credential mount of the operator's at the same path wins.
+type HomeConfigurer interface {
+	HomeFiles(env map[string]string) map[string]string
+}
+
+// HomeFiles are the configuration files the CLI needs in its home to run
+// with the offered environment (see HomeConfigurer); nil when it needs none.
+func (l *Local) HomeFiles(offered map[string]string) map[string]string {
+	c, ok := l.cli.(HomeConfigurer)
+	if !ok {
+		return nil
+	}
+	return c.HomeFiles(l.desc.env(offered))
 }
 
 // Env is the variables a sealed run sets: BaseURLVar to baseURL (see

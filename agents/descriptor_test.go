@@ -9,6 +9,8 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 	"github.com/google/uuid"
+
+	"github.com/alchemic-studio/alfred/gateway"
 )
 
 func TestDescriptorDefaults(t *testing.T) {
@@ -107,5 +109,37 @@ func TestSealedEnvironment(t *testing.T) {
 	d := Descriptor{ID: "x", Executable: "x", VerifiedRange: ">=1", Sealed: s}
 	if env := d.env(offered); env["X_API_KEY"] != "sk-real" || env["X_ORG_TOKEN"] != "org-secret" {
 		t.Errorf("not sealed, the CLI gets %v: want its credentials", env)
+	}
+}
+
+// TestSealedMissing: a sealed CLI misses nothing when its provider is
+// served with a key, or without one at an address of its own; else the
+// sentence names every variable its key may come from, and the CLI's note.
+func TestSealedMissing(t *testing.T) {
+	withKey, _ := gateway.ProviderNamed(gateway.NameOpenAI, "", "sk-1")
+	keyless, _ := gateway.ProviderNamed(gateway.NameAnthropic, "", "")
+	local, _ := gateway.ProviderNamed(gateway.NameAnthropic, "http://127.0.0.1:9", "")
+	const anthropic = "the gateway holds no anthropic credential: offer ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN or CLAUDE_CODE_OAUTH_TOKEN in ALFRED_AGENT_ENV"
+	for _, tc := range []struct {
+		name     string
+		provider string
+		note     string
+		served   []gateway.Provider
+		want     string
+	}{
+		{"served with a key", gateway.NameOpenAI, "", []gateway.Provider{withKey}, ""},
+		{"a local model that takes none", gateway.NameAnthropic, "", []gateway.Provider{local}, ""},
+		{"keyless at the real address", gateway.NameAnthropic, "", []gateway.Provider{keyless, withKey}, anthropic},
+		{"not served", gateway.NameAnthropic, "", nil, anthropic},
+		{"with the CLI's note", gateway.NameOpenAI, "a note", []gateway.Provider{keyless},
+			"the gateway holds no openai credential: offer OPENAI_API_KEY or CODEX_API_KEY in ALFRED_AGENT_ENV (a note)"},
+		{"outside the catalogue", "nowhere", "", nil, "its provider nowhere is not in the gateway's catalogue"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Sealed{Provider: tc.provider, Note: tc.note}
+			if got := s.Missing(tc.served); got != tc.want {
+				t.Errorf("Missing = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

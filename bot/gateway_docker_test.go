@@ -423,6 +423,9 @@ func sealedInDocker(t *testing.T, runner sandbox.Runner, image, fwd string, a *a
 	if err != nil || s == nil {
 		t.Fatalf("seal: %v, %v", s, err)
 	}
+	if err := e.configure(t.TempDir(), a, &spec); err != nil {
+		t.Fatal(err)
+	}
 	rec := &specRecorder{Runner: runner}
 	res, err := a.Run(context.Background(), agents.Request{Prompt: "Say hello.", Phase: agents.PhaseDevelopment,
 		Provider: c.provider, Model: c.model, Timeout: 4 * time.Minute, Sandbox: spec, Runner: rec})

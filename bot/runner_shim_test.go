@@ -15,6 +15,12 @@ func (e *Engine) seal(runID string, sc Scope, a agents.Adapter, spec *sandbox.Sp
 	return e.runner.(*botrun.Runner).Seal(runID, e.runSettings(mb), a, spec)
 }
 
+// configure writes a's home files into dir and mounts them in spec as the
+// runner does after the seal (bot/run's Runner.Configure).
+func (e *Engine) configure(dir string, a agents.Adapter, spec *sandbox.Spec) error {
+	return e.runner.(*botrun.Runner).Configure(dir, a, spec)
+}
+
 // unseal closes a sealed run's gateway session as the runner does.
 func (e *Engine) unseal(s *gateway.Session, run *state.Run) {
 	e.runner.(*botrun.Runner).Unseal(s, run)

@@ -1,17 +1,25 @@
 package bot
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	botrun "github.com/alchemic-studio/alfred/bot/run"
 
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/agents/claudecode"
+	"github.com/alchemic-studio/alfred/agents/codex"
+	"github.com/alchemic-studio/alfred/agents/copilot"
 	"github.com/alchemic-studio/alfred/agents/fake"
 	"github.com/alchemic-studio/alfred/agents/gemini"
+	"github.com/alchemic-studio/alfred/agents/grok"
+	"github.com/alchemic-studio/alfred/agents/opencode"
+	"github.com/alchemic-studio/alfred/bot/lifecycle"
+	"github.com/alchemic-studio/alfred/gateway"
 	"github.com/alchemic-studio/alfred/sandbox"
 	"github.com/alchemic-studio/alfred/state"
 )
@@ -78,8 +86,8 @@ func TestSealRules(t *testing.T) {
 	}
 }
 
-// TestSealDropsCredentialMounts: a sealed run keeps no credential mount but
-// the configuration its CLI declares it needs (Gemini's settings.json); an
+// TestSealDropsCredentialMounts: a sealed run keeps no credential mount
+// (its CLI's configuration comes from its adapter, bot/run's homeFiles); an
 // unsealed run keeps them all.
 func TestSealDropsCredentialMounts(t *testing.T) {
 	a, err := gemini.New()
@@ -98,10 +106,74 @@ func TestSealDropsCredentialMounts(t *testing.T) {
 		want := []sandbox.Mount{settings, oauth}
 		if s != nil {
 			s.Close()
-			want = want[:1]
+			want = nil
 		}
 		if !slices.Equal(spec.Credentials, want) {
 			t.Errorf("network %s: credential mounts %v; want %v", network, spec.Credentials, want)
 		}
+	}
+}
+
+// sealedAs is an adapter that declares the descriptor of a real CLI, so
+// that the seal takes it for that CLI; its Run is the fake's, which a run
+// refused by the seal never reaches.
+type sealedAs struct {
+	agents.Adapter
+	desc   agents.Descriptor
+	called *atomic.Int32
+}
+
+func (s sealedAs) Descriptor() agents.Descriptor { return s.desc }
+func (s sealedAs) ID() string                    { return s.desc.ID }
+
+func (s sealedAs) Run(ctx context.Context, req agents.Request) (*agents.Result, error) {
+	s.called.Add(1)
+	return s.Adapter.Run(ctx, req)
+}
+
+// TestMissingCredentialSaidInTheThread: with the gateway on and no
+// credential for a CLI's provider (Anthropic served without a key at its
+// real address, as when nothing is offered), a run of each of the six CLIs
+// starts no agent: it fails with the sentence that names the credential to
+// offer and how, and the thread says it.
+func TestMissingCredentialSaidInTheThread(t *testing.T) {
+	t.Parallel()
+	for _, mk := range []func() (*agents.Local, error){claudecode.New, codex.New, opencode.New, copilot.New, gemini.New, grok.New} {
+		l, err := mk()
+		if err != nil {
+			t.Fatal(err)
+		}
+		desc := l.Descriptor()
+		t.Run(desc.ID, func(t *testing.T) {
+			t.Parallel()
+			var called atomic.Int32
+			h := newHarness(t, func(s *setup) {
+				s.wrap = func(a agents.Adapter) agents.Adapter { return sealedAs{a, desc, &called} }
+				s.settings = append(s.settings, projectSetting("LLM_MAX_RETRIES", "0"))
+			})
+			keyless, _ := gateway.ProviderNamed(gateway.NameAnthropic, "", "")
+			g, _ := testGateway(t, keyless)
+			h.engine.Close()
+			cfg := h.engine.cfg
+			cfg.Seal = &botrun.Seal{Gateway: g}
+			h.startWith(cfg)
+			h.assign(7)
+			mb := h.waitStatus(7, lifecycle.StatusBlocked)
+			why := desc.Sealed.Missing(g.Served())
+			if why == "" || !strings.Contains(why, "offer ") {
+				t.Fatalf("Missing says %q", why)
+			}
+			runs := mustRuns(t, h.store, mb.ID)
+			if len(runs) != 1 || !strings.Contains(runs[0].Outcome, desc.ID+" cannot run sealed: "+why) {
+				t.Fatalf("runs %+v; want one whose outcome says %q", runs, why)
+			}
+			if n := called.Load(); n != 0 {
+				t.Errorf("the agent was called %d times", n)
+			}
+			if body := h.commentOf(7, lifecycle.KindBlocked); !strings.Contains(body, why) {
+				t.Errorf("blocked comment lacks %q:\n%s", why, body)
+			}
+			t.Logf("%s: %s", desc.ID, runs[0].Outcome)
+		})
 	}
 }

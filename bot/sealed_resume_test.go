@@ -108,6 +108,9 @@ func runSealedTurn(t *testing.T, e *Engine, runner sandbox.Runner, a *agents.Loc
 	if err != nil || s == nil {
 		t.Fatalf("%s: seal: %v, %v", runID, s, err)
 	}
+	if err := e.configure(t.TempDir(), a, &spec); err != nil {
+		t.Fatal(err)
+	}
 	before := len(mock.Requests())
 	probe := &netProbe{Runner: runner}
 	res, err := a.Run(context.Background(), agents.Request{Prompt: prompt, Phase: agents.PhaseDevelopment, Session: ref,

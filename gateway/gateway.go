@@ -260,6 +260,16 @@ func (g *Gateway) Providers() []string {
 	return names
 }
 
+// Served are the providers the gateway forwards to, as it was given them
+// (their keys included: for the bot's own checks, never for a person).
+func (g *Gateway) Served() []Provider {
+	out := make([]Provider, len(g.providers))
+	for i, p := range g.providers {
+		out[i] = p.Provider
+	}
+	return out
+}
+
 // Open starts the session of a run: a fresh 0700 folder under Options.Dir
 // holding the socket (mode SocketMode) the session serves, and a new token.
 // allow adds hosts this run alone may reach through the gateway as an HTTP

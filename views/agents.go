@@ -15,6 +15,10 @@ type Agent struct {
 	// Shadowed says which credential mount hides the session path, when
 	// one does (the main package finds it: pages know no sandbox type).
 	Shadowed string `json:"session_path_shadowed_by,omitempty"`
+	// Sealed says whether its runs are sealed behind the model gateway
+	// ("yes: ...") or what is missing ("no: ..."); empty for an adapter
+	// that runs in the bot (the main package says it, as alfred doctor).
+	Sealed string `json:"sealed,omitempty"`
 }
 
 // agentRow is one line of the agents screen.

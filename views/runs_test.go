@@ -181,6 +181,12 @@ func TestAgentsScreenSaysWhyNot(t *testing.T) {
 	if !strings.Contains(body, "credential mount /home/agent/.claude overlaps the session path /home/agent/.claude/projects") {
 		t.Error("agents screen does not say the credential mount overlaps")
 	}
+	missing := "no: the gateway holds no anthropic credential: offer ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN or CLAUDE_CODE_OAUTH_TOKEN in ALFRED_AGENT_ENV"
+	d.Agents[0].Sealed = missing
+	_, body = get(t, serve(t, d).URL+"/agents")
+	if !strings.Contains(body, `<td data-test="sealed">`+missing) {
+		t.Error("agents screen does not say which credential the sealed runs miss")
+	}
 	d.Runner = "host"
 	_, body = get(t, serve(t, d).URL+"/api/agents")
 	var rows []agentRow

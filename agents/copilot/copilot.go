@@ -59,7 +59,11 @@ func New() (*agents.Local, error) { return agents.NewLocal(CLI{}) }
 // Sealed, Copilot runs offline with a BYOK provider of type openai (chat
 // completions) at the forwarder, the run's token as its API key: a sealed
 // run names its model (--model). The GitHub tokens are withheld too: offline
-// BYOK needs none, and a sealed container holds no secret.
+// BYOK needs none, and a sealed container holds no secret. A GitHub
+// sign-in cannot run sealed yet: the Copilot API calls and the token's
+// validation are made by the CLI's native code, which no variable points
+// at the forwarder (1.0.102's COPILOT_API_URL moves only its cloud task
+// service).
 func (CLI) Descriptor() agents.Descriptor {
 	return agents.Descriptor{
 		ID: ID, Executable: Executable,
@@ -77,7 +81,8 @@ func (CLI) Descriptor() agents.Descriptor {
 		FixedEnv: map[string]string{"COPILOT_AUTO_UPDATE": "false", "NO_COLOR": "1"},
 		Sealed: &agents.Sealed{
 			Provider: gateway.NameOpenAI, BaseURLVar: "COPILOT_PROVIDER_BASE_URL", BaseURLPath: "/v1", KeyVar: "COPILOT_PROVIDER_API_KEY",
-			Set: map[string]string{"COPILOT_OFFLINE": "true", "COPILOT_PROVIDER_TYPE": "openai"},
+			Set:  map[string]string{"COPILOT_OFFLINE": "true", "COPILOT_PROVIDER_TYPE": "openai"},
+			Note: "Copilot calls it as its own provider; its GitHub sign-in (COPILOT_GITHUB_TOKEN) runs only unsealed, on a network",
 			Credentials: []string{"COPILOT_PROVIDER_BASE_URL", "COPILOT_PROVIDER_API_KEY", "COPILOT_PROVIDER_BEARER_TOKEN",
 				"COPILOT_PROVIDER_HEADERS", "COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"},
 		},

@@ -47,13 +47,8 @@ const ID = "gemini"
 // Executable is argv[0].
 const Executable = "gemini"
 
-// APIKeySettings is the ~/.gemini/settings.json that selects Gemini API key
-// auth, which a run with GOOGLE_GEMINI_BASE_URL needs (a sealed run
-// included): a credential mount brings it.
-const APIKeySettings = `{"security":{"auth":{"selectedType":"gemini-api-key"}}}`
-
-// SettingsPath is where a credential mount brings APIKeySettings; a sealed
-// run keeps that mount (agents.Sealed.KeepMounts), and no other.
+// SettingsPath is the settings file of the CLI's home, where HomeFiles
+// writes the choice of authentication.
 const SettingsPath = agents.AgentHome + "/.gemini/settings.json"
 
 // CLI implements agents.CLI for the Gemini CLI.
@@ -75,9 +70,8 @@ func New() (*agents.Local, error) { return agents.NewLocal(CLI{}) }
 // forwarder) with the run's token as GEMINI_API_KEY (sent in
 // x-goog-api-key). GOOGLE_GEMINI_BASE_URL alone selects the auth type
 // "gateway", which headless runs refuse (exit 41, "Invalid auth method
-// selected."), and no variable selects another: ~/.gemini/settings.json must
-// be APIKeySettings (a credential mount brings it, as for any run with
-// GOOGLE_GEMINI_BASE_URL).
+// selected."), and no variable selects another: HomeFiles writes the
+// choice into ~/.gemini/settings.json.
 func (CLI) Descriptor() agents.Descriptor {
 	return agents.Descriptor{
 		ID: ID, Executable: Executable,
@@ -95,9 +89,29 @@ func (CLI) Descriptor() agents.Descriptor {
 		Sealed: &agents.Sealed{
 			Provider: gateway.NameGemini, BaseURLVar: "GOOGLE_GEMINI_BASE_URL", KeyVar: "GEMINI_API_KEY",
 			Credentials: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_VERTEX_BASE_URL"},
-			KeepMounts:  []string{SettingsPath},
 		},
 	}
+}
+
+// HomeFiles implements agents.HomeConfigurer: Gemini reads its choice of
+// authentication from ~/.gemini/settings.json only (security.auth.selectedType),
+// never from a variable, and headless runs without one refuse to start
+// (exit 41). The choice follows the environment: Vertex AI when
+// GOOGLE_GENAI_USE_VERTEXAI is true, the Gemini API with a key or a base
+// URL (a sealed run has both: the forwarder and the run's token), else
+// nothing is written (a credential mount of the operator's may bring a
+// choice, with an OAuth login beside it).
+func (CLI) HomeFiles(env map[string]string) map[string]string {
+	var auth string
+	switch {
+	case strings.EqualFold(env["GOOGLE_GENAI_USE_VERTEXAI"], "true"):
+		auth = "vertex-ai"
+	case env["GEMINI_API_KEY"] != "" || env["GOOGLE_GEMINI_BASE_URL"] != "":
+		auth = "gemini-api-key"
+	default:
+		return nil
+	}
+	return map[string]string{SettingsPath: `{"security":{"auth":{"selectedType":"` + auth + `"}}}`}
 }
 
 // Argv implements agents.CLI. The prompt is on stdin.

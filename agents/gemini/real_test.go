@@ -14,14 +14,14 @@ import (
 // through ALFRED_AGENT_CLIS_BIN.
 
 // onMock points Gemini at the mock model: GOOGLE_GEMINI_BASE_URL, with the
-// settings that select API key auth, which it needs (in the container they
-// come with the credential mounts). The model is named: with the default
+// settings that select API key auth, which it needs: the adapter's own
+// (HomeFiles, which the engine mounts in a container). The model is named: with the default
 // "auto" model, Gemini first asks a router model for a JSON classification,
 // which the mock does not give, and retries for ~80 s.
 func onMock(m *clitest.Mocked) {
 	m.Adapter = modelled{m.Adapter, "gemini-2.5-flash"}
-	m.Runner.Setup = clitest.HomeFile(".gemini/settings.json", APIKeySettings)
 	m.Env["GOOGLE_GEMINI_BASE_URL"], m.Env["GEMINI_API_KEY"] = m.Mock.URL, "mock-provider-key"
+	m.Runner.Setup = clitest.HomeFile(".gemini/settings.json", CLI{}.HomeFiles(m.Env)[SettingsPath])
 	m.Timeout = 3 * time.Minute
 }
 

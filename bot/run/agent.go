@@ -82,13 +82,21 @@ func (r *Runner) session(ctx context.Context, req Request, spec sandbox.Spec, cr
 }
 
 // callAgent runs the adapter, sealed behind the model gateway when it can
-// be, and records what it said and spent into the run and ls, with every
+// be, with the configuration its CLI needs in its home written into home
+// (Configure),
+// and records what it said and spent into the run and ls, with every
 // secret of the run hidden (the gateway session's token is one more).
-func (r *Runner) callAgent(ctx context.Context, rq Request, req agents.Request, ls *state.LLMSession) (*agents.Result, error) {
+func (r *Runner) callAgent(ctx context.Context, rq Request, req agents.Request, ls *state.LLMSession, home string) (*agents.Result, error) {
 	mb, run, adapter := &rq.Mailbox, rq.Run, rq.Adapter
 	redactRun := r.redact
 	gw, err := r.Seal(run.ID, rq.Settings, adapter, &req.Sandbox)
+	if err == nil {
+		err = r.Configure(home, adapter, &req.Sandbox)
+	}
 	if err != nil {
+		if gw != nil {
+			r.Unseal(gw, run)
+		}
 		ls.Outcome = string(agents.OutcomeFailed)
 		return nil, err
 	}

@@ -131,7 +131,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (Report, error) {
 	if h := r.handoff(mb, run, ref, req.Settings.SessionHandoff); h != "" { // a fresh session picks up where another left off
 		prompt += "\n" + h
 	}
-	res, err := r.callAgent(ctx, req, agents.Request{Prompt: prompt, Phase: phase, Sandbox: spec, Session: ref}, ls)
+	res, err := r.callAgent(ctx, req, agents.Request{Prompt: prompt, Phase: phase, Sandbox: spec, Session: ref}, ls, wt.Home)
 	if err != nil || res.Outcome != agents.OutcomeSucceeded || !wt.Pushable {
 		return Report{Result: res, Session: ls}, err
 	}

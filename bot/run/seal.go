@@ -79,7 +79,7 @@ func (r *Runner) Seal(runID string, settings Settings, adapter agents.Adapter, s
 			"NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"})
 	}
 	spec.Env = env
-	spec.Credentials = keptMounts(spec.Credentials, sd.KeepMounts)
+	spec.Credentials = nil // the gateway holds the credentials; the CLI's configuration comes with HomeFiles
 	spec.Network = "none"
 	spec.Binds = append(slices.Clone(spec.Binds), sandbox.Mount{Host: s.SocketPath(), Container: gateway.ContainerSocket})
 	fwd := "alfred-forward"
@@ -90,18 +90,6 @@ func (r *Runner) Seal(runID string, settings Settings, adapter agents.Adapter, s
 	spec.Prefix = []string{fwd, "-port", strconv.Itoa(gateway.DefaultForwardPort), "-socket", gateway.ContainerSocket, "--"}
 	r.Log.Info("run sealed", "run", runID, "provider", sd.Provider)
 	return s, nil
-}
-
-// keptMounts are the credential mounts a sealed run keeps: the ones its CLI
-// needs for configuration (keep), none that may hold a credential.
-func keptMounts(mounts []sandbox.Mount, keep []string) []sandbox.Mount {
-	var out []sandbox.Mount
-	for _, m := range mounts {
-		if slices.Contains(keep, m.Container) {
-			out = append(out, m)
-		}
-	}
-	return out
 }
 
 // ErrUnsealable is a run on AGENT_NETWORK none whose CLI cannot run behind
@@ -115,8 +103,8 @@ func (r *Runner) sealable(id string, sd *agents.Sealed, settings Settings) error
 	if sd == nil {
 		return fmt.Errorf("%s %w: it has no way to reach its model through Alfred's gateway; choose another AGENT_ADAPTER, %s", id, ErrUnsealable, unsealed)
 	}
-	if !slices.Contains(r.Sealing.Gateway.Providers(), sd.Provider) {
-		return fmt.Errorf("%s %w: the gateway has no %s key; offer it in ALFRED_AGENT_ENV, %s", id, ErrUnsealable, sd.Provider, unsealed)
+	if why := sd.Missing(r.Sealing.Gateway.Served()); why != "" {
+		return fmt.Errorf("%s %w: %s, %s", id, ErrUnsealable, why, unsealed)
 	}
 	if p := runProvider(settings.Provider, settings.Model); p != "" && p != sd.Provider {
 		return fmt.Errorf("%s %w with provider %s: sealed, it calls %s; set AGENT_PROVIDER and AGENT_MODEL to a %s model, %s", id, ErrUnsealable, p, sd.Provider, sd.Provider, unsealed)

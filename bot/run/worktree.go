@@ -58,13 +58,16 @@ type Worktree struct {
 	// Excludes are gitignore patterns of files that are never part of the
 	// change (the agent CLI's own files).
 	Excludes []string
-	start    string // the commit checked out
-	merged   string // the commit merged in before the agent ran, the commit's second parent
-	head     string // the bot's commit of the change, once made
-	private  string // the bot's repository of this run
-	cache    string
-	remote   Remote
-	repos    *Repos
+	// Home is a folder of the bot's for the configuration files the
+	// agent's CLI gets in its home (home.go); removed with the rest.
+	Home    string
+	start   string // the commit checked out
+	merged  string // the commit merged in before the agent ran, the commit's second parent
+	head    string // the bot's commit of the change, once made
+	private string // the bot's repository of this run
+	cache   string
+	remote  Remote
+	repos   *Repos
 }
 
 func (r *Repos) projectLock(key string) *sync.Mutex {
@@ -120,7 +123,8 @@ func (r *Repos) BranchExists(ctx context.Context, p forges.Project, branch strin
 func (r *Repos) Checkout(ctx context.Context, p forges.Project, remote Remote, runID, branch, base string, push bool) (*Worktree, error) {
 	dir := filepath.Join(r.Base, "worktrees", runID)
 	private := filepath.Join(r.Base, "private", runID+".git")
-	for _, d := range []string{dir, private} {
+	home := filepath.Join(r.Base, "private", runID+".home")
+	for _, d := range []string{dir, private, home} {
 		if err := os.RemoveAll(d); err != nil {
 			return nil, fmt.Errorf("clear old working copy: %w", err)
 		}
@@ -137,7 +141,7 @@ func (r *Repos) Checkout(ctx context.Context, p forges.Project, remote Remote, r
 	if err != nil {
 		return nil, fmt.Errorf("find %s in the cache of %s: %w", start, p.FullName(), err)
 	}
-	w := &Worktree{Dir: dir, Branch: branch, Pushable: push, start: strings.TrimSpace(sha), private: private, cache: cache, remote: remote, repos: r}
+	w := &Worktree{Dir: dir, Branch: branch, Pushable: push, start: strings.TrimSpace(sha), private: private, Home: home, cache: cache, remote: remote, repos: r}
 	if !push {
 		w.Branch = "alfred/run-" + runID
 	}
@@ -290,7 +294,7 @@ func (w *Worktree) Push(ctx context.Context) error {
 
 // Remove deletes the working copy and the run's private repository.
 func (w *Worktree) Remove() error {
-	err := errors.Join(os.RemoveAll(w.Dir), os.RemoveAll(w.private))
+	err := errors.Join(os.RemoveAll(w.Dir), os.RemoveAll(w.private), os.RemoveAll(w.Home))
 	if err != nil {
 		return fmt.Errorf("remove working copy: %w", err)
 	}
