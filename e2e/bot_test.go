@@ -133,16 +133,31 @@ func agentImage(t testing.TB) (dockerHost, image, instance string) {
 	if err != nil {
 		t.Fatalf("claude: %v", err)
 	}
-	instance = "e2e-" + strings.Map(func(r rune) rune { // a tag, a label value
+	instance = instanceOf(t)
+	image = "alfred-e2e/claude:" + instance
+	buildImage(t, dockerHost, claude, image)
+	t.Cleanup(func() { exec.Command("docker", "-H", dockerHost, "rmi", "-f", image).Run() })
+	return dockerHost, image, instance
+}
+
+// instanceOf is the test's own ALFRED_INSTANCE: an image tag and a label
+// value, unique to the run.
+func instanceOf(t testing.TB) string {
+	return "e2e-" + strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
 			return r
 		}
 		return '-'
 	}, strings.ToLower(t.Name())) + "-" + randomSuffix(t)
-	image = "alfred-e2e/claude:" + instance
-	buildImage(t, dockerHost, claude, image)
-	t.Cleanup(func() { exec.Command("docker", "-H", dockerHost, "rmi", "-f", image).Run() })
-	return dockerHost, image, instance
+}
+
+// shippedImage is the agent image Alfred ships (scripts/images.sh), with
+// every CLI in it, and the test's own instance.
+func shippedImage(t testing.TB) (dockerHost, image, instance string) {
+	t.Helper()
+	dockerHost = need(t, "ALFRED_TEST_DOCKER_HOST", "the private Docker daemon of scripts/dockerd.sh")
+	image = need(t, "ALFRED_TEST_AGENT_IMAGE", "the agent image of scripts/images.sh")
+	return dockerHost, image, instanceOf(t)
 }
 
 // newBot builds the binary and sets up its environment: the forge's

@@ -66,6 +66,12 @@ type startOption func(t testing.TB, b *bot, image, instance string) []string
 func start(t testing.TB, w world, opts ...startOption) *scenario {
 	t.Helper()
 	dockerHost, image, instance := agentImage(t)
+	return startOn(t, w, dockerHost, image, instance, opts...)
+}
+
+// startOn is start with the agents in image (of dockerHost) under instance.
+func startOn(t testing.TB, w world, dockerHost, image, instance string, opts ...startOption) *scenario {
+	t.Helper()
 	b := newBot(t, w.forgeEnv(), dockerHost, image, instance)
 	for _, o := range opts {
 		b.env = append(b.env, o(t, b, image, instance)...) // the last value of a variable wins
@@ -94,6 +100,7 @@ func start(t testing.TB, w world, opts ...startOption) *scenario {
 // reads it with its runs and sessions.
 func (s *scenario) waitStatus(status string) {
 	s.t.Helper()
+	defer s.sayRunsIfFailed()
 	waitFor(s.t, 3*time.Minute, "status "+status, func() (ok bool) {
 		s.b.look(func(st *state.Store) {
 			m, err := st.Mailbox(s.key)
@@ -109,6 +116,26 @@ func (s *scenario) waitStatus(status string) {
 			ok = true
 		})
 		return ok
+	})
+}
+
+// sayRunsIfFailed logs the mailbox and its runs when the test failed (a
+// wait timed out): where the work stopped, and why.
+func (s *scenario) sayRunsIfFailed() {
+	if !s.t.Failed() {
+		return
+	}
+	s.b.look(func(st *state.Store) {
+		m, err := st.Mailbox(s.key)
+		if err != nil {
+			s.t.Logf("mailbox %v: %v", s.key, err)
+			return
+		}
+		s.t.Logf("mailbox %s: %s, active run %q", m.ID, m.Status, m.ActiveRunID)
+		runs, _ := st.Runs(m.ID)
+		for _, r := range runs {
+			s.t.Logf("run %s: %s by %s, %s: %s", r.ID, r.Phase, r.AdapterID, r.Status, r.Outcome)
+		}
 	})
 }
 

@@ -95,7 +95,8 @@ type Options struct {
 	Delay time.Duration
 	// WriteDir, when set, makes the model edit files like a coding agent
 	// (Anthropic only): a request that offers the Write tool, carries no tool
-	// result and whose last user text lacks ReadOnlyPhrase is answered with a
+	// result and whose last user text lacks ReadOnlyPhrase (outside quoted
+	// lines) is answered with a
 	// Write of a new file in WriteDir; the request carrying the tool's result
 	// gets Reply.
 	WriteDir       string
@@ -124,11 +125,26 @@ func (s *Server) wantsWrite(req Request) bool {
 	if s.opts.WriteDir == "" || !slices.Contains(req.Tools, "Write") || req.Prompt == "" {
 		return false
 	}
-	if s.opts.ReadOnlyPhrase != "" && strings.Contains(req.Prompt, s.opts.ReadOnlyPhrase) {
+	if s.readOnly(req.Prompt) {
 		return false
 	}
 	mine := writeID(req)
 	return !slices.ContainsFunc(req.ToolResults, func(id string) bool { return strings.HasPrefix(id, mine) })
+}
+
+// readOnly tells whether prompt asks for no change: it holds ReadOnlyPhrase
+// outside quoted lines ("> "), where a handoff quotes an earlier session's
+// prompts as material.
+func (s *Server) readOnly(prompt string) bool {
+	if s.opts.ReadOnlyPhrase == "" {
+		return false
+	}
+	for _, line := range strings.Split(prompt, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), ">") && strings.Contains(line, s.opts.ReadOnlyPhrase) {
+			return true
+		}
+	}
+	return false
 }
 
 // writeID is the prefix of the tool_use ids of the Write for req's prompt.

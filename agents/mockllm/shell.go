@@ -229,13 +229,17 @@ func (s *Server) shellCommand(req Request) string {
 	if len(s.opts.ShellFor) == 0 {
 		return s.opts.Shell
 	}
-	prompt := cmp.Or(req.Prompt, req.LastUserText)
-	if s.opts.ReadOnlyPhrase != "" && strings.Contains(prompt, s.opts.ReadOnlyPhrase) {
-		return ""
-	}
-	for _, key := range slices.Sorted(maps.Keys(s.opts.ShellFor)) {
-		if strings.Contains(prompt, key) {
-			return s.opts.ShellFor[key]
+	// The prompt is the conversation's last user text that holds a key: a
+	// CLI may add user texts of its own after it (Codex's environment).
+	texts := append(slices.Clone(req.UserTexts), cmp.Or(req.Prompt, req.LastUserText))
+	for i := len(texts) - 1; i >= 0; i-- {
+		for _, key := range slices.Sorted(maps.Keys(s.opts.ShellFor)) {
+			if strings.Contains(texts[i], key) {
+				if s.readOnly(texts[i]) {
+					return ""
+				}
+				return s.opts.ShellFor[key]
+			}
 		}
 	}
 	return s.opts.Shell

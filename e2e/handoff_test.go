@@ -1,0 +1,155 @@
+package e2e
+
+import (
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/alchemic-studio/alfred/agents/mockllm"
+	"github.com/alchemic-studio/alfred/forges/forgejo/giteatest"
+	"github.com/alchemic-studio/alfred/state"
+)
+
+// The issues of the handoff test: one analysed by Claude Code and developed
+// by Codex, one the other way round.
+const (
+	handoffToCodexTitle  = "Greet the users in French"
+	handoffToClaudeTitle = "Greet the users in German"
+)
+
+// TestE2EHandoff (issue 30, item 5): the built bot on the real Gitea, the
+// shipped agent image, every run sealed behind the bot's gateway with the
+// mock model as Anthropic and OpenAI. An issue analysed by Claude Code,
+// then AGENT_ADAPTER set to Codex for the project, then validated: the
+// development run is Codex's, fresh with adapter_changed, its prompt
+// carrying the handoff built from Claude Code's transcript, which the model
+// sees in Codex's first request; its change is pushed. The other way round
+// too: analysed by Codex, developed by Claude Code.
+func TestE2EHandoff(t *testing.T) {
+	in := giteatest.FromEnv(t, giteatest.Gitea)
+	w := newGiteaWorld(t, in)
+	dockerHost, image, instance := shippedImage(t)
+	s := startOn(t, w, dockerHost, image, instance,
+		withModel(mockllm.Options{Reply: agentReply, ReadOnlyPhrase: "Do not change any file", ShellFor: map[string]string{
+			handoffToCodexTitle:  "echo 'Bonjour' > /workspace/FRENCH.md && echo wrote FRENCH.md",
+			handoffToClaudeTitle: "echo 'Hallo' > /workspace/GERMAN.md && echo wrote GERMAN.md",
+		}}),
+		withOpenAI(), withAdapter(w, "claude-code"))
+	s.waitDetected("codex", image)
+
+	// Claude Code analyses; Codex develops.
+	s.redTeamIssue(handoffToCodexTitle, "The demo should greet its users in French.")
+	toCodex := s.key
+	s.checkPhase("analysis", "claude-code")
+	s.restartWith(w, "codex")
+	w.label(s.n, []string{"ai::validate_plan"}, nil)
+	s.waitStatus("in_ci")
+	s.checkHandoff("claude-code", "codex", "FRENCH.md")
+
+	// Codex analyses (same project, now on Codex); Claude Code develops.
+	s.redTeamIssue(handoffToClaudeTitle, "The demo should greet its users in German.")
+	s.checkPhase("analysis", "codex")
+	s.restartWith(w, "claude-code")
+	w.label(s.n, []string{"ai::validate_plan"}, nil)
+	s.waitStatus("in_ci")
+	s.checkHandoff("codex", "claude-code", "GERMAN.md")
+	s.sealed()
+	if toCodex == s.key {
+		t.Fatal("both directions ran on one issue")
+	}
+}
+
+// withOpenAI offers the mock model as OpenAI too (Codex's provider), with
+// the same key: the gateway serves both.
+func withOpenAI() startOption {
+	return func(_ testing.TB, b *bot, _, _ string) []string {
+		return []string{"ALFRED_AGENT_ENV=ANTHROPIC_BASE_URL,ANTHROPIC_API_KEY,OPENAI_BASE_URL,OPENAI_API_KEY",
+			"OPENAI_BASE_URL=" + b.model.URL + "/v1", "OPENAI_API_KEY=" + apiKey}
+	}
+}
+
+// withAdapter sets the project's AGENT_ADAPTER before the bot starts.
+func withAdapter(w world, id string) startOption {
+	return func(t testing.TB, b *bot, _, _ string) []string {
+		if out := b.run("settings", "set", "AGENT_ADAPTER", id, "-project", w.project()); !strings.Contains(out, "AGENT_ADAPTER") {
+			t.Fatalf("settings set: %s", out)
+		}
+		return nil
+	}
+}
+
+// restartWith stops the bot, sets the project's AGENT_ADAPTER to id (the
+// settings are written while the server is stopped) and starts it again.
+func (s *scenario) restartWith(w world, id string) {
+	s.t.Helper()
+	s.b.cmd.Process.Signal(syscall.SIGTERM)
+	s.b.cmd.Wait()
+	withAdapter(w, id)(s.t, s.b, "", "")
+	s.b.serve()
+}
+
+// waitDetected waits until the bot detected adapter in image, resumable.
+func (s *scenario) waitDetected(adapter, image string) {
+	s.t.Helper()
+	waitFor(s.t, time.Minute, adapter+" detected as resumable", func() (ok bool) {
+		s.b.look(func(st *state.Store) {
+			all, _ := st.Installations()
+			ok = slices.ContainsFunc(all, func(in state.AgentInstallation) bool {
+				return in.AdapterID == adapter && in.Image == image && in.ResumableSessions
+			})
+		})
+		return ok
+	})
+}
+
+// checkPhase fails unless the issue's last run is a succeeded run of phase
+// by adapter.
+func (s *scenario) checkPhase(phase, adapter string) {
+	s.t.Helper()
+	r := s.lastRun()
+	if r.Phase != phase || r.AdapterID != adapter || r.Status != state.RunSucceeded {
+		s.t.Fatalf("the last run: %s by %s, %s (%s); want a succeeded %s by %s", r.Phase, r.AdapterID, r.Status, r.Outcome, phase, adapter)
+	}
+}
+
+// checkHandoff: the issue's development run is to's, started fresh
+// because the adapter changed, with a handoff from from's session; the
+// model saw the handoff in to's first request of that run, and the file the
+// run wrote was pushed.
+func (s *scenario) checkHandoff(from, to, file string) {
+	t := s.t
+	t.Helper()
+	s.checkPhase("development", to)
+	dev, ls := s.lastRun(), s.lastSession()
+	if dev.HandoffFrom == nil || dev.HandoffFrom.Adapter != from || dev.HandoffFrom.NativeSessionID == "" {
+		t.Fatalf("the development run's handoff: %+v", dev.HandoffFrom)
+	}
+	if ls.AdapterID != to || ls.ResumeFallback == nil || *ls.ResumeFallback != "adapter_changed" {
+		t.Fatalf("the development session: adapter %s, fallback %v", ls.AdapterID, ls.ResumeFallback)
+	}
+	title := handoffToCodexTitle
+	if to == "claude-code" {
+		title = handoffToClaudeTitle
+	}
+	reqs := s.b.model.Requests()
+	said := func(r mockllm.Request) string { return strings.Join(r.UserTexts, "\n") } // the prompt, in every API
+	i := slices.IndexFunc(reqs, func(r mockllm.Request) bool {
+		return strings.Contains(said(r), "Implement the plan") && strings.Contains(said(r), title)
+	})
+	if i < 0 {
+		t.Fatalf("no development prompt of %q reached the model", title)
+	}
+	first := reqs[i]
+	want := []string{"# Handoff from an earlier session", "made by " + from + " in session " + dev.HandoffFrom.NativeSessionID}
+	for _, w := range want {
+		if !strings.Contains(said(first), w) {
+			t.Fatalf("%s's first development request (%s) lacks %q:\n%s", to, first.API, w, said(first))
+		}
+	}
+	if !slices.Contains(s.w.files(s.mb.HeadSHA), file) {
+		t.Fatalf("%s's change did not land: %q", to, s.w.files(s.mb.HeadSHA))
+	}
+	t.Logf("%s handed over to %s: %s, fallback %s, %d model requests so far", from, to, dev.ID, *ls.ResumeFallback, len(reqs))
+}
