@@ -199,7 +199,7 @@ func TestAgentsDetectOnTheHost(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("agents detect: %d %q", code, errOut)
 	}
-	for _, want := range []string{"claude-code  host    2.1.197", "codex", "opencode", "copilot", "gemini", "grok", "the host runner never resumes sessions"} {
+	for _, want := range []string{"claude-code  host    2.1.332", "codex", "opencode", "copilot", "gemini", "grok", "the host runner never resumes sessions"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("agents detect output lacks %q:\n%s", want, out)
 		}

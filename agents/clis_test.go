@@ -29,8 +29,9 @@ type cli struct {
 	agents.CLI
 	new func() (*agents.Local, error)
 	// version is the first line its version command prints; pinned is the
-	// version in it, the one scripts/agent-clis.sh installs.
-	version, pinned string
+	// version in it, the one scripts/agent-clis.sh installs; previous is the
+	// one scripts/agent-clis.sh --previous installs, "" for none.
+	version, pinned, previous string
 	// missing is a session id in the CLI's format that does not exist; ""
 	// for a CLI that never resumes.
 	missing string
@@ -42,7 +43,7 @@ type cli struct {
 }
 
 var clis = []cli{
-	{CLI: claudecode.CLI{}, new: claudecode.New, version: "2.1.197 (Claude Code)", pinned: "2.1.197",
+	{CLI: claudecode.CLI{}, new: claudecode.New, version: "2.1.332 (Claude Code)", pinned: "2.1.332", previous: "2.1.197",
 		missing: uuid.NewString(), provider: "anthropic", model: "claude-sonnet-4-5"},
 	{CLI: codex.CLI{}, new: codex.New, version: "codex-cli 0.171.0", pinned: "0.171.0",
 		missing: "01a22ae1-0511-7ef3-bd9e-000000000001", provider: "openai", model: "gpt-5"},
@@ -124,13 +125,22 @@ func checkSealed(t *testing.T, d agents.Descriptor) {
 }
 
 // TestRealVersion detects each real binary on the host runner, as `alfred
-// agents detect` does (clitest.RealVersion).
+// agents detect` does (clitest.RealVersion), and the previous pin of a CLI
+// that has one.
 func TestRealVersion(t *testing.T) {
 	t.Parallel() // each row runs real binaries: all of them at once
 	for _, c := range clis {
 		t.Run(c.Descriptor().ID, func(t *testing.T) {
 			t.Parallel()
 			clitest.RealVersion(t, c.CLI, c.Descriptor().Executable, c.pinned)
+		})
+		if c.previous == "" {
+			continue
+		}
+		t.Run(c.Descriptor().ID+"/previous", func(t *testing.T) {
+			t.Parallel()
+			bin := clitest.PreviousBin(t, c.Descriptor().Executable)
+			clitest.RealVersionIn(t, bin, c.CLI, c.previous)
 		})
 	}
 }

@@ -4,8 +4,8 @@
 #
 #   the bot    Dockerfile, target `prebuilt`, with the binary built here by
 #              `go build` (the Makefile's flags); see the Dockerfile for why
-#   the agent  sandbox/images/agent/Dockerfile: Debian's Node.js, npm and git,
-#              the agent CLIs of scripts/agent-clis.sh, and alfred-forward
+#   the agent  sandbox/images/agent/Dockerfile: git, the Node.js, npm and
+#              agent CLIs pinned in scripts/agent-clis.sh, and alfred-forward
 #              (cmd/alfred-forward) built here static
 #
 # Usage (as root the first time: debootstrap needs it):
@@ -19,7 +19,9 @@
 #
 # Caching by content: each image is tagged with a key made of what goes into it
 # (bot: the Dockerfile, the binary, the base image; agent: its Dockerfile,
-# scripts/agent-clis.sh, the forwarder binary, the base image). An image that already has its key is
+# scripts/agent-clis.sh, which holds every pin of Node.js, npm and the CLIs with
+# their checksums, the forwarder binary, the base image: the whole build
+# context and the base). An image that already has its key is
 # not built again; an older key of the same name is removed. Both images are
 # also tagged :latest, the names deploy/compose.yaml and ALFRED_AGENT_IMAGE use.
 #
@@ -175,7 +177,9 @@ cp scripts/agent-clis.sh "$CTX/agent/scripts/"
 cp sandbox/images/agent/Dockerfile "$CTX/agent/sandbox/images/agent/"
 CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$CTX/agent/bin/alfred-forward" ./cmd/alfred-forward ||
 	die "step agent forwarder: go build ./cmd/alfred-forward failed"
-agent_key=$( (cat sandbox/images/agent/Dockerfile scripts/agent-clis.sh "$CTX/agent/bin/alfred-forward"; echo "$BASE_ID") | sha256sum | cut -c1-12)
+# The key hashes every file of the context (the Dockerfile, the pins, the
+# forwarder), by path, and the base image.
+agent_key=$( (cd "$CTX/agent" && find . -type f -print0 | sort -z | xargs -0 sha256sum; echo "$BASE_ID") | sha256sum | cut -c1-12)
 AGENT="$AGENT_NAME:$agent_key"
 if image_id "$AGENT" >/dev/null; then
 	log "agent image $AGENT is up to date"

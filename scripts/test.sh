@@ -4,7 +4,9 @@
 # Docker packages come with scripts/dockerd.sh), starts a private Docker daemon,
 # a real Gitea (scripts/gitea.sh) and a real Forgejo (scripts/forgejo.sh, built
 # in the background from the start the first time, then cached), installs the agent CLIs from the npm
-# registry, builds the bot and agent images on a Debian root filesystem made
+# registry on the Node.js pinned with them (scripts/agent-clis.sh; Debian's
+# Node.js and npm only fetch it), and the previous pins of scripts/agent-clis.sh
+# --previous, builds the bot and agent images on a Debian root filesystem made
 # with debootstrap (scripts/images.sh), starts a single-node Kubernetes cluster
 # (scripts/k8s.sh; its components are built from the Go module proxy in the
 # background from the start, the first time, then cached), runs every test and
@@ -84,9 +86,11 @@ await_build forgejo Forgejo
 forgejo_env=$(bash scripts/forgejo.sh start) # a failed start stops the run here
 eval "$forgejo_env"
 
-log "installing the agent CLIs"
-clis_env=$(bash scripts/agent-clis.sh)
+log "installing the agent CLIs, and the previous pins the real-CLI tests also run"
+clis_env=$(bash scripts/agent-clis.sh) # ALFRED_AGENT_CLIS_BIN
 eval "$clis_env"
+previous_env=$(bash scripts/agent-clis.sh --previous) # ALFRED_AGENT_CLIS_PREVIOUS_BIN
+eval "$previous_env"
 
 log "building the bot and agent images (about 10 min the first time, seconds when cached)"
 images_env=$(bash scripts/images.sh) # a failed build stops the run here, naming the step

@@ -54,19 +54,30 @@ func onMock(m *clitest.Mocked) {
 	m.Env["ANTHROPIC_BASE_URL"], m.Env["ANTHROPIC_API_KEY"] = m.Mock.URL, "sk-ant-test"
 }
 
+// TestRealRoundTrip runs the round trip on the pinned Claude Code and on the
+// previous pin (clitest.Installs): both are inside the verified range.
 func TestRealRoundTrip(t *testing.T) {
-	m := clitest.Real(t, CLI{}, mockllm.Options{}, onMock)
-	m.Env["UNLISTED_SECRET"] = "must not reach the CLI"
-	clitest.RoundTrip{Mocked: m, Phase: agents.PhaseDevelopment, ValidID: clitest.UUID}.Check(t)
+	for _, in := range clitest.Installs(t, Executable) {
+		t.Run(in.Name, func(t *testing.T) {
+			m := clitest.RealIn(t, in.Bin, CLI{}, mockllm.Options{}, onMock)
+			m.Env["UNLISTED_SECRET"] = "must not reach the CLI"
+			clitest.RoundTrip{Mocked: m, Phase: agents.PhaseDevelopment, ValidID: clitest.UUID}.Check(t)
+		})
+	}
 }
 
 // TestRealWorktreeHoldsOnlyTheChange: after real runs (no session, fresh,
 // resumed) in a git working copy where the model has Claude Code write one
-// new file per prompt, git status lists those files and nothing else.
+// new file per prompt, git status lists those files and nothing else; on the
+// pinned Claude Code and on the previous pin.
 func TestRealWorktreeHoldsOnlyTheChange(t *testing.T) {
-	dir := clitest.GitWorktree(t)
-	m := clitest.Real(t, CLI{}, mockllm.Options{Reply: "done", WriteDir: dir}, onMock)
-	clitest.CleanWorktree{Mocked: m, Dir: dir, Asked: []string{"greeting-*.txt"}}.Check(t)
+	for _, in := range clitest.Installs(t, Executable) {
+		t.Run(in.Name, func(t *testing.T) {
+			dir := clitest.GitWorktree(t)
+			m := clitest.RealIn(t, in.Bin, CLI{}, mockllm.Options{Reply: "done", WriteDir: dir}, onMock)
+			clitest.CleanWorktree{Mocked: m, Dir: dir, Asked: []string{"greeting-*.txt"}}.Check(t)
+		})
+	}
 }
 
 // TestRealRetriesBoundedByTimeout: with the API unreachable, Claude Code

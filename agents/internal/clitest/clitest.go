@@ -1,5 +1,6 @@
 // Package clitest owns the test harness for real agent CLIs: finding the
-// pinned binaries (ALFRED_AGENT_CLIS_BIN, filled by scripts/agent-clis.sh)
+// pinned binaries (ALFRED_AGENT_CLIS_BIN, filled by scripts/agent-clis.sh, and
+// ALFRED_AGENT_CLIS_PREVIOUS_BIN, by scripts/agent-clis.sh --previous)
 // and a Runner that plays the container's /home/agent on the host, so that
 // the shared flow, session mount included, runs a real CLI unchanged.
 package clitest
@@ -19,21 +20,39 @@ import (
 	"github.com/alchemic-studio/alfred/sandbox"
 )
 
-// BinEnv names the variable holding the folder of the pinned CLIs.
+// BinEnv names the variable holding the folder of the pinned CLIs, with the
+// pinned node, npm and npx (scripts/agent-clis.sh).
 const BinEnv = "ALFRED_AGENT_CLIS_BIN"
 
-// Bin returns the folder holding exe, or ends the test: t.Skip under
-// -short, t.Fatal otherwise, saying what is missing.
+// PreviousBinEnv names the variable holding the folder of the previous pins
+// (scripts/agent-clis.sh --previous): an older version of a CLI, inside its
+// adapter's verified range, that the real tests run too.
+const PreviousBinEnv = "ALFRED_AGENT_CLIS_PREVIOUS_BIN"
+
+// Bin returns the folder of the pinned CLIs holding exe, or ends the test:
+// t.Skip under -short, t.Fatal otherwise, saying what is missing.
 func Bin(t testing.TB, exe string) string {
 	t.Helper()
-	dir := os.Getenv(BinEnv)
+	return binIn(t, BinEnv, "scripts/agent-clis.sh", exe)
+}
+
+// PreviousBin returns the folder of the previous pins holding exe, or ends
+// the test as Bin does.
+func PreviousBin(t testing.TB, exe string) string {
+	t.Helper()
+	return binIn(t, PreviousBinEnv, "scripts/agent-clis.sh --previous", exe)
+}
+
+func binIn(t testing.TB, env, script, exe string) string {
+	t.Helper()
+	dir := os.Getenv(env)
 	msg := ""
 	switch {
 	case dir == "":
-		msg = fmt.Sprintf("%s is not set: run scripts/agent-clis.sh and export %s=<the folder it prints> (needs %s)", BinEnv, BinEnv, exe)
+		msg = fmt.Sprintf("%s is not set: run %s and export %s=<the folder it prints> (needs %s)", env, script, env, exe)
 	default:
 		if fi, err := os.Stat(filepath.Join(dir, exe)); err != nil || fi.IsDir() {
-			msg = fmt.Sprintf("%s not found in %s=%s: run scripts/agent-clis.sh", exe, BinEnv, dir)
+			msg = fmt.Sprintf("%s not found in %s=%s: run %s", exe, env, dir, script)
 		}
 	}
 	if msg != "" {
@@ -43,6 +62,17 @@ func Bin(t testing.TB, exe string) string {
 		t.Fatal(msg)
 	}
 	return dir
+}
+
+// Install is one installation of a CLI the real tests run: Name names its
+// subtest, Bin is its folder.
+type Install struct{ Name, Bin string }
+
+// Installs returns the installations of exe to run: the current pin (Bin)
+// and the previous one (PreviousBin). A missing one ends the test as Bin does.
+func Installs(t testing.TB, exe string) []Install {
+	t.Helper()
+	return []Install{{Name: "current", Bin: Bin(t, exe)}, {Name: "previous", Bin: PreviousBin(t, exe)}}
 }
 
 // Env is a clean environment for a CLI run: HOME (the sandbox's), PATH with
@@ -137,7 +167,12 @@ type Mocked struct {
 // Timeout); it may be nil.
 func Real(t testing.TB, cli agents.CLI, opts mockllm.Options, point func(m *Mocked)) Mocked {
 	t.Helper()
-	bin := Bin(t, cli.Descriptor().Executable)
+	return RealIn(t, Bin(t, cli.Descriptor().Executable), cli, opts, point)
+}
+
+// RealIn is Real with the CLI of the folder bin (an Install's).
+func RealIn(t testing.TB, bin string, cli agents.CLI, opts mockllm.Options, point func(m *Mocked)) Mocked {
+	t.Helper()
 	a, err := agents.NewLocal(cli)
 	if err != nil {
 		t.Fatalf("adapter of %s: %v", cli.Descriptor().ID, err)

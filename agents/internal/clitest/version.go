@@ -16,7 +16,12 @@ import (
 // verified range, and never resumable on the host.
 func RealVersion(t *testing.T, cli agents.CLI, exe, pinned string) {
 	t.Helper()
-	bin := Bin(t, exe)
+	RealVersionIn(t, Bin(t, exe), cli, pinned)
+}
+
+// RealVersionIn is RealVersion with the CLI of the folder bin (an Install's).
+func RealVersionIn(t *testing.T, bin string, cli agents.CLI, pinned string) {
+	t.Helper()
 	inst := agents.Detect(context.Background(), Host(t), sandbox.Spec{Env: Env(bin, nil)}, []agents.CLI{cli}, nil)
 	if len(inst) != 1 || inst[0].Error != "" || inst[0].Version != pinned {
 		t.Fatalf("Detect = %+v, want the pinned version %s", inst, pinned)
