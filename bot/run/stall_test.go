@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/alchemic-studio/alfred/gateway"
+	"github.com/alchemic-studio/alfred/internal/live"
 )
 
 // stallClock is a clock and an activity source the test moves by hand.
@@ -208,6 +209,45 @@ func TestStallWatchEndsWithTheRun(t *testing.T) {
 	}
 }
 
+// TestStallNamesTheLastStep: the watchdog's errStalled names the last step
+// it was given when it stops the run.
+func TestStallNamesTheLastStep(t *testing.T) {
+	c := newStallClock()
+	w := stallWatch{timeout: stallTimeout, now: c.clock, output: c.source, step: func() string { return "a call of Bash `sleep 600`" }}
+	ctx, stop := w.start(context.Background())
+	c.looked(t, 2)
+	c.now.Store(int64(stallTimeout))
+	<-ctx.Done()
+	if got, want := stop(), (errStalled{idle: stallTimeout, last: "a call of Bash `sleep 600`"}); got != want {
+		t.Errorf("stop() = %v, want %v", got, want)
+	}
+}
+
+// TestLastStepSaid: each kind of step in a few words, the agent's words
+// clipped and on one line.
+func TestLastStepSaid(t *testing.T) {
+	tests := []struct {
+		line live.Line
+		want string
+	}{
+		{live.Line{Kind: "tool_call", Tool: "Bash", Args: `{"command":"go test ./...","description":"run the tests"}`}, "a call of Bash `go test ./...`"},
+		{live.Line{Kind: "tool_call", Tool: "exec_command", Args: `{"cmd":["bash","-lc","ls\n-la"]}`}, "a call of exec_command `ls -la`"},
+		{live.Line{Kind: "tool_call", Tool: "Write", Args: `{"file_path":"/workspace/a.go","content":"x"}`}, "a call of Write `/workspace/a.go`"},
+		{live.Line{Kind: "tool_call", Tool: "todo", Args: `{"items":[1]}`}, "a call of todo `{\"items\":[1]}`"},
+		{live.Line{Kind: "tool_call", Tool: "Bash", Args: "{\"command\":\"echo `x`\"}"}, "a call of Bash `echo 'x'`"},
+		{live.Line{Kind: "tool_call", Tool: "noargs"}, "a call of noargs"},
+		{live.Line{Kind: "tool_result", Tool: "Bash", Failed: true}, "a failed result of Bash"},
+		{live.Line{Kind: "edit", Path: "main.go"}, "an edit of `main.go`"},
+		{live.Line{Kind: "assistant", Text: "Let me look at\nthe " + strings.Repeat("code ", 30)}, "the answer “Let me look at the code code code code code code code code code code code code …”"},
+		{live.Line{Kind: "other", Text: "turn started"}, "“turn started”"},
+	}
+	for _, tt := range tests {
+		if got := lastStep(tt.line); got != tt.want {
+			t.Errorf("lastStep(%+v)\n = %s\nwant %s", tt.line, got, tt.want)
+		}
+	}
+}
+
 func TestStallTick(t *testing.T) {
 	for timeout, want := range map[time.Duration]time.Duration{
 		time.Millisecond:       10 * time.Millisecond,
@@ -227,6 +267,7 @@ func TestErrStalledSaysWhatWasWatched(t *testing.T) {
 	}{
 		{errStalled{idle: 2 * time.Minute, gateway: true}, "the agent stalled: no output and no model request for 2m0s, so Alfred stopped it (AGENT_STALL_TIMEOUT); check the CLI's provider settings"},
 		{errStalled{idle: 2 * time.Minute}, "the agent stalled: no output for 2m0s, so Alfred stopped it (AGENT_STALL_TIMEOUT); check the CLI's provider settings"},
+		{errStalled{idle: time.Minute, last: "a call of Bash `go test ./...`"}, "the agent stalled: no output for 1m0s after a call of Bash `go test ./...`, so Alfred stopped it (AGENT_STALL_TIMEOUT); check the CLI's provider settings"},
 	}
 	for _, tt := range tests {
 		if got := tt.err.Error(); got != tt.want {
