@@ -361,7 +361,7 @@ func TestLiveOutputInABrowser(t *testing.T) {
 // waitText waits until the element sel holds want.
 func waitText(t *testing.T, ctx context.Context, sel, want string) {
 	t.Helper()
-	js := `document.querySelector(` + jsString(sel) + `).textContent.includes(` + jsString(want) + `)`
+	js := `(document.querySelector(` + jsString(sel) + `) || {textContent: ""}).textContent.includes(` + jsString(want) + `)`
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js)); err != nil {
 		got, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
 		t.Fatalf("%s never showed %q (it shows %q): %v", sel, want, got, err)
