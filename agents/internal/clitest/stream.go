@@ -3,6 +3,7 @@ package clitest
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,16 +20,18 @@ type DecodedLine struct {
 	Steps []agents.Step `json:"steps,omitempty"`
 }
 
-// CheckStream decodes every non-blank line of each recorded dir/<name>.stdout
-// with d, and compares what it made with the golden file
-// dir/stream/<name>.golden.json (-update rewrites it after a change is
-// checked). Every line of a recording must be an event, unless allowText
-// names it.
+// CheckStream decodes every non-blank line of each recorded stdout, the file
+// dir/<name> or else dir/<name>.stdout, with d, and compares what it made
+// with the golden file dir/stream/<name>.golden.json (-update rewrites it
+// after a change is checked).
 func CheckStream(t *testing.T, d agents.StreamDecoder, dir string, names ...string) {
 	t.Helper()
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
-			out := Recorded(t, dir, name).Stdout
+			out, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil {
+				out = Recorded(t, dir, name).Stdout
+			}
 			var got []DecodedLine
 			for i, line := range bytes.Split(out, []byte("\n")) {
 				if len(bytes.TrimSpace(line)) == 0 {
