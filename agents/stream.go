@@ -3,6 +3,7 @@ package agents
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"time"
 )
@@ -64,14 +65,19 @@ func (l *Local) ReportsProgress() bool {
 }
 
 // JSONObject decodes line into v when it is one JSON object; false for
-// anything else (blank, text, an array, a torn line). The first step of
-// every decoder.
+// anything else (blank, text, an array, a torn line). A field of another
+// type than v's is left zero, the rest decoded: a CLI that changes the
+// shape of one field still streams events. The first step of every decoder.
 func JSONObject(line []byte, v any) bool {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 || line[0] != '{' {
 		return false
 	}
-	return json.Unmarshal(line, v) == nil
+	err := json.Unmarshal(line, v)
+	if _, typ := errors.AsType[*json.UnmarshalTypeError](err); typ {
+		return true
+	}
+	return err == nil
 }
 
 // CallStep is a tool call: the tool's name and its arguments (Args).
