@@ -93,6 +93,12 @@ type Options struct {
 	// Delay holds every model answer back this long (or until the client
 	// goes away), for timeout tests.
 	Delay time.Duration
+	// HoldAfter, when positive, answers the first HoldAfter model requests
+	// and holds every later one open, sending nothing, until the client
+	// goes away or the server closes: a model that stops answering in the
+	// middle of a run, for stall tests (with Shell, HoldAfter 1 lets the
+	// CLI make its call, then hangs on the request carrying its result).
+	HoldAfter int
 	// WriteDir, when set, makes the model edit files like a coding agent
 	// (Anthropic only): a request that offers the Write tool, carries no tool
 	// result and whose last user text lacks ReadOnlyPhrase is answered with a
@@ -145,6 +151,9 @@ type Server struct {
 	srv  *httptest.Server
 	opts Options
 
+	closing   chan struct{} // closed by Close: held answers end
+	closeOnce sync.Once
+
 	mu   sync.Mutex
 	log  []Request
 	miss []string
@@ -155,7 +164,7 @@ func Start(opts Options) *Server {
 	if opts.Reply == "" {
 		opts.Reply = "ok"
 	}
-	s := &Server{opts: opts}
+	s := &Server{opts: opts, closing: make(chan struct{})}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve)) // httptest listens on 127.0.0.1
 	s.URL = s.srv.URL
 	return s
@@ -167,12 +176,15 @@ func Handler(opts Options) http.Handler {
 	if opts.Reply == "" {
 		opts.Reply = "ok"
 	}
-	s := &Server{opts: opts}
+	s := &Server{opts: opts, closing: make(chan struct{})}
 	return http.HandlerFunc(s.serve)
 }
 
-// Close stops the server.
-func (s *Server) Close() { s.srv.Close() }
+// Close stops the server, ending the answers it holds.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() { close(s.closing) })
+	s.srv.Close()
+}
 
 // Requests returns the model requests received so far, in order.
 func (s *Server) Requests() []Request {
@@ -207,8 +219,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	req := request(api, r, body)
 	s.mu.Lock()
 	s.log = append(s.log, req)
+	held := s.opts.HoldAfter > 0 && len(s.log) > s.opts.HoldAfter
 	s.mu.Unlock()
 
+	if held {
+		select {
+		case <-r.Context().Done():
+		case <-s.closing:
+		}
+		return
+	}
 	if s.opts.Delay > 0 {
 		select {
 		case <-time.After(s.opts.Delay):

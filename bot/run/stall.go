@@ -157,13 +157,7 @@ func (r *Runner) watchStall(ctx context.Context, timeout time.Duration, out *liv
 		w.output = out.LastWrite
 	}
 	if out != nil {
-		w.step = func() string {
-			l, ok := out.LastStep()
-			if !ok {
-				return ""
-			}
-			return lastStep(l)
-		}
+		w.step = func() string { return lastOf(out) }
 	}
 	if w.output == nil && w.gateway == nil {
 		r.Log.Debug("stall watchdog off: the run shows no activity before its end", "run", run.ID, "adapter", adapter.ID())
@@ -182,6 +176,19 @@ func stalled(run *state.Run, ls *state.LLMSession, res *agents.Result, why error
 	}
 	ls.Outcome = string(agents.OutcomeFailed)
 	return nil, why
+}
+
+// lastOf says the last step of the agent decoded from out ("" before the
+// first): a tool's result says which call it answers, when one was seen.
+func lastOf(out *live.Output) string {
+	l, ok := out.LastStep()
+	if !ok {
+		return ""
+	}
+	if c, ok := out.LastCall(); ok && l.Kind == "tool_result" && (l.Tool == "" || l.Tool == c.Tool) {
+		return "the result of " + lastStep(c)
+	}
+	return lastStep(l)
 }
 
 // lastStep says a step of the agent in a few words, for the thread: "a

@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -287,4 +288,42 @@ func waitUntil(t *testing.T, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatal("condition not met in time")
+}
+
+// TestLastOf: the last step of a live output, a result named by its call.
+func TestLastOf(t *testing.T) {
+	tests := []struct {
+		name, stdout, want string
+	}{
+		{"nothing yet", "", ""},
+		{"plain text only", "hello\n", ""},
+		{"a call", `{"call":"Bash","args":{"command":"sleep 600"}}` + "\n", "a call of Bash `sleep 600`"},
+		{"a result after its call", `{"call":"Bash","args":{"command":"echo hi"}}` + "\n" + `{"result":"hi"}` + "\n", "the result of a call of Bash `echo hi`"},
+		{"an answer after a call", `{"call":"Bash","args":{"command":"echo hi"}}` + "\n" + `{"say":"done"}` + "\n", "the answer “done”"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := live.New(nil, 0)
+			out.Decode(func(line []byte) ([]live.Line, bool) {
+				var e struct {
+					Call, Say, Result string
+					Args              json.RawMessage
+				}
+				if json.Unmarshal(line, &e) != nil {
+					return nil, false
+				}
+				switch {
+				case e.Call != "":
+					return []live.Line{{Kind: "tool_call", Tool: e.Call, Args: string(e.Args)}}, true
+				case e.Result != "":
+					return []live.Line{{Kind: "tool_result", Text: e.Result}}, true
+				}
+				return []live.Line{{Kind: "assistant", Text: e.Say}}, true
+			})
+			_, _ = out.Stdout().Write([]byte(tt.stdout))
+			if got := lastOf(out); got != tt.want {
+				t.Errorf("lastOf = %q, want %q", got, tt.want)
+			}
+		})
+	}
 }

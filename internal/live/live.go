@@ -104,6 +104,7 @@ type Output struct {
 	first    int           // index of lines[0] among every line written
 	size     int           // what lines count against maxBytes
 	lastStep *Line         // the last step kept, even when dropped since
+	lastCall *Line         // the last tool call kept, even when dropped since
 	end      *End          // set once by Close
 	changed  chan struct{} // closed and replaced at every change
 	stdout   stream
@@ -174,6 +175,17 @@ func (o *Output) LastStep() (Line, bool) {
 		return Line{}, false
 	}
 	return *o.lastStep, true
+}
+
+// LastCall is the last tool call of the agent decoded from its output
+// (redacted): what a last step that is a tool's result answers.
+func (o *Output) LastCall() (Line, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.lastCall == nil {
+		return Line{}, false
+	}
+	return *o.lastCall, true
 }
 
 // Close ends the output with how the run ended: the partial lines left are
@@ -304,6 +316,9 @@ func (o *Output) keep(l Line) {
 	if l.Step() {
 		last := l
 		o.lastStep = &last
+		if l.Kind == "tool_call" {
+			o.lastCall = &last
+		}
 	}
 	o.lines = append(o.lines, l)
 	o.size += l.size()

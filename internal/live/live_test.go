@@ -288,6 +288,9 @@ func TestLastStep(t *testing.T) {
 	if _, ok := o.LastStep(); ok {
 		t.Error("a step before any output")
 	}
+	if _, ok := o.LastCall(); ok {
+		t.Error("a call before any output")
+	}
 	write(t, o.Stdout(), `{"call":"Bash","args":{"command":"go test ./... `+secret+`"},"path":"a"}`+"\n")
 	write(t, o.Stdout(), "plain\n")
 	write(t, o.Stderr(), "error\n")
@@ -297,6 +300,10 @@ func TestLastStep(t *testing.T) {
 	want := Line{Kind: "edit", Path: "a"}
 	if got, ok := o.LastStep(); !ok || got != want {
 		t.Errorf("LastStep = %+v, %v; want %+v", got, ok, want)
+	}
+	call := Line{Kind: "tool_call", Tool: "Bash", Args: `{"command":"go test ./... [redacted]"}`}
+	if got, ok := o.LastCall(); !ok || got != call {
+		t.Errorf("LastCall = %+v, %v; want %+v", got, ok, call)
 	}
 	if snap := o.Read(0); snap.Skipped == 0 {
 		t.Fatalf("the bound dropped nothing: %+v", snap)
