@@ -1,6 +1,7 @@
 package bot
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/alchemic-studio/alfred/agents/claudecode"
 	"github.com/alchemic-studio/alfred/agents/mockllm"
 	"github.com/alchemic-studio/alfred/bot/lifecycle"
+	"github.com/alchemic-studio/alfred/sandbox"
 	"github.com/alchemic-studio/alfred/state"
 )
 
@@ -24,6 +26,39 @@ func TestStalledClaudeCodeInDocker(t *testing.T) {
 	t.Parallel()
 	runner, _ := dockerRunner(t)
 	image := agentImage(t)
+	stalledClaude(t, func(cfg *Config, mock *mockllm.Server) {
+		cfg.Runner, cfg.Sandbox.Image, cfg.Sandbox.UID, cfg.Sandbox.GID = runner, image, 1000, 1000
+		cfg.Sandbox.Env = map[string]string{"HOME": "/home/agent", "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
+			"ANTHROPIC_BASE_URL": mock.URL, "ANTHROPIC_API_KEY": "sk-ant-unsealed-0123456789", "CLAUDE_CODE_MAX_RETRIES": "0"}
+	})
+}
+
+// TestStalledClaudeCodeOnHost: the same on the host runner, with the real
+// Claude Code of ALFRED_AGENT_CLIS_BIN: the host runner feeds the live
+// output as the image runner does, so the watchdog sees the same stream.
+func TestStalledClaudeCodeOnHost(t *testing.T) {
+	t.Parallel()
+	bin := os.Getenv("ALFRED_AGENT_CLIS_BIN")
+	if bin == "" {
+		msg := "ALFRED_AGENT_CLIS_BIN is not set: run scripts/agent-clis.sh and export what it prints"
+		if testing.Short() {
+			t.Skip(msg)
+		}
+		t.Fatal(msg)
+	}
+	home := t.TempDir()
+	stalledClaude(t, func(cfg *Config, mock *mockllm.Server) {
+		cfg.Runner = sandbox.NewHostRunner(sandbox.HostOptions{})
+		cfg.Sandbox.Env = map[string]string{"HOME": home, "PATH": bin + ":/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
+			"ANTHROPIC_BASE_URL": mock.URL, "ANTHROPIC_API_KEY": "sk-ant-unsealed-0123456789", "CLAUDE_CODE_MAX_RETRIES": "0"}
+	})
+}
+
+// stalledClaude runs an analysis with the real Claude Code, unsealed, on
+// the runner place sets up, against a mock model that has it call Bash
+// once and then holds its next answer open, and checks the stall.
+func stalledClaude(t *testing.T, place func(cfg *Config, mock *mockllm.Server)) {
+	t.Helper()
 	const command = "echo hello-from-tool"
 	mock := mockllm.Start(mockllm.Options{Shell: command, HoldAfter: 1})
 	t.Cleanup(mock.Close)
@@ -39,9 +74,7 @@ func TestStalledClaudeCodeInDocker(t *testing.T) {
 	})
 	h.engine.Close()
 	cfg := h.engine.cfg
-	cfg.Runner, cfg.Sandbox.Image, cfg.Sandbox.UID, cfg.Sandbox.GID = runner, image, 1000, 1000
-	cfg.Sandbox.Env = map[string]string{"HOME": "/home/agent", "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
-		"ANTHROPIC_BASE_URL": mock.URL, "ANTHROPIC_API_KEY": "sk-ant-unsealed-0123456789", "CLAUDE_CODE_MAX_RETRIES": "0"}
+	place(&cfg, mock)
 	cfg.Seal = nil // a network chosen: the run is unsealed, only its stream shows its activity
 	h.startWith(cfg)
 
