@@ -99,6 +99,10 @@ type Options struct {
 	// middle of a run, for stall tests (with Shell, HoldAfter 1 lets the
 	// CLI make its call, then hangs on the request carrying its result).
 	HoldAfter int
+	// HoldFor, when positive, bounds how long HoldAfter holds a request:
+	// then it is answered as usual (a model slow to answer, for tests
+	// that look at a run while it goes).
+	HoldFor time.Duration
 	// WriteDir, when set, makes the model edit files like a coding agent
 	// (Anthropic only): a request that offers the Write tool, carries no tool
 	// result and whose last user text lacks ReadOnlyPhrase is answered with a
@@ -222,11 +226,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	held := s.opts.HoldAfter > 0 && len(s.log) > s.opts.HoldAfter
 	s.mu.Unlock()
 
-	if held {
-		select {
-		case <-r.Context().Done():
-		case <-s.closing:
-		}
+	if held && !s.hold(r) {
 		return
 	}
 	if s.opts.Delay > 0 {
@@ -253,6 +253,26 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.chat(w, req)
 	case APIGemini:
 		s.gemini(w, req)
+	}
+}
+
+// hold holds a request (HoldAfter): false when it ended held (the client
+// went away, the server closed), true when HoldFor passed and it is to be
+// answered.
+func (s *Server) hold(r *http.Request) bool {
+	var done <-chan time.Time
+	if s.opts.HoldFor > 0 {
+		t := time.NewTimer(s.opts.HoldFor)
+		defer t.Stop()
+		done = t.C
+	}
+	select {
+	case <-r.Context().Done():
+		return false
+	case <-s.closing:
+		return false
+	case <-done:
+		return true
 	}
 }
 

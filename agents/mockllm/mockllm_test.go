@@ -292,6 +292,20 @@ func TestHoldAfter(t *testing.T) {
 	}
 }
 
+// TestHoldFor: a held request is answered once HoldFor has passed.
+func TestHoldFor(t *testing.T) {
+	s := Start(Options{HoldAfter: 1, HoldFor: 200 * time.Millisecond})
+	defer s.Close()
+	post(t, s.URL+"/v1/messages", `{"messages":[]}`)
+	start := time.Now()
+	if status, body := post(t, s.URL+"/v1/messages", `{"messages":[]}`); status != http.StatusOK || !strings.Contains(body, "ok") {
+		t.Fatalf("held request: %d %s", status, body)
+	}
+	if d := time.Since(start); d < 200*time.Millisecond {
+		t.Errorf("answered after %s, want HoldFor", d)
+	}
+}
+
 // waitFor waits for cond, at most 10 s.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
