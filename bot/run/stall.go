@@ -192,27 +192,44 @@ func lastOf(out *live.Output) string {
 }
 
 // lastStep says a step of the agent in a few words, for the thread: "a
-// call of Bash `go test ./...`", "an edit of main.go", "the answer “…”".
-// The words are the agent's, redacted by the live output; they are quoted
-// as code or in quotes, clipped.
+// call of Bash `go test ./...`", "an edit of `main.go`", "the answer
+// `…`". The words are the agent's, redacted by the live output and
+// untrusted: its texts go into code spans (no link nor image renders
+// there) and a tool's name keeps only the letters of a name.
 func lastStep(l live.Line) string {
+	tool := toolName(l.Tool)
 	switch l.Kind {
 	case "tool_call":
 		if a := callArg(l.Args); a != "" {
-			return fmt.Sprintf("a call of %s %s", clipWords(l.Tool, 40), code(a))
+			return fmt.Sprintf("a call of %s %s", tool, code(a))
 		}
-		return "a call of " + clipWords(l.Tool, 40)
+		return "a call of " + tool
 	case "tool_result":
 		if l.Failed {
-			return "a failed result of " + clipWords(l.Tool, 40)
+			return "a failed result of " + tool
 		}
-		return "a result of " + clipWords(l.Tool, 40)
+		return "a result of " + tool
 	case "edit":
 		return "an edit of " + code(l.Path)
 	case "assistant":
-		return "the answer “" + clipWords(l.Text, 80) + "”"
+		return "the answer " + code(l.Text)
 	}
-	return "“" + clipWords(l.Text, 80) + "”"
+	return code(l.Text)
+}
+
+// toolName is a tool's name as the thread shows it: letters, digits and
+// ._- only, at most 40 of them; "a tool" when none is left.
+func toolName(name string) string {
+	kept := strings.Map(func(r rune) rune {
+		if r < 0x80 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-", r)) {
+			return r
+		}
+		return -1
+	}, name)
+	if kept == "" {
+		return "a tool"
+	}
+	return clipWords(kept, 40)
 }
 
 // callArg is what shows a call best: the command, file or pattern among its

@@ -238,9 +238,12 @@ func TestLastStepSaid(t *testing.T) {
 		{live.Line{Kind: "tool_call", Tool: "Bash", Args: "{\"command\":\"echo `x`\"}"}, "a call of Bash `echo 'x'`"},
 		{live.Line{Kind: "tool_call", Tool: "noargs"}, "a call of noargs"},
 		{live.Line{Kind: "tool_result", Tool: "Bash", Failed: true}, "a failed result of Bash"},
+		{live.Line{Kind: "tool_result"}, "a result of a tool"},
 		{live.Line{Kind: "edit", Path: "main.go"}, "an edit of `main.go`"},
-		{live.Line{Kind: "assistant", Text: "Let me look at\nthe " + strings.Repeat("code ", 30)}, "the answer “Let me look at the code code code code code code code code code code code code …”"},
-		{live.Line{Kind: "other", Text: "turn started"}, "“turn started”"},
+		{live.Line{Kind: "assistant", Text: "Let me look at\nthe " + strings.Repeat("code ", 30)}, "the answer `Let me look at the code code code code code code code code code code code code …`"},
+		{live.Line{Kind: "assistant", Text: "![x](http://evil.example/t.png) `done`"}, "the answer `![x](http://evil.example/t.png) 'done'`"},
+		{live.Line{Kind: "tool_call", Tool: "[Bash](http://evil.example)", Args: `{"command":"ls"}`}, "a call of Bashhttpevil.example `ls`"},
+		{live.Line{Kind: "other", Text: "turn started"}, "`turn started`"},
 	}
 	for _, tt := range tests {
 		if got := lastStep(tt.line); got != tt.want {
@@ -299,7 +302,7 @@ func TestLastOf(t *testing.T) {
 		{"plain text only", "hello\n", ""},
 		{"a call", `{"call":"Bash","args":{"command":"sleep 600"}}` + "\n", "a call of Bash `sleep 600`"},
 		{"a result after its call", `{"call":"Bash","args":{"command":"echo hi"}}` + "\n" + `{"result":"hi"}` + "\n", "the result of a call of Bash `echo hi`"},
-		{"an answer after a call", `{"call":"Bash","args":{"command":"echo hi"}}` + "\n" + `{"say":"done"}` + "\n", "the answer “done”"},
+		{"an answer after a call", `{"call":"Bash","args":{"command":"echo hi"}}` + "\n" + `{"say":"done"}` + "\n", "the answer `done`"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
