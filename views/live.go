@@ -131,8 +131,8 @@ func newEventStream(w http.ResponseWriter, window time.Duration) *eventStream {
 
 // lines sends the lines of snap, redacted again, as one message whose id is
 // the index to resume from; nothing when there is nothing new. Each data
-// line is one line as JSON ({"kind","text","tool","args","path","failed"}:
-// live.Line), which the page renders as text only; a note says how many
+// line is one line as JSON ({"kind","text","tool","args","path","failed",
+// "partial"}: live.Line), which the page renders as text only; a note says how many
 // lines the bound dropped.
 func (s *eventStream) lines(snap live.Snapshot, secrets []string) error {
 	if len(snap.Lines) == 0 && snap.Skipped == 0 {

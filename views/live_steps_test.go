@@ -29,6 +29,8 @@ func stepDecoder(line []byte) ([]live.Line, bool) {
 		return []live.Line{{Kind: "tool_call", Tool: e.Name, Args: string(e.Input)}}, true
 	case "text":
 		return []live.Line{{Kind: "assistant", Text: e.Text}}, true
+	case "delta":
+		return []live.Line{{Kind: "assistant", Text: e.Text, Partial: true}}, true
 	}
 	return nil, true
 }
@@ -87,6 +89,15 @@ func TestLiveStepsInABrowser(t *testing.T) {
 	}
 	write(t, out, answerEvent+"\n")
 	waitText(t, ctx, `[data-test="live-step"][data-kind="assistant"]`, "done")
+	// After another call, an answer streamed in fragments is one step.
+	write(t, out, callEvent+"\n"+`{"type":"delta","text":"Hel"}`+"\n"+`{"type":"delta","text":"lo!"}`+"\n")
+	waitText(t, ctx, `[data-test="live-step"]:last-child`, "Hello!")
+	if n := count(t, ctx, `[data-test="live-step"][data-kind="assistant"]`); n != 2 {
+		t.Errorf("%d answer steps, want 2: the fragments on one answer", n)
+	}
+	if got := text(t, ctx, `[data-test="live-step"]:last-child [data-test="step-text"]`); got != "Hello!" {
+		t.Errorf("the streamed answer shows %q", got)
+	}
 
 	all := text(t, ctx, `[data-test="live"]`)
 	if strings.Contains(all, `"type"`) || strings.Contains(all, "tool_use") {

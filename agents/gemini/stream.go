@@ -19,6 +19,7 @@ type event struct {
 	SessionID  string          `json:"session_id"`
 	Role       string          `json:"role"`
 	Content    string          `json:"content"`
+	Delta      bool            `json:"delta"`
 	ToolName   string          `json:"tool_name"`
 	ToolID     string          `json:"tool_id"`
 	Parameters json.RawMessage `json:"parameters"`
@@ -35,7 +36,7 @@ type event struct {
 }
 
 // DecodeLine implements agents.StreamDecoder: the assistant's text (each
-// delta as it comes), tool calls and results, errors; the init, the user's
+// delta as it comes, Partial: the page adds it to the answer), tool calls and results, errors; the init, the user's
 // prompt and a successful result give no step.
 func (CLI) DecodeLine(line []byte) ([]agents.Step, bool) {
 	var e event
@@ -49,7 +50,11 @@ func (CLI) DecodeLine(line []byte) ([]agents.Step, bool) {
 		if e.Role != "assistant" {
 			return nil, true
 		}
-		return agents.Steps(agents.StepAssistant, e.Content), true
+		steps := agents.Steps(agents.StepAssistant, e.Content)
+		for i := range steps {
+			steps[i].Partial = e.Delta // the answer comes in deltas
+		}
+		return steps, true
 	case "tool_use":
 		return []agents.Step{agents.CallStep(e.ToolName, e.ToolID, e.Parameters)}, true
 	case "tool_result":

@@ -39,5 +39,5 @@ func liveDecoder(a agents.Adapter) live.Decoder {
 
 // liveLine is a step as the live output keeps it.
 func liveLine(s agents.Step) live.Line {
-	return live.Line{Kind: string(s.Kind), Text: s.Text, Tool: s.Tool, Args: s.Args, Path: s.Path, Failed: s.Failed}
+	return live.Line{Kind: string(s.Kind), Text: s.Text, Tool: s.Tool, Args: s.Args, Path: s.Path, Failed: s.Failed, Partial: s.Partial}
 }

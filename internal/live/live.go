@@ -66,6 +66,8 @@ type Line struct {
 	Args   string `json:"args,omitempty"`
 	Path   string `json:"path,omitempty"`
 	Failed bool   `json:"failed,omitempty"`
+	// Partial: an answer's fragment that goes on the answer before it.
+	Partial bool `json:"partial,omitempty"`
 }
 
 // stepKinds are the kinds of the agents' steps (agents.StepKind); a
