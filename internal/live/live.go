@@ -31,6 +31,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/alchemic-studio/alfred/internal/redact"
 )
@@ -239,12 +240,20 @@ func (o *Output) Read(from int) Snapshot {
 }
 
 // text is a plain line as kept: redacted, a carriage return starting it
-// over as on a terminal.
+// over as on a terminal, at most MaxLine bytes (a line of a decoded stream
+// that is no event may be longer: it was read whole, to be decoded).
 func (o *Output) text(raw []byte) string {
 	line := redact.Secrets(string(raw), o.secrets)
 	line = strings.TrimRight(line, "\r")
 	if i := strings.LastIndexByte(line, '\r'); i >= 0 {
 		line = line[i+1:]
+	}
+	if len(line) > MaxLine {
+		n := MaxLine
+		for n > 0 && !utf8.RuneStart(line[n]) {
+			n--
+		}
+		line = line[:n] + " [cut]"
 	}
 	return line
 }

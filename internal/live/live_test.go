@@ -310,6 +310,21 @@ func TestLastStep(t *testing.T) {
 	}
 }
 
+// TestLongTextOfADecodedStream: a line of a decoded stream that is no event
+// is read whole, to be decoded, then kept cut to MaxLine, its secrets
+// hidden wherever they were.
+func TestLongTextOfADecodedStream(t *testing.T) {
+	o := New([]string{secret}, 0)
+	o.Decode(decodeTest)
+	line := strings.Repeat("x", MaxLine-5) + secret + strings.Repeat("y", MaxLine)
+	write(t, o.Stdout(), line+"\n")
+	got := o.Read(0).Lines
+	if len(got) != 1 || got[0].Kind != KindText || len(got[0].Text) > MaxLine+len(" [cut]") ||
+		strings.Contains(got[0].Text, "sk-very") || !strings.HasSuffix(got[0].Text, "[cut]") {
+		t.Errorf("kept %d lines, the first %.60q… of %d bytes", len(got), got[0].Text, len(got[0].Text))
+	}
+}
+
 // TestEventTooLongIsDropped: on a decoded stream, an event past
 // MaxEventLine is dropped with a note, never shown as raw pieces; the
 // next line is decoded as usual.
