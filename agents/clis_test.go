@@ -3,6 +3,7 @@ package agents_test
 import (
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/Masterminds/semver/v3"
@@ -189,5 +190,51 @@ func TestRealSealed(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// TestBadOutput: whatever a CLI prints when it breaks (a crash at start,
+// malformed or torn JSON lines, nothing at all), Parse says why, never a
+// bare "failed" nor raw JSON, and never calls it a success.
+func TestBadOutput(t *testing.T) {
+	cases := []struct {
+		name           string
+		rc             int
+		stdout, stderr string
+	}{
+		{"crash at start, nothing printed", 1, "", ""},
+		{"killed by a signal", 137, "", ""},
+		{"crash at start, a message", 1, "", "Segmentation fault\n"},
+		{"malformed lines only", 0, "{\"type\":\"assist\n{\"role\":\n", ""},
+		{"a torn last line", 1, "{\"type\":\"x\",\"n\":1}\n{\"type\":\"resu", ""},
+		{"text only, exit 0", 0, "something went wrong\n", ""},
+	}
+	for _, c := range clis {
+		t.Run(c.Descriptor().ID, func(t *testing.T) {
+			for _, tc := range cases {
+				out := c.Parse(clitest.Result(tc.rc, tc.stdout, tc.stderr))
+				text := strings.TrimSpace(out.Text)
+				if out.Succeeded || text == "" || strings.EqualFold(text, "failed") || strings.HasPrefix(text, "{") {
+					t.Errorf("%s: Parse = %+v: want a failure whose text says why", tc.name, out)
+				}
+			}
+		})
+	}
+}
+
+// TestEveryCLIStreams: every CLI decodes its stdout into steps, and those
+// that print as they work report progress (grok prints at its end).
+func TestEveryCLIStreams(t *testing.T) {
+	for _, c := range clis {
+		a, err := c.new()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := c.CLI.(agents.StreamDecoder); !ok {
+			t.Errorf("%s has no stream decoder", a.ID())
+		}
+		if want := a.ID() != grok.ID; a.ReportsProgress() != want {
+			t.Errorf("%s ReportsProgress = %v, want %v", a.ID(), a.ReportsProgress(), want)
+		}
 	}
 }

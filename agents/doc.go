@@ -35,6 +35,14 @@
 // real transcripts recorded with the CLI and the mock model (testdata/
 // transcript, `go test ./agents/<cli> -run TestRealTranscript -record`).
 //
+// Every CLI also decodes what it prints on stdout as it works, one event a
+// line, into the same Steps (StreamDecoder, in its package's stream.go;
+// Local.DecodeLine): the run page shows them live, and the stall watchdog
+// takes a CLI that streams as one that reports its progress
+// (Local.ReportsProgress; ProgressReporter for a CLI that prints only at
+// its end, as Grok does). Parse reads the final result from the same
+// stream. Decoders never fail: a line that is no event is text.
+//
 // Detect runs each CLI's version command through a Runner and reports an
 // Installation; DetectCommand prints them for `alfred agents detect`. A
 // Detector keeps them recorded while the server runs (at start, on a

@@ -86,6 +86,12 @@ type Output struct {
 //     descriptor, detect the real binary's version (agents.Detect on
 //     clitest.Host), classify a real missing session, and run the CLI
 //     sealed (clitest.Sealed, with its Descriptor.Sealed);
+//   - its stream decoder (agents.StreamDecoder: each stdout line into the
+//     steps the live page shows; ProgressReporter when the CLI prints only
+//     at its end), checked on the recorded outputs (clitest.CheckStream,
+//     testdata/stream/<name>.golden.json) and on malformed lines
+//     (clitest.CheckBadLines); Parse reads the final result from the same
+//     stream, and says why when there is none (agents.NoResult);
 //   - real-binary tests from clitest.Real (ALFRED_AGENT_CLIS_BIN; fails, or
 //     skips under -short, when missing), pointed at agents/mockllm:
 //     clitest.RoundTrip (fresh, resume with the earlier messages, silent

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
+
+	"github.com/alchemic-studio/alfred/sandbox"
 )
 
 // Helpers for CLI implementations reading process output.
@@ -100,4 +102,24 @@ func truncate(b []byte, n int) []byte {
 		return b[:n]
 	}
 	return b
+}
+
+// NoResult is the Output.Text of a run whose CLI printed no result it could
+// read: what it said on stderr (ErrorText), else the last line of its
+// stdout that is no JSON (nor a torn JSON line), else its exit code, so that the text always
+// says why and is never a bare "failed".
+func NoResult(res *sandbox.Result) string {
+	if s := ErrorText(res.Stderr); s != "" {
+		return s
+	}
+	lines := strings.Split(string(StripANSI(res.Stdout)), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" && !strings.HasPrefix(l, "{") && !json.Valid([]byte(l)) {
+			return l
+		}
+	}
+	if len(bytes.TrimSpace(res.Stdout)) == 0 {
+		return fmt.Sprintf("the CLI exited with code %d and printed nothing", res.ExitCode)
+	}
+	return fmt.Sprintf("the CLI exited with code %d without printing its result", res.ExitCode)
 }

@@ -64,6 +64,9 @@ type Step struct {
 	Path string `json:"path,omitempty"`
 	// Failed marks a tool result the CLI recorded as an error.
 	Failed bool `json:"failed,omitempty"`
+	// Partial marks an answer's fragment that goes on the text of the
+	// answer before it (a stream's delta); only stream decoders set it.
+	Partial bool `json:"partial,omitempty"`
 }
 
 // Bounds of the text a step keeps.

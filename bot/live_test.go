@@ -101,7 +101,10 @@ func readUntil(t *testing.T, out *live.Output, next int, enough func([]string) b
 	deadline := time.After(20 * time.Second)
 	for {
 		snap := out.Read(next)
-		lines, next = append(lines, snap.Lines...), snap.Next
+		for _, l := range snap.Lines {
+			lines = append(lines, l.Text)
+		}
+		next = snap.Next
 		if snap.End != nil || enough(lines) {
 			return lines, next, snap.End
 		}

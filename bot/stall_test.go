@@ -101,7 +101,7 @@ func TestStalledAgentIsStoppedAndSaid(t *testing.T) {
 
 // TestAgentsThatShowLifeAreNotStopped: a CLI that keeps printing is not
 // stopped, nor a silent one whose adapter does not say it prints as it
-// works (Claude Code's JSON comes at its end) and that has no gateway.
+// works (Grok prints at its end) and that has no gateway.
 func TestAgentsThatShowLifeAreNotStopped(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

@@ -36,7 +36,8 @@ const liveRetry = 3 * time.Second
 
 // runLive streams a run's output as server-sent events, behind the same
 // access check as the run page: the lines so far, then new lines as they
-// come (one "message" event per batch, its id the index to resume from),
+// come (one "message" event per batch, its id the index to resume from,
+// each data line one typed line as JSON: eventStream.lines),
 // then an "end" event with the outcome ({"status":..,"outcome":..}). A run
 // recorded as in progress but not followed here answers 204, which tells the
 // browser not to reconnect; the page then refreshes itself.
@@ -129,7 +130,10 @@ func newEventStream(w http.ResponseWriter, window time.Duration) *eventStream {
 }
 
 // lines sends the lines of snap, redacted again, as one message whose id is
-// the index to resume from; nothing when there is nothing new.
+// the index to resume from; nothing when there is nothing new. Each data
+// line is one line as JSON ({"kind","text","tool","args","path","failed",
+// "partial"}: live.Line), which the page renders as text only; a note says how many
+// lines the bound dropped.
 func (s *eventStream) lines(snap live.Snapshot, secrets []string) error {
 	if len(snap.Lines) == 0 && snap.Skipped == 0 {
 		return nil
@@ -137,11 +141,18 @@ func (s *eventStream) lines(snap live.Snapshot, secrets []string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "id: %d\n", snap.Next)
 	if snap.Skipped > 0 {
-		fmt.Fprintf(&b, "data: [%d earlier lines not kept]\n", snap.Skipped)
+		snap.Lines = append([]live.Line{{Kind: live.KindNote, Text: fmt.Sprintf("[%d earlier lines not kept]", snap.Skipped)}}, snap.Lines...)
 	}
 	for _, l := range snap.Lines {
-		l = strings.ReplaceAll(redact.Secrets(l, secrets), "\r", "")
-		b.WriteString("data: " + l + "\n")
+		l.Text = redact.Secrets(l.Text, secrets)
+		l.Tool = redact.Secrets(l.Tool, secrets)
+		l.Args = redact.Secrets(l.Args, secrets)
+		l.Path = redact.Secrets(l.Path, secrets)
+		data, err := json.Marshal(l) // one line: newlines and \r are escaped
+		if err != nil {
+			return fmt.Errorf("live line: %w", err)
+		}
+		b.WriteString("data: " + string(data) + "\n")
 	}
 	b.WriteString("\n")
 	return s.write(b.String())

@@ -105,14 +105,33 @@ func (c *sseClient) next() (sseEvent, bool) {
 	}
 }
 
-// message reads the next event, which must be a message, and returns its lines.
-func (c *sseClient) message() (lines []string, id string) {
+// message reads the next event, which must be a message, and returns the
+// texts of its lines.
+func (c *sseClient) message() (texts []string, id string) {
+	c.t.Helper()
+	lines, id := c.typed()
+	for _, l := range lines {
+		texts = append(texts, l.Text)
+	}
+	return texts, id
+}
+
+// typed reads the next event, which must be a message, and returns its
+// lines: each data line one JSON object.
+func (c *sseClient) typed() (lines []live.Line, id string) {
 	c.t.Helper()
 	ev, ok := c.next()
 	if !ok || ev.event != "" || ev.comment != "" {
 		c.t.Fatalf("want a message, got %+v (ok %v)", ev, ok)
 	}
-	return ev.data, ev.id
+	for _, d := range ev.data {
+		var l live.Line
+		if err := json.Unmarshal([]byte(d), &l); err != nil {
+			c.t.Fatalf("data line %q is no JSON line: %v", d, err)
+		}
+		lines = append(lines, l)
+	}
+	return lines, ev.id
 }
 
 // end reads the next event, which must be the end, and the end of the stream.
@@ -342,7 +361,7 @@ func TestLiveOutputInABrowser(t *testing.T) {
 // waitText waits until the element sel holds want.
 func waitText(t *testing.T, ctx context.Context, sel, want string) {
 	t.Helper()
-	js := `document.querySelector(` + jsString(sel) + `).textContent.includes(` + jsString(want) + `)`
+	js := `(document.querySelector(` + jsString(sel) + `) || {textContent: ""}).textContent.includes(` + jsString(want) + `)`
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js)); err != nil {
 		got, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
 		t.Fatalf("%s never showed %q (it shows %q): %v", sel, want, got, err)

@@ -2,24 +2,28 @@
 // executable `claude`), verified against 2.1.197 run here and the facts in
 // agents-cli-facts.md (2.1.197 and 2.1.332).
 //
-// Command lines (headless, JSON result):
+// Command lines (headless, a stream of JSON events, stream.go):
 //
-//	none:   claude -p --output-format json [--model M] [--permission-mode bypassPermissions]
+//	none:   claude -p --output-format stream-json --verbose [--model M] [--permission-mode bypassPermissions]
 //	fresh:  the same plus --session-id <random uuid> --name <session name>
 //	resume: the same plus --resume <uuid>
 //
 // The prompt goes to standard input in every mode (verified with a 200 KB
 // prompt, beyond the 128 KiB limit of one argv element).
 //
-// The native id is the `session_id` field of the JSON result; a resume keeps
-// the id (no fork). Sessions live in ~/.claude/projects/<cwd slug>/<uuid>.jsonl,
+// stream-json needs --verbose with -p. The native id is the `session_id`
+// field of the stream's last event, the result (also of its first, the
+// init); a resume keeps the id (no fork). Sessions live in ~/.claude/projects/<cwd slug>/<uuid>.jsonl,
 // so the session state path is /home/agent/.claude/projects: credentials
 // (~/.claude/.credentials.json, ~/.claude.json) stay outside it. Sessions are
 // bound to the working directory on 2.1.197: keep Workdir the same across runs.
 //
-// A missing session is rc 1, an empty stdout and `No conversation found with
-// session ID: <id>` on stderr. Auth and network errors are rc 1 with a JSON
-// result (`is_error: true`) on stdout: ambiguous, never classified.
+// A missing session is rc 1, `No conversation found with session ID: <id>`
+// on stderr and, under stream-json, a lone result event of subtype
+// error_during_execution carrying the same message in `errors`. Auth and
+// network errors are rc 1 with an init, a synthetic assistant message and a
+// result (`is_error: true`, subtype success) on stdout: ambiguous, never
+// classified.
 package claudecode
 
 import (
@@ -90,7 +94,7 @@ func (CLI) Descriptor() agents.Descriptor {
 // as root on a host runner); text-only phases keep the default permissions,
 // under which -p denies every tool needing approval.
 func (CLI) Argv(inv agents.Invocation) []string {
-	argv := []string{Executable, "-p", "--output-format", "json"}
+	argv := []string{Executable, "-p", "--output-format", "stream-json", "--verbose"}
 	if inv.Model != "" {
 		argv = append(argv, "--model", inv.Model)
 	}
@@ -106,7 +110,7 @@ func (CLI) Argv(inv agents.Invocation) []string {
 	return argv
 }
 
-// result is the JSON result object (json) or the last stream-json event.
+// result is the stream's result event, its last.
 type result struct {
 	Type      string   `json:"type"`
 	Subtype   string   `json:"subtype"`
@@ -128,15 +132,19 @@ func findResult(stdout []byte) (result, bool) {
 	return agents.LastJSONLine(stdout, func(r result) bool { return r.Type == "result" })
 }
 
-// Parse implements agents.CLI.
+// Parse implements agents.CLI from the stream's result event; without one
+// (a crash, a refused flag), the text says why (agents.NoResult).
 func (CLI) Parse(res *sandbox.Result) agents.Output {
 	r, ok := findResult(res.Stdout)
 	if !ok {
-		return agents.Output{Text: agents.ErrorText(res.Stderr)}
+		return agents.Output{Text: agents.NoResult(res)}
 	}
 	text := r.Result
 	if text == "" && len(r.Errors) > 0 {
 		text = strings.Join(r.Errors, "\n")
+	}
+	if text == "" && r.IsError {
+		text = "claude reported an error (" + r.Subtype + ") without a message"
 	}
 	return agents.Output{
 		Succeeded:       res.ExitCode == 0 && !r.IsError,
@@ -148,9 +156,9 @@ func (CLI) Parse(res *sandbox.Result) agents.Output {
 	}
 }
 
-// Classify implements agents.CLI. Only an answer with no model turn (empty
-// stdout in json mode, or a stream-json error_during_execution result) whose
-// message says the session is missing is recognised. No unsupported_version
+// Classify implements agents.CLI. Only an answer with no model turn (an
+// empty stdout, or a lone error_during_execution result) whose message says
+// the session is missing is recognised. No unsupported_version
 // case: versions without --resume/--session-id are outside VerifiedRange, so
 // the engine never asks them to resume.
 func (CLI) Classify(res *sandbox.Result) agents.FallbackReason {

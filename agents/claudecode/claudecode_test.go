@@ -2,6 +2,7 @@ package claudecode
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,38 +16,62 @@ func TestGoldenArgv(t *testing.T) {
 	clitest.ArgvByPhase(t, CLI{}, "claude-sonnet-4-5", "3f0e2b1c-5d6a-4e7f-8a9b-0c1d2e3f4a5b")
 }
 
+// TestParseRecorded: outputs of the real 2.1.197 under stream-json,
+// recorded against agents/mockllm (testdata/README.md).
 func TestParseRecorded(t *testing.T) {
 	const id, missing = "76a2062b-293b-4d4d-8665-efcc80a7e202", "11111111-2222-4333-8444-555555555555"
-	const cost = 0.00007500000000000001 // total_cost_usd, as recorded
+	const cost = 0.00015000000000000001 // total_cost_usd, as recorded: two model turns
 	rec := func(name string) *sandbox.Result { return clitest.Recorded(t, "testdata", name) }
 	clitest.CheckParse(t, CLI{}, []clitest.Parsed{
-		{Name: "fresh", Res: rec("fresh"), Want: agents.Output{Succeeded: true, Text: "ok", NativeSessionID: id, InputTokens: 10, OutputTokens: 1, CostUSD: cost}},
-		{Name: "resume", Res: rec("resume"), Want: agents.Output{Succeeded: true, Text: "ok", NativeSessionID: id, InputTokens: 10, OutputTokens: 1, CostUSD: cost}},
-		{Name: "resume-missing", Res: rec("resume-missing"), Want: agents.Output{Text: "No conversation found with session ID: " + missing}},
-		{Name: "resume-missing-stream", Res: rec("resume-missing-stream"), Want: agents.Output{Text: "No conversation found with session ID: " + missing, NativeSessionID: missing}},
+		{Name: "fresh", Res: rec("fresh"), Want: agents.Output{Succeeded: true, Text: "All done.", NativeSessionID: id, InputTokens: 20, OutputTokens: 2, CostUSD: cost}},
+		{Name: "resume", Res: rec("resume"), Want: agents.Output{Succeeded: true, Text: "All done.", NativeSessionID: id, InputTokens: 10, OutputTokens: 1, CostUSD: 0.00007500000000000001}},
+		{Name: "resume-missing", Res: rec("resume-missing"), Want: agents.Output{Text: "No conversation found with session ID: " + missing, NativeSessionID: missing}},
 		{Name: "resume-not-logged-in", Res: rec("resume-not-logged-in"), Want: agents.Output{Text: "Not logged in · Please run /login", NativeSessionID: id}},
 		{Name: "resume-network-refused", Res: rec("resume-network-refused"), Want: agents.Output{Text: "API Error: Unable to connect to API (ConnectionRefused)", NativeSessionID: id}},
+		{Name: "resume-api-401", Res: rec("resume-api-401"), Want: agents.Output{Text: "Invalid API key · Fix external API key", NativeSessionID: id}},
 		{Name: "fresh-id-in-use", Res: rec("fresh-id-in-use"), Want: agents.Output{Text: "Error: Session ID " + id + " is already in use."}},
+		{Name: "fresh-invalid-id", Res: rec("fresh-invalid-id"), Want: agents.Output{Text: "Error: Invalid session ID. Must be a valid UUID."}},
+		{Name: "killed mid-stream", Res: clitest.Result(137, firstLines(t, "fresh", 2), ""), Want: agents.Output{Text: "the CLI exited with code 137 without printing its result"}},
+		{Name: "a result without text", Res: clitest.Result(1, `{"type":"result","subtype":"error_max_turns","is_error":true,"session_id":"x"}`, ""), Want: agents.Output{Text: "claude reported an error (error_max_turns) without a message", NativeSessionID: "x"}},
 	})
 }
 
-// TestClassify: outputs recorded from 2.1.197 (testdata/) and messages quoted
-// in agents-cli-facts.md.
+// firstLines are the first n lines of a recorded stdout.
+func firstLines(t *testing.T, name string, n int) string {
+	lines := strings.SplitAfter(string(clitest.Recorded(t, "testdata", name).Stdout), "\n")
+	return strings.Join(lines[:n], "")
+}
+
+// TestClassify: outputs recorded from 2.1.197 under stream-json
+// (testdata/) and messages quoted in agents-cli-facts.md.
 func TestClassify(t *testing.T) {
 	rec := func(name string) *sandbox.Result { return clitest.Recorded(t, "testdata", name) }
 	clitest.CheckClassify(t, CLI{}, []clitest.Classified{
 		{Name: "resume-missing", Res: rec("resume-missing"), Want: agents.FallbackStateMissing},
-		{Name: "resume-missing-stream", Res: rec("resume-missing-stream"), Want: agents.FallbackStateMissing},
 		{Name: "resume-not-logged-in", Res: rec("resume-not-logged-in"), Want: agents.FallbackNone},
 		{Name: "resume-network-refused", Res: rec("resume-network-refused"), Want: agents.FallbackNone},
+		{Name: "resume-api-401", Res: rec("resume-api-401"), Want: agents.FallbackNone},
 		{Name: "fresh-invalid-id", Res: rec("fresh-invalid-id"), Want: agents.FallbackNone},
 		{Name: "fresh-id-in-use", Res: rec("fresh-id-in-use"), Want: agents.FallbackNone},
-		{Name: "no conversation", Res: clitest.Result(1, "", "No conversation found with session ID: 5b0f2c2e-1111-4a4a-9b9b-123456789abc\n"), Want: agents.FallbackStateMissing},
+		{Name: "no conversation, json mode", Res: clitest.Result(1, "", "No conversation found with session ID: 5b0f2c2e-1111-4a4a-9b9b-123456789abc\n"), Want: agents.FallbackStateMissing},
 		{Name: "not a uuid nor a title", Res: clitest.Result(1, "", `Error: --resume requires a valid session ID or session title when used with --print. Usage: claude -p --resume <session-id|title>. Provided value "my-task-1" is not a UUID and does not match any session title.`), Want: agents.FallbackStateMissing},
 		{Name: "API 401", Res: clitest.Result(1, `{"type":"result","subtype":"success","is_error":true,"api_error_status":401,"result":"Invalid API key · Fix external API key","session_id":"x"}`, ""), Want: agents.FallbackNone},
 		{Name: "login", Res: clitest.Result(1, `{"type":"result","subtype":"success","is_error":true,"result":"Invalid API key · Please run /login","session_id":"x"}`, ""), Want: agents.FallbackNone},
 		{Name: "crash", Res: clitest.Result(1, "", "Segmentation fault\n"), Want: agents.FallbackNone},
 	})
+}
+
+// TestDecodeRecordedStream: the steps of each line of the recorded streams
+// (testdata/stream/*.golden.json): the init gives none, the Bash call and
+// its result, the Write call, its result and the file it wrote, the answer;
+// a failed run's result is a note with its error.
+func TestDecodeRecordedStream(t *testing.T) {
+	clitest.CheckStream(t, CLI{}, "testdata", "fresh", "fresh-write", "resume", "resume-missing", "resume-api-401", "resume-not-logged-in")
+}
+
+// TestDecodeBadLines: the decoder never fails on what a CLI may print.
+func TestDecodeBadLines(t *testing.T) {
+	clitest.CheckBadLines(t, CLI{}, `{"type":"system","subtype":"api_retry"}`, `{"type":"user","message":{"content":"a prompt"}}`)
 }
 
 // onMock points Claude Code at the mock model (ANTHROPIC_BASE_URL).

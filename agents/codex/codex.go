@@ -175,6 +175,9 @@ func (CLI) Parse(res *sandbox.Result) agents.Output {
 		case out.Text == "":
 			out.Text = lastErrorLine(res.Stderr)
 		}
+		if out.Text == "" { // nothing but warnings: say how it ended
+			out.Text = agents.NoResult(&sandbox.Result{ExitCode: res.ExitCode, Stdout: res.Stdout})
+		}
 	}
 	return out
 }

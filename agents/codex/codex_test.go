@@ -25,7 +25,51 @@ func TestParseRecorded(t *testing.T) {
 		{Name: "resume", Res: rec("resume"), Want: agents.Output{Succeeded: true, Text: "ok", NativeSessionID: thread, InputTokens: 30, OutputTokens: 3}},
 		{Name: "resume-missing", Res: rec("resume-missing"), Want: agents.Output{Text: "Error: thread/resume: thread/resume failed: no rollout found for thread id 01a22ae1-0511-7ef3-bd9e-000000000000 (code -32600)"}},
 		{Name: "resume-no-key", Res: rec("resume-no-key"), Want: agents.Output{Text: "Missing environment variable: `MOCK_KEY`.", NativeSessionID: thread}},
+		{Name: "fresh-shell", Res: rec("fresh-shell"), Want: agents.Output{Succeeded: true, Text: "All done.", NativeSessionID: "01a241f1-5d83-7ad2-9402-11bbc9aa6fb9", InputTokens: 20, OutputTokens: 2}},
+		{Name: "api-401", Res: rec("api-401"), Want: agents.Output{Text: "unexpected status 401 Unauthorized: invalid x-api-key, url: http://127.0.0.1:47812/v1/responses", NativeSessionID: "01a241f1-d80a-7d41-a31d-575486a02d2f"}},
+		{Name: "crash at start, only a warning", Res: clitest.Result(134, "", "WARNING: proceeding, even though we could not create PATH aliases\n"), Want: agents.Output{Text: "the CLI exited with code 134 and printed nothing"}},
+		{Name: "malformed lines", Res: clitest.Result(0, `{"type":"thread.started","thread_id":"t"}`+"\n{\"type\":\"item.comp\nnot json\n", ""), Want: agents.Output{Text: "not json", NativeSessionID: "t"}},
 	})
+}
+
+// TestDecodeRecordedStream: the steps of each line of the recorded streams
+// (testdata/stream/*.golden.json): the command when it starts, its output
+// when it ends, the answer; errors as notes; thread, turn and usage events
+// give none.
+func TestDecodeRecordedStream(t *testing.T) {
+	clitest.CheckStream(t, CLI{}, "testdata", "fresh", "fresh-shell", "resume", "api-401", "resume-no-key")
+}
+
+// TestDecodeBadLines: the decoder never fails on what a CLI may print,
+// nor on items of shapes exec_events.rs declares that the recordings lack.
+func TestDecodeBadLines(t *testing.T) {
+	clitest.CheckBadLines(t, CLI{},
+		`{"type":"item.completed","item":{"id":"i","type":"file_change","changes":[{"path":"a.go","kind":"update"}],"status":"completed"}}`,
+		`{"type":"item.started","item":{"id":"i","type":"mcp_tool_call","server":"s","tool":"t","arguments":{"x":1},"status":"in_progress"}}`,
+		`{"type":"item.completed","item":{"id":"i","type":"mcp_tool_call","server":"s","tool":"t","error":{"message":"boom"},"status":"failed"}}`,
+		`{"type":"item.completed","item":{"id":"i","type":"command_execution","command":"false","exit_code":1,"status":"failed"}}`)
+}
+
+// TestDecodeItems: the shapes of exec_events.rs the recordings lack.
+func TestDecodeItems(t *testing.T) {
+	tests := []struct {
+		line string
+		want []agents.Step
+	}{
+		{`{"type":"item.completed","item":{"id":"i","type":"file_change","changes":[{"path":"a.go","kind":"update"},{"path":"b.go","kind":"add"}],"status":"completed"}}`,
+			[]agents.Step{{Kind: agents.StepEdit, Tool: "apply_patch", CallID: "i", Path: "a.go"}, {Kind: agents.StepEdit, Tool: "apply_patch", CallID: "i", Path: "b.go"}}},
+		{`{"type":"item.completed","item":{"id":"i","type":"command_execution","command":"false","aggregated_output":"","exit_code":1,"status":"failed"}}`,
+			[]agents.Step{{Kind: agents.StepToolResult, Tool: "shell", CallID: "i", Text: "exit code 1", Failed: true}}},
+		{`{"type":"item.started","item":{"id":"i","type":"mcp_tool_call","server":"gh","tool":"search","arguments":{"q":"x"},"status":"in_progress"}}`,
+			[]agents.Step{{Kind: agents.StepToolCall, Tool: "gh.search", CallID: "i", Args: `{"q":"x"}`}}},
+		{`{"type":"turn.failed","error":{"message":"quota"}}`, []agents.Step{{Kind: agents.StepOther, Text: "error: quota"}}},
+	}
+	for _, tt := range tests {
+		got, ok := CLI{}.DecodeLine([]byte(tt.line))
+		if !ok || !slices.Equal(got, tt.want) {
+			t.Errorf("DecodeLine(%s)\n = %+v, %v\nwant %+v", tt.line, got, ok, tt.want)
+		}
+	}
 }
 
 // TestClassify: outputs recorded from 0.171.0 (testdata/) and messages

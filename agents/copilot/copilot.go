@@ -29,6 +29,7 @@
 package copilot
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/alchemic-studio/alfred/agents"
@@ -123,6 +124,7 @@ func (CLI) Parse(res *sandbox.Result) agents.Output {
 	var out agents.Output
 	var errText string
 	resultOK := false
+	var resultCode *int
 	agents.JSONLines(res.Stdout, func(e event) bool {
 		switch e.Type {
 		case "assistant.message":
@@ -135,6 +137,7 @@ func (CLI) Parse(res *sandbox.Result) agents.Output {
 		case "result":
 			out.NativeSessionID = e.SessionID
 			resultOK = e.ExitCode != nil && *e.ExitCode == 0
+			resultCode = e.ExitCode
 		}
 		return true
 	})
@@ -146,6 +149,10 @@ func (CLI) Parse(res *sandbox.Result) agents.Output {
 	default:
 		if s := firstError(res.Stderr); s != "" {
 			out.Text = s
+		} else if out.Text == "" && resultCode != nil {
+			out.Text = fmt.Sprintf("copilot ended with exit code %d and no error message", *resultCode)
+		} else if out.Text == "" {
+			out.Text = agents.NoResult(&sandbox.Result{ExitCode: res.ExitCode, Stdout: res.Stdout})
 		}
 	}
 	return out

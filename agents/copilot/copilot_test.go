@@ -27,8 +27,25 @@ func TestParseRecorded(t *testing.T) {
 		{Name: "not authenticated, in a fresh home", Res: clitest.Result(1, "", "Package extraction took 10581ms\n\nError: No authentication information found.\n"),
 			Want: agents.Output{Text: "Error: No authentication information found."}},
 		{Name: "exit 0, result exitCode 1", Res: clitest.Result(0, `{"type":"result","timestamp":"t","sessionId":"x","exitCode":1,"usage":{}}`+"\n", ""),
-			Want: agents.Output{NativeSessionID: "x"}},
+			Want: agents.Output{NativeSessionID: "x", Text: "copilot ended with exit code 1 and no error message"}},
+		{Name: "fresh-shell", Res: clitest.Recorded(t, "testdata", "fresh-shell"), Want: agents.Output{Succeeded: true, Text: "All done.", NativeSessionID: id}},
+		{Name: "crash at start, nothing printed", Res: clitest.Result(139, "", ""), Want: agents.Output{Text: "the CLI exited with code 139 and printed nothing"}},
+		{Name: "malformed lines", Res: clitest.Result(1, "{\"type\":\"assistant.mess\nnode: out of memory\n", ""), Want: agents.Output{Text: "node: out of memory"}},
 	})
+}
+
+// TestDecodeRecordedStream: the steps of each line of the recorded streams
+// (testdata/stream/*.golden.json): the bash call as it starts, its result,
+// the answer; the provider's 401 as a note; ephemeral events and session
+// bookkeeping give none.
+func TestDecodeRecordedStream(t *testing.T) {
+	clitest.CheckStream(t, CLI{}, "testdata", "fresh-shell", "fresh.stdout.jsonl", "api-401.stdout.jsonl")
+}
+
+// TestDecodeBadLines: the decoder never fails on what a CLI may print.
+func TestDecodeBadLines(t *testing.T) {
+	clitest.CheckBadLines(t, CLI{}, `{"type":"tool.execution_complete","data":{"toolCallId":"c","success":false,"error":{"message":"denied"}}}`,
+		`{"type":"tool.execution_complete","data":{"toolCallId":"c","success":false,"error":"plain"}}`)
 }
 
 func TestClassify(t *testing.T) {

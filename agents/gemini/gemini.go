@@ -1,10 +1,11 @@
 // Package gemini owns the adapter for the Gemini CLI (npm @google/gemini-cli):
-// its argv per session mode, the output parser (`--output-format json`), the
+// its argv per session mode, the stream decoder and output parser
+// (`--output-format stream-json`), the
 // resume-failure classifier and where its sessions live.
 //
 // Facts this package relies on, checked against @google/gemini-cli 0.61.0:
 //
-//   - No session: `gemini --output-format json --approval-mode yolo [--model=m]`,
+//   - No session: `gemini --output-format stream-json --approval-mode yolo [--model=m]`,
 //     the prompt on stdin (read verbatim, headless, when stdin is not a
 //     terminal; no 128 KiB argv limit), with GEMINI_CLI_TRUST_WORKSPACE=true (headless runs need a trusted
 //     folder; the variable is ignored by versions without the check).
@@ -12,8 +13,12 @@
 //     the adapter. Gemini has no session label (a session's title is its
 //     first prompt).
 //   - Resume: the same plus `--resume=<uuid>`. The history is loaded.
-//   - stdout is one JSON object {"session_id","response","stats"}; on an
-//     error the object {"session_id","error":{…}} goes to stderr.
+//   - stdout is a stream of JSON events (stream.go): init (with the
+//     session_id), messages (the user's prompt, the assistant's text in
+//     deltas), tool_use and tool_result, and last a result (status, error,
+//     stats with the tokens per model). An error before the stream starts
+//     (no auth) is text on stderr; after a stack trace, a JSON object
+//     {"session_id","error":{…}} may end stderr.
 //   - Sessions live in ~/.gemini/tmp/<project>/chats/, one folder per
 //     project (cwd); the project's short name is found again from the
 //     .project_root marker inside ~/.gemini/tmp, so ~/.gemini/tmp alone is
@@ -32,8 +37,8 @@
 package gemini
 
 import (
-	"bytes"
-	"encoding/json"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/alchemic-studio/alfred/agents"
@@ -116,7 +121,7 @@ func (CLI) HomeFiles(env map[string]string) map[string]string {
 
 // Argv implements agents.CLI. The prompt is on stdin.
 func (CLI) Argv(inv agents.Invocation) []string {
-	argv := []string{Executable, "--output-format", "json", "--approval-mode", "yolo"}
+	argv := []string{Executable, "--output-format", "stream-json", "--approval-mode", "yolo"}
 	if inv.Model != "" {
 		argv = append(argv, "--model="+inv.Model)
 	}
@@ -129,76 +134,105 @@ func (CLI) Argv(inv agents.Invocation) []string {
 	return argv
 }
 
-type output struct {
-	SessionID string  `json:"session_id"`
-	Response  *string `json:"response"`
-	Stats     struct {
-		Models map[string]struct {
-			Tokens struct {
-				Prompt     int64 `json:"prompt"`
-				Candidates int64 `json:"candidates"`
-			} `json:"tokens"`
-		} `json:"models"`
-	} `json:"stats"`
-	Error *struct {
-		Type    string `json:"type"`
-		Message string `json:"message"`
-		Code    int    `json:"code"`
-	} `json:"error"`
+// errorObject is the error of a result event, or of the JSON object a
+// failure prints on stderr ({"session_id","error":{…}}).
+type errorObject struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+	Code    int    `json:"code"`
 }
 
-// Parse implements agents.CLI. A run succeeded when it exited 0 with a
-// response and no error object (on stdout, or on stderr after a stack trace).
+// Parse implements agents.CLI from the stream (stream.go): the session id
+// of the init, the answer (the assistant text after the last tool call),
+// the tokens and the status of the result. A run succeeded when it exited 0
+// with a result of status success. Without a result, the text is the error
+// on stderr: the error object's message, else its last line that is no
+// notice (agents.NoResult).
 func (CLI) Parse(res *sandbox.Result) agents.Output {
 	var out agents.Output
-	o, ok := lastObject(res.Stdout)
-	if !ok {
-		o, ok = lastObject(res.Stderr)
-	}
-	if !ok {
-		out.Text = agents.ErrorText(res.Stderr)
+	var answer strings.Builder
+	var result *event
+	agents.JSONLines(res.Stdout, func(e event) bool {
+		switch e.Type {
+		case "init":
+			out.NativeSessionID = e.SessionID
+		case "message":
+			if e.Role == "assistant" {
+				answer.WriteString(e.Content)
+			}
+		case "tool_use", "tool_result":
+			answer.Reset() // the answer is what follows the last call
+		case "result":
+			result = &e
+		}
+		return true
+	})
+	out.Text = answer.String()
+	if result == nil {
+		out.Text = stderrError(res)
 		return out
 	}
-	out.NativeSessionID = o.SessionID
-	for _, m := range o.Stats.Models {
-		out.InputTokens += m.Tokens.Prompt
-		out.OutputTokens += m.Tokens.Candidates
+	for _, m := range result.Stats.Models {
+		out.InputTokens += m.InputTokens
+		out.OutputTokens += m.OutputTokens
 	}
 	switch {
-	case o.Error != nil:
-		out.Text = o.Error.Message
-	case o.Response != nil:
-		out.Text = *o.Response
+	case result.Error != nil && result.Error.Message != "":
+		out.Text = result.Error.Message
+	case result.Status != "success":
+		out.Text = "gemini ended with status " + strconv.Quote(result.Status)
+	default:
 		out.Succeeded = res.ExitCode == 0
 	}
 	return out
 }
 
-// lastObject decodes the last top-level JSON object of b: the whole of b, or
-// the text from the last line that starts with "{".
-func lastObject(b []byte) (output, bool) {
-	var o output
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 {
-		return o, false
+// stderrError is why a run that printed no result failed: the message of
+// the error object on stderr, else its last line that is not a notice.
+func stderrError(res *sandbox.Result) string {
+	var msg string
+	agents.JSONLines(res.Stderr, func(o struct {
+		Error *errorObject `json:"error"`
+	}) bool {
+		if o.Error != nil && o.Error.Message != "" {
+			msg = o.Error.Message
+		}
+		return true
+	})
+	if msg != "" {
+		return msg
 	}
-	if json.Unmarshal(b, &o) == nil {
-		return o, true
+	lines := strings.Split(strings.TrimSpace(string(agents.StripANSI(res.Stderr))), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := strings.TrimSpace(lines[i])
+		if l != "" && !slices.ContainsFunc(notices, func(n string) bool { return strings.HasPrefix(l, n) }) {
+			return agents.ErrorText([]byte(strings.Join(lines[firstErrorLine(lines, i):i+1], "\n")))
+		}
 	}
-	if i := bytes.LastIndex(b, []byte("\n{")); i >= 0 && json.Unmarshal(b[i+1:], &o) == nil {
-		return o, true
-	}
-	return o, false
+	return agents.NoResult(&sandbox.Result{ExitCode: res.ExitCode, Stdout: res.Stdout})
 }
 
+// firstErrorLine is where the error that ends at line last starts: the
+// lines before it that are indented belong to it.
+func firstErrorLine(lines []string, last int) int {
+	i := last
+	for i > 0 && strings.HasPrefix(lines[i], " ") {
+		i--
+	}
+	return i
+}
+
+// notices are the lines Gemini prints on stderr on every run.
+var notices = []string{"Warning: ", "YOLO mode is enabled", "Ripgrep is not available", "Loaded cached credentials"}
+
 // Classify implements agents.CLI from the stderr of a run that printed no
-// JSON output. Every --resume failure seen is a missing session, whatever the
+// event. Every --resume failure seen is a missing session, whatever the
 // id ("../evil" and "5" included); the other input errors (an invalid or
 // existing --session-id, --session-id unknown before 0.41) only a fresh
 // start can print, and Classify only sees resume attempts.
 func (CLI) Classify(res *sandbox.Result) agents.FallbackReason {
-	if _, ok := lastObject(res.Stdout); ok {
-		return agents.FallbackNone
+	if agents.AnyJSONLine(res.Stdout, func(e event) bool { return e.Type != "" }) {
+		return agents.FallbackNone // the stream began: the session was found
 	}
 	errText := string(agents.StripANSI(res.Stderr))
 	switch {

@@ -18,6 +18,9 @@
 //     GROK_API_KEY and GROK_BASE_URL from the environment.
 //   - stdout is one OpenAI-style message per line: {"role":"user",…}, then
 //     assistant and tool messages; the last assistant content is the answer.
+//     They are printed only once the run has ended: grok has no streaming
+//     format (`grok --help` lists no output option), so the live page shows
+//     its steps at the end (stream.go) and it reports no progress.
 //   - An API error still exits 0, with the assistant content "Sorry, I
 //     encountered an error: …"; a thrown error exits 1 with "Error: …"; a
 //     missing key exits 1 with "❌ Error: API key required…" on stderr.
@@ -91,7 +94,11 @@ type message struct {
 // exits 0.
 const apiErrorPrefix = "Sorry, I encountered an error:"
 
-// Parse implements agents.CLI.
+// Parse implements agents.CLI. A run succeeded when it exited 0 with an
+// answer that is not an error: grok exits 0 on an API error (a 401
+// included), its answer then "Sorry, I encountered an error: …", which is
+// the text; a thrown error exits 1 with "Error: …"; without an answer the
+// text is what it said on stderr (agents.NoResult).
 func (CLI) Parse(res *sandbox.Result) agents.Output {
 	var out agents.Output
 	answered := false
@@ -103,11 +110,16 @@ func (CLI) Parse(res *sandbox.Result) agents.Output {
 	})
 	switch {
 	case !answered:
-		out.Text = agents.ErrorText(res.Stderr)
-	case res.ExitCode == 0 && !strings.HasPrefix(out.Text, apiErrorPrefix):
+		out.Text = agents.NoResult(res)
+	case res.ExitCode == 0 && !isError(out.Text):
 		out.Succeeded = true
 	}
 	return out
+}
+
+// isError tells whether an answer is grok's report of an error.
+func isError(text string) bool {
+	return strings.HasPrefix(text, apiErrorPrefix) || strings.HasPrefix(text, "Error: ")
 }
 
 // Classify implements agents.CLI. Never called: the adapter never resumes.

@@ -40,7 +40,38 @@ func TestParse(t *testing.T) {
 		{Name: "thrown error", Res: r(1, `{"role":"assistant","content":"Error: boom"}`+"\n", ""), Want: agents.Output{Text: "Error: boom"}},
 		{Name: "no API key", Res: r(1, "", noKey+"\n"), Want: agents.Output{Text: noKey}},
 		{Name: "tool round then answer", Res: r(0, toolRound, ""), Want: agents.Output{Succeeded: true, Text: "done"}},
+		{Name: "shell round (recorded)", Res: clitest.Recorded(t, "testdata", "fresh-shell"), Want: agents.Output{Succeeded: true, Text: "All done."}},
+		{Name: "crash at start, nothing printed", Res: r(134, "", ""), Want: agents.Output{Text: "the CLI exited with code 134 and printed nothing"}},
+		{Name: "malformed lines", Res: r(1, "{\"role\":\"assis\nTypeError: fetch failed\n", ""), Want: agents.Output{Text: "TypeError: fetch failed"}},
 	})
+}
+
+// TestDecodeRecordedStream: the steps of each line of the recorded outputs
+// (testdata/stream/*.golden.json): the bash call (grok's filler text
+// dropped), its result, the answer; the 401 answer as a note.
+func TestDecodeRecordedStream(t *testing.T) {
+	clitest.CheckStream(t, CLI{}, "testdata", "fresh-shell", "headless.stdout.jsonl", "api-401.stdout.jsonl")
+}
+
+// TestDecodeBadLines: the decoder never fails on what a CLI may print.
+func TestDecodeBadLines(t *testing.T) {
+	clitest.CheckBadLines(t, CLI{}, `{"role":"assistant","content":null,"tool_calls":[{"function":null}]}`)
+}
+
+// TestNoProgress: grok prints only at its end, so its adapter does not
+// report progress (the stall watchdog then leaves an unsealed run alone),
+// yet its lines are decoded.
+func TestNoProgress(t *testing.T) {
+	a, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.ReportsProgress() {
+		t.Error("grok reports progress")
+	}
+	if steps, ok := a.DecodeLine([]byte(`{"role":"assistant","content":"hi"}`)); !ok || len(steps) != 1 {
+		t.Errorf("DecodeLine = %v, %v", steps, ok)
+	}
 }
 
 // TestNotResumable: the adapter refuses a session reference (the shared

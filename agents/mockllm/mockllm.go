@@ -93,6 +93,16 @@ type Options struct {
 	// Delay holds every model answer back this long (or until the client
 	// goes away), for timeout tests.
 	Delay time.Duration
+	// HoldAfter, when positive, answers the first HoldAfter model requests
+	// and holds every later one open, sending nothing, until the client
+	// goes away or the server closes: a model that stops answering in the
+	// middle of a run, for stall tests (with Shell, HoldAfter 1 lets the
+	// CLI make its call, then hangs on the request carrying its result).
+	HoldAfter int
+	// HoldFor, when positive, bounds how long HoldAfter holds a request:
+	// then it is answered as usual (a model slow to answer, for tests
+	// that look at a run while it goes).
+	HoldFor time.Duration
 	// WriteDir, when set, makes the model edit files like a coding agent
 	// (Anthropic only): a request that offers the Write tool, carries no tool
 	// result and whose last user text lacks ReadOnlyPhrase (outside quoted
@@ -161,6 +171,9 @@ type Server struct {
 	srv  *httptest.Server
 	opts Options
 
+	closing   chan struct{} // closed by Close: held answers end
+	closeOnce sync.Once
+
 	mu   sync.Mutex
 	log  []Request
 	miss []string
@@ -171,7 +184,7 @@ func Start(opts Options) *Server {
 	if opts.Reply == "" {
 		opts.Reply = "ok"
 	}
-	s := &Server{opts: opts}
+	s := &Server{opts: opts, closing: make(chan struct{})}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve)) // httptest listens on 127.0.0.1
 	s.URL = s.srv.URL
 	return s
@@ -183,12 +196,15 @@ func Handler(opts Options) http.Handler {
 	if opts.Reply == "" {
 		opts.Reply = "ok"
 	}
-	s := &Server{opts: opts}
+	s := &Server{opts: opts, closing: make(chan struct{})}
 	return http.HandlerFunc(s.serve)
 }
 
-// Close stops the server.
-func (s *Server) Close() { s.srv.Close() }
+// Close stops the server, ending the answers it holds.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() { close(s.closing) })
+	s.srv.Close()
+}
 
 // Requests returns the model requests received so far, in order.
 func (s *Server) Requests() []Request {
@@ -223,8 +239,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	req := request(api, r, body)
 	s.mu.Lock()
 	s.log = append(s.log, req)
+	held := s.opts.HoldAfter > 0 && len(s.log) > s.opts.HoldAfter
 	s.mu.Unlock()
 
+	if held && !s.hold(r) {
+		return
+	}
 	if s.opts.Delay > 0 {
 		select {
 		case <-time.After(s.opts.Delay):
@@ -249,6 +269,26 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.chat(w, req)
 	case APIGemini:
 		s.gemini(w, req)
+	}
+}
+
+// hold holds a request (HoldAfter): false when it ended held (the client
+// went away, the server closed), true when HoldFor passed and it is to be
+// answered.
+func (s *Server) hold(r *http.Request) bool {
+	var done <-chan time.Time
+	if s.opts.HoldFor > 0 {
+		t := time.NewTimer(s.opts.HoldFor)
+		defer t.Stop()
+		done = t.C
+	}
+	select {
+	case <-r.Context().Done():
+		return false
+	case <-s.closing:
+		return false
+	case <-done:
+		return true
 	}
 }
 

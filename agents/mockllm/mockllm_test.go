@@ -1,11 +1,13 @@
 package mockllm
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 func post(t *testing.T, url, body string) (int, string) {
@@ -253,4 +255,64 @@ func TestKey(t *testing.T) {
 			t.Errorf("%s%s: logged key %q", tc.header, tc.query, k)
 		}
 	}
+}
+
+// TestHoldAfter: the first HoldAfter requests are answered, a later one is
+// held open, logged, until its client goes away or the server closes.
+func TestHoldAfter(t *testing.T) {
+	s := Start(Options{HoldAfter: 1})
+	if status, body := post(t, s.URL+"/v1/messages", `{"messages":[]}`); status != http.StatusOK || !strings.Contains(body, "ok") {
+		t.Fatalf("first request: %d %s", status, body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/v1/messages", strings.NewReader(`{"messages":[]}`))
+	start := time.Now()
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("the second request was answered: %d", resp.StatusCode)
+	}
+	if held := time.Since(start); held < 250*time.Millisecond {
+		t.Errorf("held only %s", held)
+	}
+	done := make(chan error, 1)
+	go func() {
+		resp, err := http.Post(s.URL+"/v1/messages", "application/json", strings.NewReader(`{"messages":[]}`))
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	waitFor(t, func() bool { return len(s.Requests()) == 3 })
+	s.Close()
+	select {
+	case <-done: // answered by the close, with an error or an empty answer
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close left a held request open")
+	}
+}
+
+// TestHoldFor: a held request is answered once HoldFor has passed.
+func TestHoldFor(t *testing.T) {
+	s := Start(Options{HoldAfter: 1, HoldFor: 200 * time.Millisecond})
+	defer s.Close()
+	post(t, s.URL+"/v1/messages", `{"messages":[]}`)
+	start := time.Now()
+	if status, body := post(t, s.URL+"/v1/messages", `{"messages":[]}`); status != http.StatusOK || !strings.Contains(body, "ok") {
+		t.Fatalf("held request: %d %s", status, body)
+	}
+	if d := time.Since(start); d < 200*time.Millisecond {
+		t.Errorf("answered after %s, want HoldFor", d)
+	}
+}
+
+// waitFor waits for cond, at most 10 s.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatal("condition not met in time")
 }

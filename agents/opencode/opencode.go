@@ -178,6 +178,8 @@ func (CLI) Parse(res *sandbox.Result) agents.Output {
 	default:
 		if s := agents.ErrorText(res.Stderr); s != "" {
 			out.Text = s
+		} else if out.Text == "" {
+			out.Text = agents.NoResult(res)
 		}
 	}
 	return out

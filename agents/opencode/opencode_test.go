@@ -41,8 +41,44 @@ func TestParseRecorded(t *testing.T) {
 		{Name: "resume", Res: clitest.Result(0, file("resume.stdout.jsonl"), ""), Want: agents.Output{Succeeded: true, Text: "ok", NativeSessionID: id, InputTokens: 10, OutputTokens: 1}},
 		{Name: "API 401", Res: clitest.Result(1, file("api-401.stdout.jsonl"), ""), Want: agents.Output{NativeSessionID: "ses_dd51a180affe3yvYGmt9GX8zjK", Text: "APIError: invalid x-api-key"}},
 		{Name: "missing session", Res: clitest.Result(1, "", file("missing-session.stderr")), Want: agents.Output{Text: "Error: Session not found"}},
-		{Name: "1.1-1.14: exit 0, nothing on stdout", Res: clitest.Result(0, "", ""), Want: agents.Output{}},
+		{Name: "1.1-1.14: exit 0, nothing on stdout", Res: clitest.Result(0, "", ""), Want: agents.Output{Text: "the CLI exited with code 0 and printed nothing"}},
+		{Name: "fresh-shell", Res: clitest.Recorded(t, "testdata", "fresh-shell"), Want: agents.Output{Succeeded: true, Text: "All done.", NativeSessionID: "ses_dbe0d9f30ffe6pQb1bvcSd5pvq", InputTokens: 20, OutputTokens: 2}},
+		{Name: "crash at start", Res: clitest.Result(139, "", "Segmentation fault\n"), Want: agents.Output{Text: "Segmentation fault"}},
 	})
+}
+
+// TestDecodeRecordedStream: the steps of each line of the recorded streams
+// (testdata/stream/*.golden.json): the bash call with its result, the
+// answer, the API error as a note; the step frames give none.
+func TestDecodeRecordedStream(t *testing.T) {
+	clitest.CheckStream(t, CLI{}, "testdata", "fresh-shell", "fresh.stdout.jsonl", "api-401.stdout.jsonl")
+}
+
+// TestDecodeBadLines: the decoder never fails on what a CLI may print.
+func TestDecodeBadLines(t *testing.T) {
+	clitest.CheckBadLines(t, CLI{},
+		`{"type":"tool_use","sessionID":"s","part":{"tool":"write","callID":"c","state":{"status":"completed","input":{"filePath":"/w/a.go","content":"x"},"output":""}}}`,
+		`{"type":"tool_use","sessionID":"s","part":{"tool":"bash","callID":"c","state":{"status":"error","input":{"command":"false"},"error":"exit 1"}}}`)
+}
+
+// TestDecodeEdit: a completed write is a call, its result and the file it
+// wrote; a failed call is a failed result.
+func TestDecodeEdit(t *testing.T) {
+	tests := []struct {
+		line string
+		want []agents.Step
+	}{
+		{`{"type":"tool_use","sessionID":"s","part":{"tool":"write","callID":"c","state":{"status":"completed","input":{"filePath":"/w/a.go"},"output":"Wrote file"}}}`,
+			[]agents.Step{{Kind: agents.StepToolCall, Tool: "write", CallID: "c", Args: `{"filePath":"/w/a.go"}`}, {Kind: agents.StepToolResult, Tool: "write", CallID: "c", Text: "Wrote file"}, {Kind: agents.StepEdit, Tool: "write", CallID: "c", Path: "/w/a.go"}}},
+		{`{"type":"tool_use","sessionID":"s","part":{"tool":"bash","callID":"c","state":{"status":"error","input":{"command":"false"},"error":"exit 1"}}}`,
+			[]agents.Step{{Kind: agents.StepToolCall, Tool: "bash", CallID: "c", Args: `{"command":"false"}`}, {Kind: agents.StepToolResult, Tool: "bash", CallID: "c", Text: "exit 1", Failed: true}}},
+	}
+	for _, tt := range tests {
+		got, ok := CLI{}.DecodeLine([]byte(tt.line))
+		if !ok || !slices.Equal(got, tt.want) {
+			t.Errorf("DecodeLine(%s)\n = %+v, %v\nwant %+v", tt.line, got, ok, tt.want)
+		}
+	}
 }
 
 func TestClassify(t *testing.T) {

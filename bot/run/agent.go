@@ -19,7 +19,7 @@ import (
 )
 
 // spec is the sandbox of a run: the service's base spec with the run's
-// labels, live output, working copy (read-only for text phases), network
+// labels, live output (decoding the adapter's stream), working copy (read-only for text phases), network
 // and the adapter's credential mounts.
 func (r *Runner) spec(req Request, wt *Worktree) (sandbox.Spec, sandbox.CredentialMounts, error) {
 	mb, run := &req.Mailbox, req.Run
@@ -27,6 +27,7 @@ func (r *Runner) spec(req Request, wt *Worktree) (sandbox.Spec, sandbox.Credenti
 	spec.Env = cloneMap(spec.Env)
 	spec.Labels = map[string]string{"alfred.run": run.ID, "alfred.mailbox": mb.ID}
 	if req.Live != nil {
+		req.Live.Decode(liveDecoder(req.Adapter)) // the agent's steps, not its raw events (live.go)
 		spec.Stdout, spec.Stderr = req.Live.Stdout(), req.Live.Stderr()
 	}
 	// The working copy is always at the same place, so CLIs that bind their

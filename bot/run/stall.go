@@ -2,8 +2,10 @@ package run
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/alchemic-studio/alfred/agents"
@@ -23,9 +25,14 @@ import (
 // answer still coming, bytes through a tunnel), and then any line the CLI
 // prints counts too. Without a gateway only the output is left, and it
 // means something only for a CLI that prints as it works (an adapter that
-// says so, progressReporter): Claude Code and Gemini print one JSON object
-// at their end, so their silence is no sign of a stall, and such a run is
-// not watched (RUN_TIMEOUT still bounds it).
+// says so, progressReporter: every CLI whose stdout is a stream of events,
+// agents.StreamDecoder); a CLI that prints only at its end is not watched
+// unsealed (RUN_TIMEOUT still bounds it). This holds on every runner: the
+// host runner feeds the live output as the image runner does.
+//
+// When the watchdog stops a run, its outcome names the last step the agent
+// took, as decoded from its stream (live.Output.LastStep): "last: a call of
+// Bash `go test ./...`".
 
 // StallSetting is the key of the setting that gives the stall timeout
 // (Settings.StallTimeout), as the thread names it.
@@ -35,6 +42,7 @@ const StallSetting = "AGENT_STALL_TIMEOUT"
 type errStalled struct {
 	idle    time.Duration // AGENT_STALL_TIMEOUT
 	gateway bool          // a model request would have counted: a sealed run
+	last    string        // the last step the agent took (lastStep), "" when none was seen
 }
 
 func (e errStalled) Error() string {
@@ -42,8 +50,12 @@ func (e errStalled) Error() string {
 	if e.gateway {
 		what = "no output and no model request"
 	}
-	return fmt.Sprintf("the agent stalled: %s for %s, so Alfred stopped it (%s); check the CLI's provider settings",
-		what, e.idle, StallSetting)
+	last := ""
+	if e.last != "" {
+		last = " after " + e.last
+	}
+	return fmt.Sprintf("the agent stalled: %s for %s%s, so Alfred stopped it (%s); check the CLI's provider settings",
+		what, e.idle, last, StallSetting)
 }
 
 // progressReporter is an adapter whose CLI prints as it works (a stream of
@@ -62,6 +74,7 @@ type stallWatch struct {
 	now     func() time.Time
 	output  func() time.Time // when the CLI last printed (zero: not yet)
 	gateway func() time.Time // when the run's gateway session was last active
+	step    func() string    // the agent's last step, said (lastStep); nil: not known
 }
 
 // stallTick is how often the watchdog looks: a fraction of the timeout,
@@ -107,7 +120,11 @@ func (w stallWatch) loop(ctx context.Context, cancel context.CancelCauseFunc) {
 		case <-t.C:
 		}
 		if w.now().Sub(w.last(start)) >= w.timeout {
-			cancel(errStalled{idle: w.timeout, gateway: w.gateway != nil})
+			why := errStalled{idle: w.timeout, gateway: w.gateway != nil}
+			if w.step != nil {
+				why.last = w.step()
+			}
+			cancel(why)
 			return
 		}
 	}
@@ -139,6 +156,9 @@ func (r *Runner) watchStall(ctx context.Context, timeout time.Duration, out *liv
 	if out != nil && (gw != nil || reportsProgress(adapter)) {
 		w.output = out.LastWrite
 	}
+	if out != nil {
+		w.step = func() string { return lastOf(out) }
+	}
 	if w.output == nil && w.gateway == nil {
 		r.Log.Debug("stall watchdog off: the run shows no activity before its end", "run", run.ID, "adapter", adapter.ID())
 	}
@@ -156,4 +176,93 @@ func stalled(run *state.Run, ls *state.LLMSession, res *agents.Result, why error
 	}
 	ls.Outcome = string(agents.OutcomeFailed)
 	return nil, why
+}
+
+// lastOf says the last step of the agent decoded from out ("" before the
+// first): a tool's result says which call it answers, when one was seen.
+func lastOf(out *live.Output) string {
+	l, ok := out.LastStep()
+	if !ok {
+		return ""
+	}
+	if c, ok := out.LastCall(); ok && l.Kind == "tool_result" && (l.Tool == "" || l.Tool == c.Tool) {
+		return "the result of " + lastStep(c)
+	}
+	return lastStep(l)
+}
+
+// lastStep says a step of the agent in a few words, for the thread: "a
+// call of Bash `go test ./...`", "an edit of `main.go`", "the answer
+// `…`". The words are the agent's, redacted by the live output and
+// untrusted: its texts go into code spans (no link nor image renders
+// there) and a tool's name keeps only the letters of a name.
+func lastStep(l live.Line) string {
+	tool := toolName(l.Tool)
+	switch l.Kind {
+	case "tool_call":
+		if a := callArg(l.Args); a != "" {
+			return fmt.Sprintf("a call of %s %s", tool, code(a))
+		}
+		return "a call of " + tool
+	case "tool_result":
+		if l.Failed {
+			return "a failed result of " + tool
+		}
+		return "a result of " + tool
+	case "edit":
+		return "an edit of " + code(l.Path)
+	case "assistant":
+		return "the answer " + code(l.Text)
+	}
+	return code(l.Text)
+}
+
+// toolName is a tool's name as the thread shows it: letters, digits and
+// ._- only, at most 40 of them; "a tool" when none is left.
+func toolName(name string) string {
+	kept := strings.Map(func(r rune) rune {
+		if r < 0x80 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-", r)) {
+			return r
+		}
+		return -1
+	}, name)
+	if kept == "" {
+		return "a tool"
+	}
+	return clipWords(kept, 40)
+}
+
+// callArg is what shows a call best: the command, file or pattern among its
+// arguments, else the arguments as they are.
+func callArg(args string) string {
+	var m map[string]any
+	if json.Unmarshal([]byte(args), &m) == nil {
+		for _, k := range []string{"command", "cmd", "file_path", "filePath", "path", "pattern", "query", "url"} {
+			switch v := m[k].(type) {
+			case string:
+				return v
+			case []any: // codex: ["bash","-lc","go test ./..."]
+				if len(v) > 0 {
+					if s, ok := v[len(v)-1].(string); ok {
+						return s
+					}
+				}
+			}
+		}
+	}
+	return args
+}
+
+// code quotes s as inline code, on one line, clipped.
+func code(s string) string {
+	return "`" + strings.ReplaceAll(clipWords(s, 80), "`", "'") + "`"
+}
+
+// clipWords is s on one line, at most n runes.
+func clipWords(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }

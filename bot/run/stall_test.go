@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/alchemic-studio/alfred/gateway"
+	"github.com/alchemic-studio/alfred/internal/live"
 )
 
 // stallClock is a clock and an activity source the test moves by hand.
@@ -208,6 +210,48 @@ func TestStallWatchEndsWithTheRun(t *testing.T) {
 	}
 }
 
+// TestStallNamesTheLastStep: the watchdog's errStalled names the last step
+// it was given when it stops the run.
+func TestStallNamesTheLastStep(t *testing.T) {
+	c := newStallClock()
+	w := stallWatch{timeout: stallTimeout, now: c.clock, output: c.source, step: func() string { return "a call of Bash `sleep 600`" }}
+	ctx, stop := w.start(context.Background())
+	c.looked(t, 2)
+	c.now.Store(int64(stallTimeout))
+	<-ctx.Done()
+	if got, want := stop(), (errStalled{idle: stallTimeout, last: "a call of Bash `sleep 600`"}); got != want {
+		t.Errorf("stop() = %v, want %v", got, want)
+	}
+}
+
+// TestLastStepSaid: each kind of step in a few words, the agent's words
+// clipped and on one line.
+func TestLastStepSaid(t *testing.T) {
+	tests := []struct {
+		line live.Line
+		want string
+	}{
+		{live.Line{Kind: "tool_call", Tool: "Bash", Args: `{"command":"go test ./...","description":"run the tests"}`}, "a call of Bash `go test ./...`"},
+		{live.Line{Kind: "tool_call", Tool: "exec_command", Args: `{"cmd":["bash","-lc","ls\n-la"]}`}, "a call of exec_command `ls -la`"},
+		{live.Line{Kind: "tool_call", Tool: "Write", Args: `{"file_path":"/workspace/a.go","content":"x"}`}, "a call of Write `/workspace/a.go`"},
+		{live.Line{Kind: "tool_call", Tool: "todo", Args: `{"items":[1]}`}, "a call of todo `{\"items\":[1]}`"},
+		{live.Line{Kind: "tool_call", Tool: "Bash", Args: "{\"command\":\"echo `x`\"}"}, "a call of Bash `echo 'x'`"},
+		{live.Line{Kind: "tool_call", Tool: "noargs"}, "a call of noargs"},
+		{live.Line{Kind: "tool_result", Tool: "Bash", Failed: true}, "a failed result of Bash"},
+		{live.Line{Kind: "tool_result"}, "a result of a tool"},
+		{live.Line{Kind: "edit", Path: "main.go"}, "an edit of `main.go`"},
+		{live.Line{Kind: "assistant", Text: "Let me look at\nthe " + strings.Repeat("code ", 30)}, "the answer `Let me look at the code code code code code code code code code code code code …`"},
+		{live.Line{Kind: "assistant", Text: "![x](http://evil.example/t.png) `done`"}, "the answer `![x](http://evil.example/t.png) 'done'`"},
+		{live.Line{Kind: "tool_call", Tool: "[Bash](http://evil.example)", Args: `{"command":"ls"}`}, "a call of Bashhttpevil.example `ls`"},
+		{live.Line{Kind: "other", Text: "turn started"}, "`turn started`"},
+	}
+	for _, tt := range tests {
+		if got := lastStep(tt.line); got != tt.want {
+			t.Errorf("lastStep(%+v)\n = %s\nwant %s", tt.line, got, tt.want)
+		}
+	}
+}
+
 func TestStallTick(t *testing.T) {
 	for timeout, want := range map[time.Duration]time.Duration{
 		time.Millisecond:       10 * time.Millisecond,
@@ -227,6 +271,7 @@ func TestErrStalledSaysWhatWasWatched(t *testing.T) {
 	}{
 		{errStalled{idle: 2 * time.Minute, gateway: true}, "the agent stalled: no output and no model request for 2m0s, so Alfred stopped it (AGENT_STALL_TIMEOUT); check the CLI's provider settings"},
 		{errStalled{idle: 2 * time.Minute}, "the agent stalled: no output for 2m0s, so Alfred stopped it (AGENT_STALL_TIMEOUT); check the CLI's provider settings"},
+		{errStalled{idle: time.Minute, last: "a call of Bash `go test ./...`"}, "the agent stalled: no output for 1m0s after a call of Bash `go test ./...`, so Alfred stopped it (AGENT_STALL_TIMEOUT); check the CLI's provider settings"},
 	}
 	for _, tt := range tests {
 		if got := tt.err.Error(); got != tt.want {
@@ -246,4 +291,42 @@ func waitUntil(t *testing.T, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatal("condition not met in time")
+}
+
+// TestLastOf: the last step of a live output, a result named by its call.
+func TestLastOf(t *testing.T) {
+	tests := []struct {
+		name, stdout, want string
+	}{
+		{"nothing yet", "", ""},
+		{"plain text only", "hello\n", ""},
+		{"a call", `{"call":"Bash","args":{"command":"sleep 600"}}` + "\n", "a call of Bash `sleep 600`"},
+		{"a result after its call", `{"call":"Bash","args":{"command":"echo hi"}}` + "\n" + `{"result":"hi"}` + "\n", "the result of a call of Bash `echo hi`"},
+		{"an answer after a call", `{"call":"Bash","args":{"command":"echo hi"}}` + "\n" + `{"say":"done"}` + "\n", "the answer `done`"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := live.New(nil, 0)
+			out.Decode(func(line []byte) ([]live.Line, bool) {
+				var e struct {
+					Call, Say, Result string
+					Args              json.RawMessage
+				}
+				if json.Unmarshal(line, &e) != nil {
+					return nil, false
+				}
+				switch {
+				case e.Call != "":
+					return []live.Line{{Kind: "tool_call", Tool: e.Call, Args: string(e.Args)}}, true
+				case e.Result != "":
+					return []live.Line{{Kind: "tool_result", Text: e.Result}}, true
+				}
+				return []live.Line{{Kind: "assistant", Text: e.Say}}, true
+			})
+			_, _ = out.Stdout().Write([]byte(tt.stdout))
+			if got := lastOf(out); got != tt.want {
+				t.Errorf("lastOf = %q, want %q", got, tt.want)
+			}
+		})
+	}
 }

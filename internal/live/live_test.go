@@ -1,6 +1,7 @@
 package live
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -22,6 +23,15 @@ func write(t *testing.T, w io.Writer, chunks ...string) {
 	}
 }
 
+// texts are the texts of lines.
+func texts(lines []Line) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = l.Text
+	}
+	return out
+}
+
 func TestLinesAreRedactedWhole(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -41,7 +51,7 @@ func TestLinesAreRedactedWhole(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			o := New([]string{secret, "abc"}, 0)
 			write(t, o.Stdout(), tt.chunks...)
-			if got := o.Read(0).Lines; !slices.Equal(got, tt.want) {
+			if got := texts(o.Read(0).Lines); !slices.Equal(got, tt.want) {
 				t.Errorf("lines %q, want %q", got, tt.want)
 			}
 		})
@@ -53,7 +63,7 @@ func TestStdoutAndStderrKeepTheirOwnPartialLines(t *testing.T) {
 	write(t, o.Stdout(), "out sk-very-")
 	write(t, o.Stderr(), "err line\n")
 	write(t, o.Stdout(), "secret-123\n")
-	if got, want := o.Read(0).Lines, []string{"err line", "out [redacted]"}; !slices.Equal(got, want) {
+	if got, want := texts(o.Read(0).Lines), []string{"err line", "out [redacted]"}; !slices.Equal(got, want) {
 		t.Errorf("lines %q, want %q", got, want)
 	}
 }
@@ -66,8 +76,8 @@ func TestCloseKeepsPartialLinesAndEnds(t *testing.T) {
 	write(t, o.Stdout(), "\nlate\n")
 
 	snap := o.Read(0)
-	if want := []string{"first", "last [redacted]"}; !slices.Equal(snap.Lines, want) {
-		t.Errorf("lines %q, want %q", snap.Lines, want)
+	if want := []string{"first", "last [redacted]"}; !slices.Equal(texts(snap.Lines), want) {
+		t.Errorf("lines %q, want %q", texts(snap.Lines), want)
 	}
 	if snap.End == nil || *snap.End != (End{Status: "succeeded", Outcome: "succeeded"}) {
 		t.Errorf("end %+v", snap.End)
@@ -89,7 +99,7 @@ func TestLongLinesAreCutWhereNoSecretIs(t *testing.T) {
 		t.Fatal("a line longer than MaxLine is held back whole")
 	}
 	o.Close(End{Status: "succeeded"})
-	all := strings.Join(o.Read(0).Lines, "")
+	all := strings.Join(texts(o.Read(0).Lines), "")
 	if strings.Contains(all, "sk-very") || strings.Contains(all, "secret-123") || !strings.Contains(all, "[redacted]") {
 		t.Errorf("the cut shows part of the secret: %q", all[len(pad)-10:])
 	}
@@ -108,17 +118,17 @@ func TestTheTailIsKeptWithinTheBound(t *testing.T) {
 	if snap.Skipped == 0 || snap.Skipped+len(snap.Lines) != 100 || snap.Next != 100 {
 		t.Fatalf("skipped %d, kept %d, next %d", snap.Skipped, len(snap.Lines), snap.Next)
 	}
-	if got := snap.Lines[len(snap.Lines)-1]; got != "line 0099" {
+	if got := snap.Lines[len(snap.Lines)-1].Text; got != "line 0099" {
 		t.Errorf("last line %q", got)
 	}
 	size := 0
 	for _, l := range snap.Lines {
-		size += len(l) + lineOverhead
+		size += l.size()
 	}
 	if size > bound {
 		t.Errorf("keeps %d bytes, bound %d", size, bound)
 	}
-	if got := o.Read(95); got.Skipped != 0 || !slices.Equal(got.Lines, []string{"line 0095", "line 0096", "line 0097", "line 0098", "line 0099"}) {
+	if got := o.Read(95); got.Skipped != 0 || !slices.Equal(texts(got.Lines), []string{"line 0095", "line 0096", "line 0097", "line 0098", "line 0099"}) {
 		t.Errorf("Read(95): %+v", got)
 	}
 	if got := o.Read(500); len(got.Lines) != 0 || got.Next != 100 {
@@ -147,7 +157,7 @@ func TestReadersFollowWithoutHoldingTheWriter(t *testing.T) {
 				if snap.Skipped != 0 {
 					t.Errorf("reader %d skipped %d lines", r, snap.Skipped)
 				}
-				got[r] = append(got[r], snap.Lines...)
+				got[r] = append(got[r], texts(snap.Lines)...)
 				next = snap.Next
 				if snap.End != nil {
 					ends[r] = snap.End
@@ -208,5 +218,127 @@ func TestLastWrite(t *testing.T) {
 				t.Errorf("LastWrite %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// decodeTest is a Decoder of a small event stream: {"say":..} is an
+// assistant step, {"call":..,"args":{..}} a tool call, {"bookkeeping":..}
+// no step, anything else no event.
+func decodeTest(line []byte) ([]Line, bool) {
+	var e struct {
+		Say         *string
+		Call        string
+		Args        json.RawMessage
+		Path        string
+		Bookkeeping bool
+	}
+	if json.Unmarshal(line, &e) != nil {
+		return nil, false
+	}
+	switch {
+	case e.Say != nil:
+		return []Line{{Kind: "assistant", Text: *e.Say}}, true
+	case e.Call != "":
+		return []Line{{Kind: "tool_call", Tool: e.Call, Args: string(e.Args)}, {Kind: "edit", Path: e.Path}}, true
+	case e.Bookkeeping:
+		return nil, true
+	}
+	return []Line{{Kind: "???", Text: "unknown"}}, true
+}
+
+// TestDecodedLines: stdout lines go through the decoder into steps, a line
+// that is no event is text, stderr stays text of its own kind, and secrets
+// are hidden in every field, escaped in the JSON or not.
+func TestDecodedLines(t *testing.T) {
+	escaped := `sk-very-\u0073ecret-123` // the secret, one letter escaped
+	tests := []struct {
+		name   string
+		stdout string
+		stderr string
+		want   []Line
+	}{
+		{"an assistant step", `{"say":"hello ` + secret + `"}` + "\n", "", []Line{{Kind: "assistant", Text: "hello [redacted]"}}},
+		{"an escaped secret in the text", `{"say":"key ` + escaped + `"}` + "\n", "", []Line{{Kind: "assistant", Text: "key [redacted]"}}},
+		{"a call and its edit, secrets in args and path", `{"call":"Bash","args":{"command":"echo ` + escaped + `","n":1},"path":"/w/` + secret + `"}` + "\n", "",
+			[]Line{{Kind: "tool_call", Tool: "Bash", Args: `{"command":"echo [redacted]","n":1}`}, {Kind: "edit", Path: "/w/[redacted]"}}},
+		{"bookkeeping gives nothing", `{"bookkeeping":true}` + "\n", "", nil},
+		{"an unknown kind is other", `{"x":1}` + "\n", "", []Line{{Kind: "other", Text: "unknown"}}},
+		{"a line that is no event is text", "npm warn " + secret + "\n", "", []Line{{Kind: KindText, Text: "npm warn [redacted]"}}},
+		{"a torn event is text", `{"say":"unfinished` + "\n", "", []Line{{Kind: KindText, Text: `{"say":"unfinished`}}},
+		{"stderr is never decoded", "", `{"say":"on stderr"}` + "\n", []Line{{Kind: KindStderr, Text: `{"say":"on stderr"}`}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := New([]string{secret}, 0)
+			o.Decode(decodeTest)
+			write(t, o.Stdout(), tt.stdout)
+			write(t, o.Stderr(), tt.stderr)
+			if got := o.Read(0).Lines; !slices.Equal(got, tt.want) {
+				t.Errorf("lines %+v\nwant  %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestLastStep: the last step decoded, redacted, kept after the bound
+// dropped its line; text lines and stderr are no step.
+func TestLastStep(t *testing.T) {
+	o := New([]string{secret}, 3*(lineOverhead+20))
+	o.Decode(decodeTest)
+	if _, ok := o.LastStep(); ok {
+		t.Error("a step before any output")
+	}
+	if _, ok := o.LastCall(); ok {
+		t.Error("a call before any output")
+	}
+	write(t, o.Stdout(), `{"call":"Bash","args":{"command":"go test ./... `+secret+`"},"path":"a"}`+"\n")
+	write(t, o.Stdout(), "plain\n")
+	write(t, o.Stderr(), "error\n")
+	for range 5 {
+		write(t, o.Stdout(), "more text\n")
+	}
+	want := Line{Kind: "edit", Path: "a"}
+	if got, ok := o.LastStep(); !ok || got != want {
+		t.Errorf("LastStep = %+v, %v; want %+v", got, ok, want)
+	}
+	call := Line{Kind: "tool_call", Tool: "Bash", Args: `{"command":"go test ./... [redacted]"}`}
+	if got, ok := o.LastCall(); !ok || got != call {
+		t.Errorf("LastCall = %+v, %v; want %+v", got, ok, call)
+	}
+	if snap := o.Read(0); snap.Skipped == 0 {
+		t.Fatalf("the bound dropped nothing: %+v", snap)
+	}
+}
+
+// TestLongTextOfADecodedStream: a line of a decoded stream that is no event
+// is read whole, to be decoded, then kept cut to MaxLine, its secrets
+// hidden wherever they were.
+func TestLongTextOfADecodedStream(t *testing.T) {
+	o := New([]string{secret}, 0)
+	o.Decode(decodeTest)
+	line := strings.Repeat("x", MaxLine-5) + secret + strings.Repeat("y", MaxLine)
+	write(t, o.Stdout(), line+"\n")
+	got := o.Read(0).Lines
+	if len(got) != 1 || got[0].Kind != KindText || len(got[0].Text) > MaxLine+len(" [cut]") ||
+		strings.Contains(got[0].Text, "sk-very") || !strings.HasSuffix(got[0].Text, "[cut]") {
+		t.Errorf("kept %d lines, the first %.60q… of %d bytes", len(got), got[0].Text, len(got[0].Text))
+	}
+}
+
+// TestEventTooLongIsDropped: on a decoded stream, an event past
+// MaxEventLine is dropped with a note, never shown as raw pieces; the
+// next line is decoded as usual.
+func TestEventTooLongIsDropped(t *testing.T) {
+	o := New(nil, 0)
+	o.Decode(decodeTest)
+	big := `{"say":"` + strings.Repeat("x", MaxEventLine) + `"}`
+	for i := 0; i < len(big); i += 1 << 20 {
+		write(t, o.Stdout(), big[i:min(i+1<<20, len(big))])
+	}
+	write(t, o.Stdout(), "\n"+`{"say":"next"}`+"\n")
+	got := o.Read(0).Lines
+	want := []Line{{Kind: KindNote, Text: "[a line over 4 MiB not shown]"}, {Kind: "assistant", Text: "next"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("lines %.200v, want %v", got, want)
 	}
 }
