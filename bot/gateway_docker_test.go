@@ -26,6 +26,7 @@ import (
 	"github.com/alchemic-studio/alfred/agents/codex"
 	"github.com/alchemic-studio/alfred/agents/copilot"
 	"github.com/alchemic-studio/alfred/agents/fake"
+	"github.com/alchemic-studio/alfred/agents/gemini"
 	"github.com/alchemic-studio/alfred/agents/grok"
 	"github.com/alchemic-studio/alfred/agents/mockllm"
 	"github.com/alchemic-studio/alfred/agents/opencode"
@@ -318,9 +319,8 @@ type sealedCLI struct {
 	usage           usageReport
 }
 
-// sealedCLIs are the CLIs of the agent image that run there: the Gemini CLI
-// is in the image but needs a newer Node.js than Debian's
-// (deploy.TestAgentImage); agents.TestRealSealed runs it sealed on the host.
+// sealedCLIs are the six CLIs of the agent image, each sealed there (the
+// Gemini CLI with the settings its adapter writes into the run's home).
 //
 // Their usage figures, as the versions of the image print them:
 //   - Claude Code: the result event's usage is the invocation's, summed
@@ -338,12 +338,14 @@ type sealedCLI struct {
 //     session.usage_info (the events cli-main.js never prints), its
 //     assistant.message events carry no outputTokens and its result's usage
 //     holds only premium requests and durations: no tokens.
+//   - Gemini CLI: its result's stats are the invocation's.
 //   - Grok: prints the conversation's messages and no usage.
 var sealedCLIs = []sealedCLI{
 	{new: claudecode.New, provider: "anthropic", model: "claude-sonnet-4-5", usage: usagePerRun},
 	{new: codex.New, provider: "openai", model: "gpt-5", usage: usageSessionTotal},
 	{new: opencode.New, provider: "openai", model: "gpt-5", env: map[string]string{"OPENCODE_DISABLE_MODELS_FETCH": "1"}, usage: usageSteps},
 	{new: copilot.New, provider: "openai", model: "gpt-5", usage: usageNone},
+	{new: gemini.New, provider: "gemini", model: "gemini-2.5-flash", usage: usagePerRun},
 	{new: grok.New, provider: "xai", model: "grok-code-fast-1", usage: usageNone},
 }
 

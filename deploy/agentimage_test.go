@@ -154,6 +154,12 @@ func checkPruned(t *testing.T, d dockerCLI, image string) {
 	if left := strings.Fields(out); len(left) > 0 {
 		t.Errorf("%s holds what scripts/agent-clis.sh prunes: %v", image, left)
 	}
+	// What the pruning must leave: Codex's default model gets its tools
+	// through its code-mode host.
+	host := d.Must(t, "run", "--rm", "--network", "none", "--entrypoint", "find", image, nm+"/@openai", "-name", "codex-code-mode-host", "-type", "f")
+	if strings.TrimSpace(host) == "" {
+		t.Errorf("%s lacks Codex's code-mode host: its default model would run with no tools", image)
+	}
 	du := d.Must(t, "run", "--rm", "--network", "none", "--entrypoint", "sh", image, "-c",
 		"du -xsm /usr /opt/alfred/agent-clis/runtime "+nm+"/* "+nm+"/@*/* 2>/dev/null | sort -rn | head -n 12")
 	t.Logf("the biggest folders of %s (MB):\n%s", image, du)

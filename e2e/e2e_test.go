@@ -134,9 +134,21 @@ func (s *scenario) sayRunsIfFailed() {
 		s.t.Logf("mailbox %s: %s, active run %q", m.ID, m.Status, m.ActiveRunID)
 		runs, _ := st.Runs(m.ID)
 		for _, r := range runs {
-			s.t.Logf("run %s: %s by %s, %s: %s", r.ID, r.Phase, r.AdapterID, r.Status, r.Outcome)
+			s.t.Logf("run %s: %s by %s, %s: %s\n%s", r.ID, r.Phase, r.AdapterID, r.Status, r.Outcome, clip(r.Log, 3000))
 		}
 	})
+	for _, r := range s.b.model.Requests() {
+		s.t.Logf("model request %s %s: %d user texts, tools %v, tool output %q, last %q", r.API, r.Path, len(r.UserTexts), r.Tools,
+			clip(r.ToolOutput, 200), clip(r.LastUserText, 200))
+	}
+}
+
+// clip is s cut to n bytes.
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
 }
 
 func (s *scenario) lastSession() state.LLMSession { return s.sessions[len(s.sessions)-1] }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"syscall"
@@ -26,7 +27,10 @@ const (
 // development run is Codex's, fresh with adapter_changed, its prompt
 // carrying the handoff built from Claude Code's transcript, which the model
 // sees in Codex's first request; its change is pushed. The other way round
-// too: analysed by Codex, developed by Claude Code.
+// too: analysed by Codex, developed by Claude Code. The project's model is
+// gpt-5 (Claude Code takes any name of the mock's): Codex's default model
+// calls its tools through JavaScript (code mode), which the mock does not
+// play.
 func TestE2EHandoff(t *testing.T) {
 	in := giteatest.FromEnv(t, giteatest.Gitea)
 	w := newGiteaWorld(t, in)
@@ -36,8 +40,8 @@ func TestE2EHandoff(t *testing.T) {
 			handoffToCodexTitle:  "echo 'Bonjour' > /workspace/FRENCH.md && echo wrote FRENCH.md",
 			handoffToClaudeTitle: "echo 'Hallo' > /workspace/GERMAN.md && echo wrote GERMAN.md",
 		}}),
-		withOpenAI(), withAdapter(w, "claude-code"))
-	s.waitDetected("codex", image)
+		withOpenAI(), withSetting(w, "AGENT_ADAPTER", "claude-code"), withSetting(w, "AGENT_MODEL", "gpt-5"))
+	s.waitDetected("codex", image, true)
 
 	// Claude Code analyses; Codex develops.
 	s.redTeamIssue(handoffToCodexTitle, "The demo should greet its users in French.")
@@ -70,10 +74,10 @@ func withOpenAI() startOption {
 	}
 }
 
-// withAdapter sets the project's AGENT_ADAPTER before the bot starts.
-func withAdapter(w world, id string) startOption {
+// withSetting sets a setting of w's project before the bot starts.
+func withSetting(w world, key, value string) startOption {
 	return func(t testing.TB, b *bot, _, _ string) []string {
-		if out := b.run("settings", "set", "AGENT_ADAPTER", id, "-project", w.project()); !strings.Contains(out, "AGENT_ADAPTER") {
+		if out := b.run("settings", "set", key, value, "-project", w.project()); !strings.Contains(out, key) {
 			t.Fatalf("settings set: %s", out)
 		}
 		return nil
@@ -86,18 +90,19 @@ func (s *scenario) restartWith(w world, id string) {
 	s.t.Helper()
 	s.b.cmd.Process.Signal(syscall.SIGTERM)
 	s.b.cmd.Wait()
-	withAdapter(w, id)(s.t, s.b, "", "")
+	withSetting(w, "AGENT_ADAPTER", id)(s.t, s.b, "", "")
 	s.b.serve()
 }
 
-// waitDetected waits until the bot detected adapter in image, resumable.
-func (s *scenario) waitDetected(adapter, image string) {
+// waitDetected waits until the bot detected adapter starting in image,
+// resumable as said.
+func (s *scenario) waitDetected(adapter, image string, resumable bool) {
 	s.t.Helper()
-	waitFor(s.t, time.Minute, adapter+" detected as resumable", func() (ok bool) {
+	waitFor(s.t, time.Minute, fmt.Sprintf("%s detected (resumable: %v)", adapter, resumable), func() (ok bool) {
 		s.b.look(func(st *state.Store) {
 			all, _ := st.Installations()
 			ok = slices.ContainsFunc(all, func(in state.AgentInstallation) bool {
-				return in.AdapterID == adapter && in.Image == image && in.ResumableSessions
+				return in.AdapterID == adapter && in.Image == image && in.Version != "" && in.ResumableSessions == resumable
 			})
 		})
 		return ok

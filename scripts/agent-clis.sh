@@ -29,8 +29,8 @@
 #
 # After the install, what the CLIs never load on linux/glibc is removed (see
 # prune): musl builds, the per-platform copies of a native binary a postinstall
-# already copied into its package, codex's voice and code-mode hosts (both
-# opt-in features), source maps and TypeScript declarations.
+# already copied into its package, codex's voice host (an opt-in feature),
+# source maps and TypeScript declarations.
 #
 # This file is the only copy of the pins: sandbox/images/agent/Dockerfile runs it.
 set -eu
@@ -202,10 +202,11 @@ prune() {
 	if is_elf "$nm/opencode-ai/bin/opencode.exe"; then
 		rm -rf "$nm"/opencode-linux-* "$nm"/opencode-darwin-* "$nm"/opencode-windows-* || return 1
 	fi
-	# Codex's voice host (realtime audio) and code-mode host (behind
-	# features.code_mode_host): features an agent run never turns on.
-	rm -rf "$nm"/@openai/codex-linux-*/vendor/*/codex-resources/voice \
-		"$nm"/@openai/codex-linux-*/vendor/*/bin/codex-code-mode-host || return 1
+	# Codex's voice host (realtime audio): a feature an agent run never turns
+	# on. Its code-mode host stays: Codex's default model (gpt-6.2-sol on
+	# 0.171.0) gets its tools through it, and without it runs with none
+	# ("Code mode will fail closed").
+	rm -rf "$nm"/@openai/codex-linux-*/vendor/*/codex-resources/voice || return 1
 	# Source maps and TypeScript declarations: nothing loads them.
 	find "$nm" -type f \( -name '*.js.map' -o -name '*.mjs.map' -o -name '*.cjs.map' \
 		-o -name '*.d.ts' -o -name '*.d.mts' -o -name '*.d.cts' \) -delete

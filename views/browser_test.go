@@ -78,8 +78,11 @@ func TestPagesInABrowser(t *testing.T) {
 	}
 
 	open(t, ctx, srv.URL+"/runs/"+f.apiRun, `[data-test="phase"]`)
-	if n := count(t, ctx, `[data-test="session-row"]`); n != 0 {
-		t.Errorf("API-mode run shows %d session rows", n)
+	if n := count(t, ctx, `[data-test="session-name"]`); n != 0 {
+		t.Errorf("API-mode run shows %d sessions", n)
+	}
+	if got := text(t, ctx, `[data-test="no-session"]`); got != "the adapter does not declare resumable sessions" {
+		t.Errorf("API-mode run: why no session %q", got)
 	}
 
 	open(t, ctx, srv.URL+"/agents", `[data-test="agents"]`)

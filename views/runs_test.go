@@ -44,7 +44,8 @@ func newFixture(t *testing.T) fixture {
 			{ID: f.fresh, Phase: "analysis", Trigger: "b6f1c2de-delivery", AdapterID: "claude-code", Runner: "image", Status: state.RunSucceeded, CreatedAt: t0, StartedAt: t0, FinishedAt: t0.Add(90 * time.Second),
 				Log: "thinking with key sk-live-0123456789\n", Result: "## Implementation plan\n1. do it with sk-live-0123456789"},
 			{ID: f.resumed, Phase: "development", AdapterID: "claude-code", Runner: "image", Status: state.RunRunning, CreatedAt: t0.Add(time.Hour), StartedAt: t0.Add(time.Hour)},
-			{ID: f.apiRun, Phase: "answer", AdapterID: "api", Runner: "image", Status: state.RunSucceeded, CreatedAt: t0.Add(2 * time.Hour)},
+			{ID: f.apiRun, Phase: "answer", AdapterID: "api", Runner: "image", Status: state.RunSucceeded, CreatedAt: t0.Add(2 * time.Hour),
+				NoSession: "the adapter does not declare resumable sessions"},
 		}
 		sessions := []state.LLMSession{
 			{ID: "s1", RunID: f.fresh, AdapterID: "claude-code", SessionName: str(f.mb.BranchName), NativeSessionID: str("5f2c-native-1"),
@@ -111,8 +112,8 @@ func TestRunPage(t *testing.T) {
 	}
 
 	_, body = get(t, srv.URL+"/runs/"+f.apiRun)
-	if strings.Contains(body, `data-test="session-row"`) {
-		t.Error("an API-mode run shows a session row")
+	if strings.Contains(body, `data-test="session-name"`) || !strings.Contains(body, `started fresh: <span data-test="no-session">the adapter does not declare resumable sessions<`) {
+		t.Error("an API-mode run shows a session, or not why it has none")
 	}
 
 	if code, _ := get(t, srv.URL+"/runs/nope"); code != 404 {

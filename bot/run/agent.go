@@ -122,7 +122,7 @@ func (r *Runner) callAgent(ctx context.Context, rq Request, req agents.Request, 
 		r.Unseal(gw, run) // the container is gone: the token dies now, not after the push
 	}
 	if stall != nil && ctx.Err() == nil { // stopped by the watchdog, not on purpose
-		return stalled(run, ls, res, stall, req.Session != nil, redactRun)
+		return stalled(run, ls, res, stall, req.Session != nil, func(res *agents.Result) string { return redactRun(attemptsLog(res, adapter)) })
 	}
 	if err != nil {
 		ls.Outcome = string(agents.OutcomeFailed)
@@ -140,7 +140,7 @@ func (r *Runner) callAgent(ctx context.Context, rq Request, req agents.Request, 
 	// ... and what it wants shown in the thread loads no image and links
 	// to no other host: a rendered image is a request its author sees.
 	res.Text = Neutralise(redactRun(res.Text), urlHost(mb.IssueURL))
-	run.Result, run.Log = res.Text, redactRun(attemptsLog(res))
+	run.Result, run.Log = res.Text, redactRun(attemptsLog(res, adapter))
 	return res, nil
 }
 
@@ -193,14 +193,14 @@ func (r *Runner) installation(adapterID string) *state.AgentInstallation {
 	return nil
 }
 
-func attemptsLog(res *agents.Result) string {
+func attemptsLog(res *agents.Result, adapter agents.Adapter) string {
 	var b strings.Builder
 	for i, a := range res.Attempts {
 		fmt.Fprintf(&b, "--- attempt %d (%s): %s, exit %d, %s\n", i+1, a.Mode, a.Outcome, a.ExitCode, a.Duration.Round(time.Millisecond))
 		if a.Fallback != "" {
 			fmt.Fprintf(&b, "resume failed (%s): starting fresh under the same name\n", a.Fallback)
 		}
-		b.Write(a.Stdout)
+		b.WriteString(readable(adapter, a.Stdout))
 		if len(a.Stderr) > 0 {
 			b.WriteString("\n--- stderr\n")
 			b.Write(a.Stderr)

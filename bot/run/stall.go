@@ -168,11 +168,11 @@ func (r *Runner) watchStall(ctx context.Context, timeout time.Duration, out *liv
 // stalled records the end of a run the watchdog stopped: the adapter saw a
 // cancellation, but the run failed (Stalled, which blocks its mailbox at
 // once) with why as its outcome, and keeps what its CLI printed before.
-func stalled(run *state.Run, ls *state.LLMSession, res *agents.Result, why error, named bool, redactRun func(string) string) (*agents.Result, error) {
+func stalled(run *state.Run, ls *state.LLMSession, res *agents.Result, why error, named bool, logOf func(*agents.Result) string) (*agents.Result, error) {
 	run.Stalled = true
 	if res != nil {
 		recordUsage(ls, res, named)
-		run.Log = redactRun(attemptsLog(res))
+		run.Log = logOf(res)
 	}
 	ls.Outcome = string(agents.OutcomeFailed)
 	return nil, why
