@@ -317,6 +317,12 @@ type sealedCLI struct {
 	provider, model string
 	env             map[string]string
 	usage           usageReport
+	// shellMangles: the CLI's shell tool in the image does not run the
+	// injected script as written, so its request never reaches the
+	// gateway to be refused (the direct attempt and the absence of any
+	// key are still checked; agents.TestRealSealed shows the refusal on
+	// the host).
+	shellMangles bool
 }
 
 // sealedCLIs are the six CLIs of the agent image, each sealed there (the
@@ -345,7 +351,10 @@ var sealedCLIs = []sealedCLI{
 	{new: codex.New, provider: "openai", model: "gpt-5", usage: usageSessionTotal},
 	{new: opencode.New, provider: "openai", model: "gpt-5", env: map[string]string{"OPENCODE_DISABLE_MODELS_FETCH": "1"}, usage: usageSteps},
 	{new: copilot.New, provider: "openai", model: "gpt-5", usage: usageNone},
-	{new: gemini.New, provider: "gemini", model: "gemini-2.5-flash", usage: usagePerRun},
+	// Gemini 0.61.0's run_shell_command, in the image, runs the first
+	// "bash -c '...'" of the injected line as a file name ("line 4: exec
+	// 3<>/dev/tcp/...: No such file or directory"); on the host it runs it.
+	{new: gemini.New, provider: "gemini", model: "gemini-2.5-flash", usage: usagePerRun, shellMangles: true},
 	{new: grok.New, provider: "xai", model: "grok-code-fast-1", usage: usageNone},
 }
 
@@ -445,7 +454,7 @@ func sealedInDocker(t *testing.T, runner sandbox.Runner, image, fwd string, a *a
 	checkMetering(t, a.ID(), c.usage, sealedTurn{res: res, rg: run.Gateway, reqs: mock.Requests()}, nil)
 	checkNoKey(t, res, mock)
 	if inject {
-		checkInjection(t, mock, run.Gateway)
+		checkInjection(t, mock, run.Gateway, !c.shellMangles)
 	} else if run.Gateway.RefusedTotal != 0 {
 		t.Errorf("refusals %v", run.Gateway.Refused)
 	}
@@ -592,17 +601,21 @@ func checkNoKey(t *testing.T, res *agents.Result, mock *mockllm.Server) {
 
 // checkInjection: the injected command ran; its request through the
 // forwarder was refused and recorded on the run; it found no network.
-func checkInjection(t *testing.T, mock *mockllm.Server, rg *state.RunGateway) {
+func checkInjection(t *testing.T, mock *mockllm.Server, rg *state.RunGateway, reached bool) {
 	t.Helper()
 	out := ""
 	for _, r := range mock.Requests() {
 		out += r.ToolOutput
 	}
-	if !strings.Contains(out, "403") || !strings.Contains(out, "exfil.example is not an allowed destination") {
-		t.Errorf("the injected command's output %q: want the gateway's refusal", out)
-	}
 	if !strings.Contains(out, "direct: no network") {
 		t.Errorf("the injected command's output %q: want no network for a direct connection", out)
+	}
+	if !reached {
+		t.Logf("the CLI's shell did not run the request to the gateway as written; output %q", out)
+		return
+	}
+	if !strings.Contains(out, "403") || !strings.Contains(out, "exfil.example is not an allowed destination") {
+		t.Errorf("the injected command's output %q: want the gateway's refusal", out)
 	}
 	if rg == nil || rg.RefusedTotal == 0 || !strings.Contains(strings.Join(rg.Refused, "\n"), "the agent tried to reach exfil.example/steal (POST): refused") {
 		t.Errorf("the run's refusals %+v", rg)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"slices"
 )
 
 // What a container path holds, as named in the errors of ContainerLayout.
@@ -14,7 +15,7 @@ const (
 	KindBind          = "bind mount"
 	KindSession       = "session"
 	KindHome          = "HOME"
-	KindSessionParent = "session parent"
+	KindHomeParent    = "folder of HOME" // a folder between HOME and a mount under it
 	KindTmpfs         = "tmpfs"
 )
 
@@ -29,7 +30,7 @@ type LayoutMount struct {
 // clean and Mode is final (0o700 when the Spec said 0).
 type LayoutTmpfs struct {
 	Tmpfs
-	Kind string // KindHome, KindSessionParent or KindTmpfs
+	Kind string // KindHome, KindHomeParent or KindTmpfs
 }
 
 // Layout is where every mount of a Spec goes in a container: the same rules
@@ -37,7 +38,8 @@ type LayoutTmpfs struct {
 type Layout struct {
 	// Mounts in order: the worktree, the credentials, the binds, the session.
 	Mounts []LayoutMount
-	// Tmpfs in order: HOME, the session's parents (deepest first), the Spec's.
+	// Tmpfs in order: HOME, the folders between HOME and the mounts under
+	// it (each mount's deepest first), the Spec's.
 	Tmpfs []LayoutTmpfs
 }
 
@@ -60,9 +62,11 @@ func CheckContainerSpec(spec *Spec) error {
 // ContainerLayout lays out the mounts and the tmpfs folders of a Spec,
 // refusing two at one path, a relative path, a mount that would hide HOME or
 // overlap the worktree, and a session outside HOME or overlapping a
-// credential. Every folder between HOME and the session (its parent
-// included) is a tmpfs of the user: a runtime would create those mountpoints
-// as root and the CLI could not write beside its session folder.
+// credential. Every folder between HOME and a mount under it (the session,
+// a credential mount, a configuration file its adapter writes; the mount's
+// parent included) is a tmpfs of the user: a runtime would create those
+// mountpoints as root and the CLI could not write beside what is mounted
+// (Gemini writes ~/.gemini/projects.json beside its settings.json).
 func ContainerLayout(spec *Spec) (*Layout, error) {
 	l := &layout{seen: map[string]string{}}
 	if err := l.bindAll(spec); err != nil {
@@ -76,6 +80,9 @@ func ContainerLayout(spec *Spec) (*Layout, error) {
 		if err := l.session(*s, spec.Credentials); err != nil {
 			return nil, err
 		}
+	}
+	if err := l.homeParents(); err != nil {
+		return nil, err
 	}
 	if err := l.extraTmpfs(spec.Tmpfs); err != nil {
 		return nil, err
@@ -168,15 +175,25 @@ func (l *layout) session(s Mount, credentials []Mount) error {
 			return fmt.Errorf("sandbox: session path %s overlaps credential mount %s", target, c.Container)
 		}
 	}
-	if err := l.bind(s, KindSession, false); err != nil {
-		return err
-	}
-	// Every folder from HOME (excluded) down to the session's parent.
-	for dir := path.Dir(target); dir != AgentHome; dir = path.Dir(dir) {
-		if err := l.claim(dir, KindSessionParent); err != nil {
-			return err
+	return l.bind(s, KindSession, false)
+}
+
+// homeParents makes every folder from HOME (excluded) down to the parent of
+// each mount under HOME a tmpfs of the container user, once each.
+func (l *layout) homeParents() error {
+	for _, m := range slices.Clone(l.out.Mounts) {
+		if !isUnder(m.Container, AgentHome) {
+			continue
 		}
-		l.addTmpfs(dir, 0o700, 0, KindSessionParent)
+		for dir := path.Dir(m.Container); dir != AgentHome; dir = path.Dir(dir) {
+			if l.seen[dir] == KindHomeParent {
+				continue
+			}
+			if err := l.claim(dir, KindHomeParent); err != nil {
+				return err
+			}
+			l.addTmpfs(dir, 0o700, 0, KindHomeParent)
+		}
 	}
 	return nil
 }

@@ -54,7 +54,7 @@ type Spec struct {
 	// phases; its Container sits under /home/agent and overlaps no credential
 	// mount. The host runner refuses a Spec with one (ErrSessionOnHost).
 	Session *Mount
-	// Tmpfs lists extra in-memory folders (HOME and the session parent are added by the runner).
+	// Tmpfs lists extra in-memory folders (HOME and the folders between it and the mounts under it are added by the runner).
 	Tmpfs []Tmpfs
 	// Binds are more bind mounts, read-write unless ReadOnly, outside
 	// /workspace: the model gateway's socket (a socket file may be bound

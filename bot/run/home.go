@@ -22,7 +22,7 @@ type homeFiler interface {
 // for the run's final environment (sealed or not: after Seal) into dir, a
 // folder of the bot's that only this run uses, and mounts each read-only at
 // its place in spec, beside the credential mounts. A credential mount of the
-// operator's at the same place wins. The host runner mounts nothing: there
+// operator's at the same place, or of a folder holding it, wins. The host runner mounts nothing: there
 // the CLI's own home holds its configuration.
 func (r *Runner) Configure(dir string, adapter agents.Adapter, spec *sandbox.Spec) error {
 	h, ok := adapter.(homeFiler)
@@ -38,8 +38,8 @@ func (r *Runner) Configure(dir string, adapter agents.Adapter, spec *sandbox.Spe
 	}
 	creds := slices.Clone(spec.Credentials)
 	for i, container := range slices.Sorted(maps.Keys(files)) {
-		if slices.ContainsFunc(creds, func(m sandbox.Mount) bool { return m.Container == container }) {
-			continue
+		if slices.ContainsFunc(creds, func(m sandbox.Mount) bool { return sandbox.PathsOverlap(m.Container, container) }) {
+			continue // the operator's mount of it, or of its folder, wins
 		}
 		// Readable by the container's user, whoever owns the folder.
 		host := filepath.Join(dir, strconv.Itoa(i)+"-"+filepath.Base(container))

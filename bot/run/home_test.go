@@ -48,6 +48,7 @@ func TestConfigure(t *testing.T) {
 		{"gemini on vertex in a pod", "kubernetes", gem, vertex, nil, `{"security":{"auth":{"selectedType":"vertex-ai"}}}`},
 		{"gemini with no credential", "image", gem, map[string]string{"PATH": "/bin"}, nil, ""},
 		{"the operator's settings win", "image", gem, sealed, []sandbox.Mount{operators}, ""},
+		{"the operator's folder wins", "image", gem, sealed, []sandbox.Mount{{Host: "/srv/creds/gemini", Container: "/home/agent/.gemini", ReadOnly: true}}, ""},
 		{"on the host runner", "host", gem, sealed, nil, ""},
 		{"a CLI that needs none", "image", claude, map[string]string{"ANTHROPIC_API_KEY": "k"}, nil, ""},
 	} {
