@@ -70,7 +70,11 @@ func TestE2ECLIMatrix(t *testing.T) {
 		shell[matrixTitle(c)] = "echo 'made by " + c.id + "' > /workspace/" + strings.ToUpper(c.id) + ".md && echo wrote it"
 	}
 	dockerHost, image, instance := shippedImage(t)
-	opts := []startOption{withModel(mockllm.Options{Reply: agentReply, ReadOnlyPhrase: "Do not change any file", ShellFor: shell}), withEveryProvider()}
+	// Each answer of the model takes a second, so that a run lasts long
+	// enough for its live output to be followed while it goes (a mock
+	// answering at once ends Claude Code's run in under one).
+	opts := []startOption{withModel(mockllm.Options{Reply: agentReply, ReadOnlyPhrase: "Do not change any file", ShellFor: shell, Delay: time.Second}),
+		withEveryProvider()}
 	for i, c := range matrixCLIs {
 		opts = append(opts, withProject(worlds[i], c))
 	}
