@@ -6,8 +6,24 @@ import (
 
 	"github.com/alchemic-studio/alfred/bot/lifecycle"
 	"github.com/alchemic-studio/alfred/forges"
+	"github.com/alchemic-studio/alfred/outcomes"
 	"github.com/alchemic-studio/alfred/state"
 )
+
+// outcome derives the outcome of mb from what the store holds.
+func (h *harness) outcome(mb state.Mailbox) outcomes.Outcome {
+	h.t.Helper()
+	runs := mustRuns(h.t, h.store, mb.ID)
+	var sessions []state.LLMSession
+	for _, r := range runs {
+		_, ss, err := h.store.RunWithSessions(r.ID)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		sessions = append(sessions, ss...)
+	}
+	return outcomes.Derive(mb, runs, sessions, time.Now(), 7*24*time.Hour)
+}
 
 // setMRState makes the forge's merge request n merged or closed, as a
 // person's click does.
@@ -44,6 +60,11 @@ func TestMailboxKeepsItsMilestones(t *testing.T) {
 	mb = h.waitStatus(7, lifecycle.StatusInCI)
 	if !mb.MergeRequestAt.Equal(opened) || !mb.PlannedAt.Equal(planned) {
 		t.Errorf("after a ci_fix: planned %v (was %v), merge request %v (was %v)", mb.PlannedAt, planned, mb.MergeRequestAt, opened)
+	}
+	o := h.outcome(mb)
+	if o.End != outcomes.EndOpen || o.Rounds != (outcomes.Rounds{CIFix: 1}) || o.Runs != 3 || o.Spend.Source() == outcomes.SourceNone ||
+		len(o.Phases) != 3 || o.Phases[0].Agents[0].Adapter != "fake" || o.Finished.Reached() || len(o.Problems) != 0 {
+		t.Errorf("outcome %+v", o)
 	}
 }
 
@@ -93,6 +114,15 @@ func TestMailboxEnds(t *testing.T) {
 			if mb.End == nil || mb.End.How != tc.how || mb.End.By != tc.by || mb.End.At.Before(before.Add(-time.Second)) {
 				t.Fatalf("end %+v, want %s by %q", mb.End, tc.how, tc.by)
 			}
+			o := h.outcome(mb)
+			want := outcomes.EndMerged
+			if tc.how == state.EndClosed {
+				want = outcomes.EndClosed
+			}
+			if o.End != want || o.By != tc.by || o.Plan.After == nil || o.PullRequest.After == nil || o.Finished.After == nil ||
+				*o.Plan.After > *o.PullRequest.After || *o.PullRequest.After > *o.Finished.After || o.Runs != 2 || len(o.Problems) != 0 {
+				t.Errorf("outcome %+v", o)
+			}
 			if tc.closed {
 				mr, err := h.forge.MergeRequest(t.Context(), h.project, mb.MergeRequestIID)
 				if err != nil || mr.State != forges.MergeRequestOpen {
@@ -114,4 +144,42 @@ func TestPlanOnlyEndsWithoutEnd(t *testing.T) {
 	if mb.End != nil || mb.PlannedAt.IsZero() {
 		t.Fatalf("plan only: end %+v, planned %v", mb.End, mb.PlannedAt)
 	}
+	if o := h.outcome(mb); o.End != outcomes.EndDelivered || o.Plan.Derived || o.PullRequest.Reached() || !o.Finished.Reached() {
+		t.Errorf("outcome %+v", o)
+	}
+}
+
+// TestOutcomeBlockedAndPaused: the outcome of an issue blocked after its
+// retries, and of one paused at its budget with its plan posted and the
+// development held back.
+func TestOutcomeBlockedAndPaused(t *testing.T) {
+	t.Parallel()
+	t.Run("blocked", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t, func(s *setup) { s.settings = append(s.settings, projectSetting("LLM_MAX_RETRIES", "1")) })
+		h.adapter.FailNext("API Error: Unable to connect to API")
+		h.adapter.FailNext("API Error: Unable to connect to API")
+		h.assign(7)
+		mb := h.waitStatus(7, lifecycle.StatusBlocked)
+		o := h.outcome(mb)
+		if o.End != outcomes.EndBlocked || o.Runs != 2 || o.Retries != 1 || o.FailedRuns != 2 || o.Plan.Reached() || o.Idle == nil {
+			t.Errorf("outcome %+v", o)
+		}
+		if o = outcomes.Derive(mb, nil, nil, time.Now().Add(8*24*time.Hour), 7*24*time.Hour); o.End != outcomes.EndAbandoned || o.Status != "blocked" {
+			t.Errorf("eight days later: %s, left %s", o.End, o.Status)
+		}
+	})
+	t.Run("paused", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t, func(s *setup) {
+			s.settings = append(s.settings, projectSetting("REQUIRE_PLAN_VALIDATION", "false"), projectSetting("AGENT_BUDGET_TOKENS", "1000"))
+		})
+		h.adapter.Spend(1000, 0)
+		h.assign(7)
+		mb := h.waitStatus(7, lifecycle.StatusPaused)
+		o := h.outcome(mb)
+		if o.End != outcomes.EndPaused || o.Runs != 1 || !o.Plan.Reached() || o.Plan.Derived || o.PullRequest.Reached() || o.Spend.Tokens() < 1000 {
+			t.Errorf("outcome %+v", o)
+		}
+	})
 }
