@@ -195,7 +195,7 @@ func (e *Engine) closed(ctx context.Context, h handling) error {
 		case err != nil:
 			e.log.Warn("read the merge request of a closed issue", "mailbox", mb.ID, "err", err)
 		case mr.State == forges.MergeRequestMerged:
-			why, by = errMerged, "" // the issue's closer is not who merged
+			why, by = errMerged, mr.MergedBy // the issue's closer is not who merged
 		}
 	}
 	return e.finish(ctx, h.mb, why, h.row.Step, by)

@@ -25,12 +25,12 @@ func (h *harness) outcome(mb state.Mailbox) outcomes.Outcome {
 	return outcomes.Derive(mb, runs, sessions, time.Now(), 7*24*time.Hour)
 }
 
-// setMRState makes the forge's merge request n merged or closed, as a
-// person's click does.
-func (f *memForge) setMRState(n int64, s string) {
+// setMRState makes the forge's merge request n merged (by by) or closed,
+// as a person's click does.
+func (f *memForge) setMRState(n int64, s, by string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.mrs[n].State = s
+	f.mrs[n].State, f.mrs[n].MergedBy = s, by
 }
 
 // TestMailboxKeepsItsMilestones: the mailbox records when the first plan was
@@ -71,8 +71,8 @@ func TestMailboxKeepsItsMilestones(t *testing.T) {
 // TestMailboxEnds: how a mailbox ends is recorded where it happens: merged
 // (by the event's actor), closed without a merge (by who closed), an issue
 // closed by its merge request's merge told before the merge (merged, by
-// nobody named), and a merge the bot reads on the merge request (merged, by
-// nobody named).
+// whom the forge says merged), a merge or a close the bot reads on the
+// merge request (by whom the forge says merged; a close names nobody).
 func TestMailboxEnds(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -83,7 +83,7 @@ func TestMailboxEnds(t *testing.T) {
 		closed bool // the forge's merge request stays open
 	}{
 		{"merged", func(h *harness, mb state.Mailbox) {
-			h.forge.setMRState(mb.MergeRequestIID, forges.MergeRequestMerged)
+			h.forge.setMRState(mb.MergeRequestIID, forges.MergeRequestMerged, "alice")
 			h.send(forges.Event{Type: forges.EventMergeRequestMerged, Actor: "alice",
 				Target: forges.Target{Project: h.project, Kind: forges.TargetMergeRequest, Number: mb.MergeRequestIID}})
 		}, state.EndMerged, "alice", false},
@@ -91,18 +91,26 @@ func TestMailboxEnds(t *testing.T) {
 			h.send(forges.Event{Type: forges.EventIssueClosed, Actor: "bob", Target: h.issueTarget(7)})
 		}, state.EndClosed, "bob", true},
 		{"merge request closed", func(h *harness, mb state.Mailbox) {
-			h.forge.setMRState(mb.MergeRequestIID, forges.MergeRequestClosed)
+			h.forge.setMRState(mb.MergeRequestIID, forges.MergeRequestClosed, "")
 			h.send(forges.Event{Type: forges.EventMergeRequestClosed, Actor: "carol",
 				Target: forges.Target{Project: h.project, Kind: forges.TargetMergeRequest, Number: mb.MergeRequestIID}})
 		}, state.EndClosed, "carol", false},
 		{"issue closed by the merge, told first", func(h *harness, mb state.Mailbox) {
-			h.forge.setMRState(mb.MergeRequestIID, forges.MergeRequestMerged)
-			h.send(forges.Event{Type: forges.EventIssueClosed, Actor: "alice", Target: h.issueTarget(7)})
-		}, state.EndMerged, "", false},
+			h.forge.setMRState(mb.MergeRequestIID, forges.MergeRequestMerged, "dave")
+			h.send(forges.Event{Type: forges.EventIssueClosed, Actor: "erin", Target: h.issueTarget(7)})
+		}, state.EndMerged, "dave", false},
 		{"merge read on the merge request", func(h *harness, mb state.Mailbox) {
-			h.forge.setMRState(mb.MergeRequestIID, forges.MergeRequestMerged)
+			h.forge.setMRState(mb.MergeRequestIID, forges.MergeRequestMerged, "dave")
+			h.poke(mb)
+		}, state.EndMerged, "dave", false},
+		{"merge read, the forge naming nobody", func(h *harness, mb state.Mailbox) {
+			h.forge.setMRState(mb.MergeRequestIID, forges.MergeRequestMerged, "")
 			h.poke(mb)
 		}, state.EndMerged, "", false},
+		{"close read on the merge request", func(h *harness, mb state.Mailbox) {
+			h.forge.setMRState(mb.MergeRequestIID, forges.MergeRequestClosed, "")
+			h.poke(mb)
+		}, state.EndClosed, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -106,9 +106,9 @@ func (e *Engine) checkMergeRequest(ctx context.Context, h handling) error {
 	if err != nil {
 		return err
 	}
-	switch mr.State { // read, not told: nobody is named
+	switch mr.State { // read, not told: the forge names who merged, nobody who closed
 	case forges.MergeRequestMerged:
-		return e.finish(ctx, mb, errMerged, lifecycle.StepFinished, "")
+		return e.finish(ctx, mb, errMerged, lifecycle.StepFinished, mr.MergedBy)
 	case forges.MergeRequestClosed:
 		return e.finish(ctx, mb, errClosed, lifecycle.StepFinished, "")
 	}

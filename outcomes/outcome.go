@@ -159,8 +159,9 @@ type Outcome struct {
 	Finished    Milestone `json:"finished"`
 
 	End End `json:"end"`
-	// By is who merged or closed it, as the forge's event named them; ""
-	// when no event did (the bot read the merge on the merge request).
+	// By is who merged or closed it (state.MailboxEnd.By): as the forge's
+	// event named them, or its API for a merge the bot read; "" when
+	// neither did.
 	By string `json:"by,omitempty"`
 	// LastActivity is the latest time of the mailbox and its runs; Idle the
 	// time since, at now, for a mailbox not finished (nil when finished or

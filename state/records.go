@@ -180,9 +180,9 @@ const (
 )
 
 // MailboxEnd is how a mailbox was finished: How (EndMerged or EndClosed),
-// By (the login that merged or closed, as the event named it; empty when
-// the bot learned it by reading the merge request, which names nobody)
-// and At.
+// By (the login that merged or closed, as the event named it or, for a
+// merge the bot read on the merge request, as the forge's API says; empty
+// for a close the bot read, which names nobody) and At.
 type MailboxEnd struct {
 	How string    `json:"how"`
 	By  string    `json:"by,omitempty"`
