@@ -66,6 +66,24 @@ func TestMailboxKeepsItsMilestones(t *testing.T) {
 		len(o.Phases) != 3 || o.Phases[0].Agents[0].Adapter != "fake" || o.Finished.Reached() || len(o.Problems) != 0 {
 		t.Errorf("outcome %+v", o)
 	}
+
+	// Green: in_review, since then. Polled again, the mailbox is saved
+	// (UpdatedAt moves) but its status has not changed since.
+	if mb.StatusSince.Before(opened) {
+		t.Errorf("in_ci since %v, before the merge request %v", mb.StatusSince, opened)
+	}
+	h.forge.setCI(mb.HeadSHA, forges.CISuccess)
+	h.poke(mb)
+	mb = h.waitStatus(7, lifecycle.StatusInReview)
+	since, updated := mb.StatusSince, mb.UpdatedAt
+	time.Sleep(20 * time.Millisecond)
+	h.poke(mb)
+	if m := h.mailbox(7); !m.StatusSince.Equal(since) || !m.UpdatedAt.After(updated) {
+		t.Errorf("polled in review: since %v (was %v), updated %v (was %v)", m.StatusSince, since, m.UpdatedAt, updated)
+	}
+	if o := outcomes.Derive(h.mailbox(7), mustRuns(t, h.store, mb.ID), nil, time.Now().Add(8*24*time.Hour), 7*24*time.Hour); o.End != outcomes.EndAbandoned || o.Status != "in_review" {
+		t.Errorf("eight days in review: %s, left %s", o.End, o.Status)
+	}
 }
 
 // TestMailboxEnds: how a mailbox ends is recorded where it happens: merged

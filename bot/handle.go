@@ -358,6 +358,9 @@ func (e *Engine) transition(ctx context.Context, mb *state.Mailbox, s lifecycle.
 			return err
 		}
 	}
+	if mb.Status != string(s) {
+		mb.StatusSince = e.now()
+	}
 	mb.Status = string(s)
 	if phase == "" {
 		return e.save(ctx, mb)

@@ -243,11 +243,15 @@ func (d *deriver) end() (End, string) {
 	return EndUnrecorded, ""
 }
 
-// finishedAt is when a finished mailbox ended: recorded, or its last
-// update (a done mailbox takes no more events).
+// finishedAt is when a finished mailbox ended: recorded, or when it took
+// its status (done), or for an older record its last update (a done
+// mailbox takes no more events).
 func (d *deriver) finishedAt() moment {
 	if e := d.mb.End; e != nil && !e.At.IsZero() {
 		return moment{at: e.At}
+	}
+	if !d.mb.StatusSince.IsZero() {
+		return moment{at: d.mb.StatusSince}
 	}
 	if d.mb.UpdatedAt.IsZero() {
 		d.problem("the mailbox is done with no time of its end")
@@ -256,16 +260,33 @@ func (d *deriver) finishedAt() moment {
 	return moment{at: d.mb.UpdatedAt, derived: true}
 }
 
-// lastActivity is the latest time the mailbox, its runs and its sessions
-// carry.
+// lastActivity is the latest time the work moved: the mailbox's creation,
+// milestones and status change, a validation, a budget pause, its runs and
+// sessions. A record written before the mailbox kept its status change has
+// its last update instead, which the poller of a merge request moves too.
 func (d *deriver) lastActivity() time.Time {
-	last := d.mb.UpdatedAt
+	var last time.Time
 	later := func(t time.Time) {
 		if t.After(last) {
 			last = t
 		}
 	}
-	later(d.mb.CreatedAt)
+	mb := d.mb
+	for _, t := range []time.Time{mb.CreatedAt, mb.PlannedAt, mb.MergeRequestAt, mb.StatusSince} {
+		later(t)
+	}
+	if mb.StatusSince.IsZero() {
+		later(mb.UpdatedAt)
+	}
+	if mb.Validated != nil {
+		later(mb.Validated.At)
+	}
+	if mb.Budget != nil && mb.Budget.Paused != nil {
+		later(mb.Budget.Paused.At)
+	}
+	if mb.End != nil {
+		later(mb.End.At)
+	}
 	for _, r := range d.runs {
 		later(r.CreatedAt)
 		later(r.StartedAt)

@@ -27,7 +27,7 @@ func dur(d time.Duration) *time.Duration { return &d }
 func mailbox() state.Mailbox {
 	return state.Mailbox{
 		ID: mbID, Forge: "gitea", Owner: "alice", Project: "demo", Kind: state.KindIssue, IID: 7, Flow: "task",
-		Status: "in_review", MergeRequestIID: 12, CreatedAt: t0, UpdatedAt: at(6 * time.Hour),
+		Status: "in_review", MergeRequestIID: 12, CreatedAt: t0, UpdatedAt: at(6*time.Hour + 50*time.Minute), StatusSince: at(6 * time.Hour),
 		PlannedAt: at(10 * time.Minute), MergeRequestAt: at(151 * time.Minute),
 	}
 }
@@ -124,6 +124,13 @@ func TestDeriveEnds(t *testing.T) {
 		}, now, week, EndDelivered, "", dur(6 * time.Hour), nil},
 		{"done before ends were recorded", func(m *state.Mailbox) { m.Status = "done" },
 			now, week, EndUnrecorded, "", dur(6 * time.Hour), nil},
+		{"done before statuses were timed: its last update", func(m *state.Mailbox) { m.Status, m.StatusSince = "done", time.Time{} },
+			now, week, EndUnrecorded, "", dur(6*time.Hour + 50*time.Minute), nil},
+		{"in review for eight days, polled all along", func(m *state.Mailbox) { m.UpdatedAt = at(6*time.Hour + 8*24*time.Hour - time.Minute) },
+			at(6*time.Hour + 8*24*time.Hour), week, EndAbandoned, "", nil, dur(8 * 24 * time.Hour)},
+		{"polled, before statuses were timed: not abandoned", func(m *state.Mailbox) {
+			m.StatusSince, m.UpdatedAt = time.Time{}, at(6*time.Hour+8*24*time.Hour-time.Minute)
+		}, at(6*time.Hour + 8*24*time.Hour), week, EndOpen, "", nil, dur(time.Minute)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mb := mailbox()

@@ -165,6 +165,11 @@ type Mailbox struct {
 	// MergeRequestAt is when the bot first found or opened the issue's
 	// merge request; zero before.
 	MergeRequestAt time.Time `json:"merge_request_at,omitzero"`
+	// StatusSince is when the mailbox took its status; zero in records
+	// written before it was kept. Unlike UpdatedAt, which every save moves
+	// (the poller's of a merge request waiting for review too), it moves
+	// only when the work does.
+	StatusSince time.Time `json:"status_since,omitzero"`
 	// End is how the mailbox was finished (merged, or closed without a
 	// merge), by whom and when; nil while it is not finished, or finished
 	// otherwise (a plan or an answer that ends its flow).
