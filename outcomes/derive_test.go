@@ -1,6 +1,7 @@
 package outcomes
 
 import (
+	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -426,5 +427,27 @@ func TestNamesMatch(t *testing.T) {
 	}
 	if flowAnalysis != string(lifecycle.FlowAnalysis) || flowQuestion != string(lifecycle.FlowQuestion) {
 		t.Errorf("flows %q %q", flowAnalysis, flowQuestion)
+	}
+}
+
+// TestOutcomeJSON: the JSON of an outcome says where its tokens were
+// counted, leaves out what was not reached, and reads back.
+func TestOutcomeJSON(t *testing.T) {
+	runs, sessions := history()
+	mb := mailbox()
+	mb.PlannedAt = time.Time{}
+	mb.Status = "functional_analysis"
+	o := Derive(mb, runs[:1], sessions, at(7*time.Hour), 0)
+	raw, err := json.Marshal(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(raw)
+	if !strings.Contains(s, `"source":"cli"`) || !strings.Contains(s, `"plan":{}`) || strings.Contains(s, "NaN") {
+		t.Errorf("json %s", s)
+	}
+	var back Outcome
+	if err := json.Unmarshal(raw, &back); err != nil || !sameSpend(back.Spend, o.Spend) || back.End != o.End || back.Plan.Reached() {
+		t.Errorf("read back %+v, %v", back, err)
 	}
 }

@@ -1,6 +1,8 @@
 package outcomes
 
 import (
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/alchemic-studio/alfred/state"
@@ -80,6 +82,19 @@ func (s Spend) Source() Source {
 		return SourceCLI
 	}
 	return SourceNone
+}
+
+// MarshalJSON writes the spend with its source ("source": Source()).
+func (s Spend) MarshalJSON() ([]byte, error) {
+	type fields Spend // without this method
+	b, err := json.Marshal(struct {
+		fields
+		Source Source `json:"source"`
+	}{fields(s), s.Source()})
+	if err != nil {
+		return nil, fmt.Errorf("spend: %w", err)
+	}
+	return b, nil
 }
 
 // Priced tells whether USD covers every run that used tokens.
