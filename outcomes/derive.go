@@ -393,12 +393,12 @@ func (d *deriver) agentOf(r state.Run) Agent {
 func (d *deriver) spendOf(r state.Run) Spend {
 	var cli Spend
 	for _, s := range d.sessions[r.ID] {
-		cli.InputTokens += d.tokens(s.InputTokens, "llm session "+s.ID+" input")
-		cli.OutputTokens += d.tokens(s.OutputTokens, "llm session "+s.ID+" output")
+		cli.InputTokens = addTokens(cli.InputTokens, d.tokens(s.InputTokens, "llm session "+s.ID+" input"))
+		cli.OutputTokens = addTokens(cli.OutputTokens, d.tokens(s.OutputTokens, "llm session "+s.ID+" output"))
 		if c := s.CostUSD; math.IsNaN(c) || math.IsInf(c, 0) || c < 0 {
 			d.problem("llm session %s reports a cost of %v dollars: left out", s.ID, c)
 		} else {
-			cli.USD += c
+			cli.USD = addUSD(cli.USD, c)
 		}
 	}
 	sp := Spend{USD: cli.USD}

@@ -333,6 +333,7 @@ func TestDeriveBadInput(t *testing.T) {
 		{"a run given twice", mailbox, append(slices.Clone(runs), runs[0]), sessions, at(7 * time.Hour), "given twice"},
 		{"a session of no run given", mailbox, runs, append(slices.Clone(sessions), session("s0", "nope", 1, 1, 1)), at(7 * time.Hour), "not one of the mailbox's runs"},
 		{"negative tokens and a NaN cost", mailbox, runs, append(slices.Clone(sessions), weird, weird2), at(7 * time.Hour), "left out"},
+		{"tokens at the int64 limit", mailbox, runs, append(slices.Clone(sessions), session("s11", "r1", math.MaxInt64, math.MaxInt64, math.MaxFloat64), session("s12", "r1", 1, 1, math.MaxFloat64)), at(7 * time.Hour), ""},
 		{"a gateway counting below zero", mailbox, []state.Run{neg}, sessions[:1], at(7 * time.Hour), "gateway input"},
 		{"milestones before the assignment", func() state.Mailbox { m := mailbox(); m.CreatedAt = at(48 * time.Hour); return m }, runs, sessions, at(72 * time.Hour), "before the assignment"},
 		{"now before the last activity", mailbox, runs, sessions, t0, "comes after now"},

@@ -3,6 +3,7 @@ package outcomes
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/alchemic-studio/alfred/state"
@@ -69,7 +70,20 @@ type Spend struct {
 }
 
 // Tokens is the input and output tokens together.
-func (s Spend) Tokens() int64 { return s.InputTokens + s.OutputTokens }
+func (s Spend) Tokens() int64 { return addTokens(s.InputTokens, s.OutputTokens) }
+
+// addTokens adds two counts at or over zero, stopping at the largest
+// int64 rather than wrapping to a negative.
+func addTokens(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// addUSD adds two finite amounts at or over zero, stopping at the largest
+// float64 rather than reaching infinity.
+func addUSD(a, b float64) float64 { return min(a+b, math.MaxFloat64) }
 
 // Source says where the tokens were counted.
 func (s Spend) Source() Source {
@@ -103,7 +117,7 @@ func (s Spend) Priced() bool { return s.UnpricedRuns == 0 }
 // Add sums two spends.
 func (s Spend) Add(o Spend) Spend {
 	return Spend{
-		InputTokens: s.InputTokens + o.InputTokens, OutputTokens: s.OutputTokens + o.OutputTokens, USD: s.USD + o.USD,
+		InputTokens: addTokens(s.InputTokens, o.InputTokens), OutputTokens: addTokens(s.OutputTokens, o.OutputTokens), USD: addUSD(s.USD, o.USD),
 		GatewayRuns: s.GatewayRuns + o.GatewayRuns, CLIRuns: s.CLIRuns + o.CLIRuns, UnpricedRuns: s.UnpricedRuns + o.UnpricedRuns,
 	}
 }
