@@ -104,6 +104,9 @@ func (e *Engine) resume(ctx context.Context, mb *state.Mailbox, p state.PausedSt
 			return err
 		}
 	}
+	if mb.Status != p.From {
+		mb.StatusSince = e.now()
+	}
 	mb.Status = p.From
 	return e.step(ctx, mb, lifecycle.Step(p.Step), agents.Phase(p.Phase), p.Trigger, p.Input)
 }

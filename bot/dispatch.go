@@ -178,13 +178,34 @@ func (e *Engine) review(ctx context.Context, h handling) error {
 	return e.step(ctx, h.mb, h.row.Step, "", h.trigger, text)
 }
 
-// merged and closed finish the mailbox (finish) with the row's step.
+// merged and closed finish the mailbox (finish) with the row's step, and
+// the event's actor as who merged or closed it.
 func (e *Engine) merged(ctx context.Context, h handling) error {
-	return e.finish(ctx, h.mb, errMerged, h.row.Step)
+	return e.finish(ctx, h.mb, errMerged, h.row.Step, actorOf(h.ev))
 }
 
+// closed: an issue closed by the merge of its merge request ("Closes #7")
+// may be told before the merge is: the merge request, read back, says
+// which it was; when it cannot be read, the close is recorded as told.
 func (e *Engine) closed(ctx context.Context, h handling) error {
-	return e.finish(ctx, h.mb, errClosed, h.row.Step)
+	why, by := errClosed, actorOf(h.ev)
+	if mb := h.mb; mb.Kind == state.KindIssue && mb.MergeRequestIID != 0 {
+		mr, err := e.on(mb.Forge).MergeRequest(ctx, projectOf(mb), mb.MergeRequestIID)
+		switch {
+		case err != nil:
+			e.log.Warn("read the merge request of a closed issue", "mailbox", mb.ID, "err", err)
+		case mr.State == forges.MergeRequestMerged:
+			why, by = errMerged, mr.MergedBy // the issue's closer is not who merged
+		}
+	}
+	return e.finish(ctx, h.mb, why, h.row.Step, by)
+}
+
+func actorOf(ev *forges.Event) string {
+	if ev == nil {
+		return ""
+	}
+	return ev.Actor
 }
 
 // forgetBranch forgets the name of the issue branch, which is gone.

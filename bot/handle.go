@@ -106,11 +106,11 @@ func (e *Engine) checkMergeRequest(ctx context.Context, h handling) error {
 	if err != nil {
 		return err
 	}
-	switch mr.State {
+	switch mr.State { // read, not told: the forge names who merged, nobody who closed
 	case forges.MergeRequestMerged:
-		return e.finish(ctx, mb, errMerged, lifecycle.StepFinished)
+		return e.finish(ctx, mb, errMerged, lifecycle.StepFinished, mr.MergedBy)
 	case forges.MergeRequestClosed:
-		return e.finish(ctx, mb, errClosed, lifecycle.StepFinished)
+		return e.finish(ctx, mb, errClosed, lifecycle.StepFinished, "")
 	}
 	if mr.HeadSHA != "" && mr.HeadSHA != mb.HeadSHA {
 		mb.HeadSHA = mr.HeadSHA
@@ -172,10 +172,12 @@ func (e *Engine) confirmConflict(ctx context.Context, mb *state.Mailbox, mr *for
 }
 
 // finish closes the mailbox: the run in progress stopped, session state
-// removed (it stays when AGENT_SESSION_RESUME is off), then step s (to
-// done). The removal comes first so that a failure or a crash in between is
-// retried rather than leaving state behind a mailbox that is already done.
-func (e *Engine) finish(ctx context.Context, mb *state.Mailbox, why error, s lifecycle.Step) error {
+// removed (it stays when AGENT_SESSION_RESUME is off), how it ended recorded
+// (state.MailboxEnd: merged or closed, by whom when an event named them),
+// then step s (to done). The removal comes first so that a failure or a
+// crash in between is retried rather than leaving state behind a mailbox
+// that is already done.
+func (e *Engine) finish(ctx context.Context, mb *state.Mailbox, why error, s lifecycle.Step, by string) error {
 	if mb.ActiveRunID != "" {
 		stopCtx, cancel := context.WithTimeout(ctx, stopRunTimeout)
 		err := e.stopRun(stopCtx, mb.ActiveRunID, why)
@@ -193,6 +195,11 @@ func (e *Engine) finish(ctx context.Context, mb *state.Mailbox, why error, s lif
 			return err
 		}
 	}
+	how := state.EndClosed
+	if errors.Is(why, errMerged) {
+		how = state.EndMerged
+	}
+	mb.End = &state.MailboxEnd{How: how, By: by, At: e.now()}
 	return e.step(ctx, mb, s, "", "", "")
 }
 
@@ -297,6 +304,9 @@ func (e *Engine) step(ctx context.Context, mb *state.Mailbox, s lifecycle.Step, 
 	if !ok {
 		return fmt.Errorf("lifecycle: no step %q in the table", s)
 	}
+	if s.PostsPlan() && mb.PlannedAt.IsZero() {
+		mb.PlannedAt = e.now() // the first plan, whatever follows it (outcomes)
+	}
 	run := t.Run
 	if run == lifecycle.PhaseFailed {
 		run = phase
@@ -347,6 +357,9 @@ func (e *Engine) transition(ctx context.Context, mb *state.Mailbox, s lifecycle.
 		if err := e.setStatusLabel(ctx, mb, s); err != nil {
 			return err
 		}
+	}
+	if mb.Status != string(s) {
+		mb.StatusSince = e.now()
 	}
 	mb.Status = string(s)
 	if phase == "" {

@@ -55,6 +55,9 @@ func (e *Engine) ensureMergeRequest(ctx context.Context, mb *state.Mailbox, resu
 		return fmt.Errorf("merge request of %s: %w", mb.BranchName, err)
 	}
 	mb.MergeRequestIID, mb.MergeRequestURL = mr.Number, mr.URL
+	if mb.MergeRequestAt.IsZero() {
+		mb.MergeRequestAt = e.now()
+	}
 	return nil
 }
 

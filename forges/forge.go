@@ -138,6 +138,10 @@ type MergeRequest struct {
 	HeadSHA      string    `json:"head_sha"`
 	Mergeable    Mergeable `json:"mergeable"`
 	URL          string    `json:"url"`
+	// MergedBy is the login that merged it, as the forge's API says on a
+	// merged merge request; empty otherwise (and in webhook payloads, whose
+	// event names the actor).
+	MergedBy string `json:"merged_by,omitempty"`
 }
 
 // NewMergeRequest is what the bot opens after a development run.

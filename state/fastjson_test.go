@@ -17,6 +17,8 @@ func fastSeeds(t testing.TB) []string {
 	m.Title = "Fix <b>\"quotes\"</b> & é ☃ \U0001F600\n\ttab"
 	m.Quarantined = []QuarantinedEvent{{Delivery: "d1", Type: "push", Path: "events/a.json", Error: "boom", At: t0}}
 	m.Labels = []string{}
+	m.PlannedAt, m.MergeRequestAt, m.StatusSince = t0, t0.Add(time.Hour), t0.Add(90*time.Minute)
+	m.End = &MailboxEnd{How: EndMerged, By: "alice", At: t0.Add(2 * time.Hour)}
 	r := Run{FormatVersion: 1, ID: "r1", MailboxID: m.ID, Status: RunSucceeded, CreatedAt: t0, StartedAt: t0,
 		Log: "line 1\nline 2 \x01 \u2028", Gateway: &RunGateway{Requests: 3, Refused: []string{"x"}}}
 	ls := LLMSession{FormatVersion: 1, ID: "s1", RunID: "r1", MailboxID: m.ID, AdapterID: "codex", CostUSD: 0.042,

@@ -159,8 +159,39 @@ type Mailbox struct {
 	// every run after it use that plan, and hold when it or the issue's
 	// description changed since; nil before a validation.
 	Validated *Validation `json:"validated,omitempty"`
+	// PlannedAt is when the bot first posted the issue's plan; zero before
+	// (and in records written before it was kept).
+	PlannedAt time.Time `json:"planned_at,omitzero"`
+	// MergeRequestAt is when the bot first found or opened the issue's
+	// merge request; zero before.
+	MergeRequestAt time.Time `json:"merge_request_at,omitzero"`
+	// StatusSince is when the mailbox took its status; zero in records
+	// written before it was kept. Unlike UpdatedAt, which every save moves
+	// (the poller's of a merge request waiting for review too), it moves
+	// only when the work does.
+	StatusSince time.Time `json:"status_since,omitzero"`
+	// End is how the mailbox was finished (merged, or closed without a
+	// merge), by whom and when; nil while it is not finished, or finished
+	// otherwise (a plan or an answer that ends its flow).
+	End       *MailboxEnd `json:"end,omitempty"`
 	CreatedAt time.Time   `json:"created_at"`
 	UpdatedAt time.Time   `json:"updated_at"`
+}
+
+// How a mailbox was finished, as MailboxEnd.How.
+const (
+	EndMerged = "merged" // its merge request was merged
+	EndClosed = "closed" // the issue or its merge request was closed without a merge
+)
+
+// MailboxEnd is how a mailbox was finished: How (EndMerged or EndClosed),
+// By (the login that merged or closed, as the event named it or, for a
+// merge the bot read on the merge request, as the forge's API says; empty
+// for a close the bot read, which names nobody) and At.
+type MailboxEnd struct {
+	How string    `json:"how"`
+	By  string    `json:"by,omitempty"`
+	At  time.Time `json:"at"`
 }
 
 // Validation binds a plan validation to what was validated: the bot's plan

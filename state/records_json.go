@@ -34,6 +34,10 @@ var mailboxFields = fieldTable[Mailbox]{
 	{"quarantined", func(d *jdec, m *Mailbox) { d.nested(&m.Quarantined) }},
 	{"budget", func(d *jdec, m *Mailbox) { d.nested(&m.Budget) }},
 	{"validated", func(d *jdec, m *Mailbox) { d.nested(&m.Validated) }},
+	{"planned_at", func(d *jdec, m *Mailbox) { m.PlannedAt = d.time() }},
+	{"merge_request_at", func(d *jdec, m *Mailbox) { m.MergeRequestAt = d.time() }},
+	{"status_since", func(d *jdec, m *Mailbox) { m.StatusSince = d.time() }},
+	{"end", func(d *jdec, m *Mailbox) { d.nested(&m.End) }},
 	{"created_at", func(d *jdec, m *Mailbox) { m.CreatedAt = d.time() }},
 	{"updated_at", func(d *jdec, m *Mailbox) { m.UpdatedAt = d.time() }},
 }

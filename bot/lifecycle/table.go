@@ -205,6 +205,12 @@ const (
 	StepPlanChanged      Step = "plan_changed"
 )
 
+// PostsPlan tells whether step s follows the posting of a plan (the
+// mailbox keeps when the first was posted: state.Mailbox.PlannedAt).
+func (s Step) PostsPlan() bool {
+	return s == StepPlanPosted || s == StepPlanOnly || s == StepPlanGoesOn
+}
+
 // transitions is the lifecycle table.
 var transitions = []Transition{
 	{StepStart, []Status{statusNew}, "assigned to the bot (acknowledged)", agents.PhaseAnalysis, StatusFunctionalAnalysis, ""},

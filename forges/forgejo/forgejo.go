@@ -508,6 +508,9 @@ func toMergeRequest(pr *gitea.PullRequest) *forges.MergeRequest {
 	if pr.Poster != nil {
 		out.Author = pr.Poster.UserName
 	}
+	if pr.HasMerged && pr.MergedBy != nil {
+		out.MergedBy = pr.MergedBy.UserName
+	}
 	if pr.Head != nil {
 		out.SourceBranch, out.HeadSHA = headBranch(pr.Head.Name, pr.Head.Ref), pr.Head.Sha
 	}

@@ -242,6 +242,7 @@ func parsePullRequest(action string, body []byte) (*forges.Event, error) {
 		return nil, malformed("pull_request %s: no pull request number", action)
 	}
 	mr := toMergeRequest(p.PullRequest)
+	mr.MergedBy = "" // an event names its actor (forges.MergeRequest.MergedBy)
 	ev := &forges.Event{
 		Actor:        p.GetSender().GetLogin(),
 		Target:       forges.Target{Project: proj, Kind: forges.TargetMergeRequest, Number: mr.Number},
@@ -286,6 +287,7 @@ func parseReview(action string, body []byte) (*forges.Event, error) {
 		return nil, malformed("pull_request_review %s: no pull request number or review id", action)
 	}
 	mr := toMergeRequest(p.PullRequest)
+	mr.MergedBy = ""
 	return &forges.Event{
 		Type:         forges.EventReviewSubmitted,
 		Actor:        p.GetSender().GetLogin(),

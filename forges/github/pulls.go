@@ -162,7 +162,7 @@ func toMergeRequest(pr *gh.PullRequest) *forges.MergeRequest {
 	}
 	switch {
 	case pr.GetMerged() || pr.MergedAt != nil:
-		out.State = forges.MergeRequestMerged
+		out.State, out.MergedBy = forges.MergeRequestMerged, pr.GetMergedBy().GetLogin()
 	case pr.GetState() == "closed":
 		out.State = forges.MergeRequestClosed
 	}

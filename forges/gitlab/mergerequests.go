@@ -68,6 +68,9 @@ func mergeRequest(mr *gl.BasicMergeRequest) *forges.MergeRequest {
 	if mr.Author != nil {
 		out.Author = mr.Author.Username
 	}
+	if mr.MergedBy != nil && out.State == forges.MergeRequestMerged {
+		out.MergedBy = mr.MergedBy.Username
+	}
 	return out
 }
 

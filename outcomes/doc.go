@@ -1,0 +1,19 @@
+// Package outcomes says what Alfred's work on one mailbox came to, derived
+// from the records the engine keeps and nothing else: the mailbox, its runs
+// and their llm sessions. It owns the Outcome of a mailbox and Derive, which
+// makes it: the time from the assignment to the first plan, to the pull
+// (merge) request and to the end; the CI-fix, review-fix and conflict
+// rounds; the runs, tokens and cost (as the model gateway counted them, else
+// as the CLI reported them, and which it was); the adapter and model of each
+// phase; how the mailbox ended (merged, closed unmerged, blocked, paused,
+// abandoned, still open) and who merged or closed it.
+//
+// Derive is pure: no I/O, no clock (now is an argument), no panic on any
+// record, and no figure that looks like a value when it is none (a time not
+// reached is a nil duration, never a zero; no negative duration, no NaN).
+// What the records lacked or contradicted is listed in Outcome.Problems.
+//
+// It imports no other Alfred package but `state`: the names of the phases
+// and statuses it reads are the records' strings (a test holds them equal to
+// `agents` and `bot/lifecycle`).
+package outcomes
