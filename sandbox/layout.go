@@ -10,13 +10,13 @@ import (
 
 // What a container path holds, as named in the errors of ContainerLayout.
 const (
-	KindWorktree      = "worktree"
-	KindCredential    = "credential mount"
-	KindBind          = "bind mount"
-	KindSession       = "session"
-	KindHome          = "HOME"
-	KindHomeParent    = "folder of HOME" // a folder between HOME and a mount under it
-	KindTmpfs         = "tmpfs"
+	KindWorktree   = "worktree"
+	KindCredential = "credential mount"
+	KindBind       = "bind mount"
+	KindSession    = "session"
+	KindHome       = "HOME"
+	KindHomeParent = "folder of HOME" // a folder between HOME and a mount under it
+	KindTmpfs      = "tmpfs"
 )
 
 // LayoutMount is a host path a container runner puts at a container path.
