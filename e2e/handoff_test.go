@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/alchemic-studio/alfred/agents/mockllm"
+	"github.com/alchemic-studio/alfred/forges"
 	"github.com/alchemic-studio/alfred/forges/forgejo/giteatest"
+	"github.com/alchemic-studio/alfred/outcomes"
 	"github.com/alchemic-studio/alfred/state"
 )
 
@@ -63,6 +65,44 @@ func TestE2EHandoff(t *testing.T) {
 	if toCodex == s.key {
 		t.Fatal("both directions ran on one issue")
 	}
+	s.mergedOutcome(in)
+}
+
+// mergedOutcome (issue 33, item 1, on the real Gitea): the issue's pull
+// request merged by the admin on the forge, the mailbox is done, and the
+// outcome derived from what the bot recorded says merged, by whom, when
+// the plan, the pull request and the merge came, which agent worked each
+// phase, and that the gateway counted the tokens.
+func (s *scenario) mergedOutcome(in *giteatest.Instance) {
+	t := s.t
+	t.Helper()
+	repo := s.w.(*giteaWorld).repo
+	repo.WaitMergeable(t, s.mb.MergeRequestIID, forges.MergeableClean)
+	repo.Merge(t, s.mb.MergeRequestIID)
+	s.waitStatus("done")
+	o := outcomes.Derive(s.mb, s.runs, s.sessions, time.Now(), 0)
+	if o.End != outcomes.EndMerged || o.By != in.Admin.Login {
+		t.Fatalf("the outcome's end %q by %q; want merged by %s (problems %q)", o.End, o.By, in.Admin.Login, o.Problems)
+	}
+	for name, m := range map[string]outcomes.Milestone{"plan": o.Plan, "pull request": o.PullRequest, "merge": o.Finished} {
+		if m.After == nil || m.Derived {
+			t.Errorf("the outcome's %s: %+v", name, m)
+		}
+	}
+	if *o.Plan.After > *o.PullRequest.After || *o.PullRequest.After > *o.Finished.After {
+		t.Errorf("the milestones out of order: plan %s, pull request %s, merge %s", *o.Plan.After, *o.PullRequest.After, *o.Finished.After)
+	}
+	agent := map[string]string{}
+	for _, p := range o.Phases {
+		if len(p.Agents) == 1 {
+			agent[p.Phase] = p.Agents[0].Adapter
+		}
+	}
+	if agent["analysis"] != "codex" || agent["development"] != "claude-code" || o.Spend.Source() != outcomes.SourceGateway || o.Spend.InputTokens == 0 {
+		t.Errorf("the outcome's agents %v, spend %+v (%s)", agent, o.Spend, o.Spend.Source())
+	}
+	t.Logf("the outcome: %s by %s, plan after %s, pull request after %s, merged after %s, %d runs, %d tokens in",
+		o.End, o.By, *o.Plan.After, *o.PullRequest.After, *o.Finished.After, o.Runs, o.Spend.InputTokens)
 }
 
 // withOpenAI offers the mock model as OpenAI too (Codex's provider), with
