@@ -332,6 +332,9 @@ func (d *deriver) count(o *Outcome) {
 		if r.Status == state.RunFailed || r.Status == state.RunTimeout {
 			o.FailedRuns++
 		}
+		if r.Stalled {
+			o.StalledRuns++
+		}
 		if strings.HasSuffix(r.Trigger, retrySuffix) {
 			o.Retries++
 			continue

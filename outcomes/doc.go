@@ -13,6 +13,13 @@
 // reached is a nil duration, never a zero; no negative duration, no NaN).
 // What the records lacked or contradicted is listed in Outcome.Problems.
 //
+// Summarize sums up a set of outcomes (a project's, or every project's, over
+// a period) the same way: the ends, the merge rate with the counts behind
+// it, the median and 90th percentile of the times to the merge request and
+// to the merge, the rounds, tokens and dollars per merged change, the runs
+// failed and stalled, broken down by adapter and by adapter and model
+// (AgentOf: the development phase's agent, else the first phase's).
+//
 // It imports no other Alfred package but `state`: the names of the phases
 // and statuses it reads are the records' strings (a test holds them equal to
 // `agents` and `bot/lifecycle`).

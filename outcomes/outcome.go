@@ -199,12 +199,15 @@ type Outcome struct {
 	Idle         *time.Duration `json:"idle,omitempty"`
 
 	// Runs counts every run, FailedRuns those that failed or timed out,
-	// Retries those that retried a failed run.
-	Runs       int    `json:"runs"`
-	FailedRuns int    `json:"failed_runs"`
-	Retries    int    `json:"retries"`
-	Rounds     Rounds `json:"rounds"`
-	Spend      Spend  `json:"spend"`
+	// StalledRuns those the engine stopped because their CLI stalled
+	// (state.Run.Stalled; counted in FailedRuns too when their status
+	// says failed), Retries those that retried a failed run.
+	Runs        int    `json:"runs"`
+	FailedRuns  int    `json:"failed_runs"`
+	StalledRuns int    `json:"stalled_runs"`
+	Retries     int    `json:"retries"`
+	Rounds      Rounds `json:"rounds"`
+	Spend       Spend  `json:"spend"`
 	// Phases are the phases that ran, in the lifecycle's order (a phase
 	// these records do not know comes last, by name).
 	Phases []Phase `json:"phases"`
