@@ -233,3 +233,8 @@ func perMerged(merged []Outcome, all Spend) *PerMerged {
 		Unpriced: !all.Priced(),
 	}
 }
+
+// DefaultAbandonAfter is how long an unfinished issue may go without
+// activity before it counts as abandoned, while no setting says otherwise
+// (there is none yet): 30 days.
+const DefaultAbandonAfter = 30 * 24 * time.Hour

@@ -1,5 +1,5 @@
 // Package views owns Alfred's HTTP surface for people and probes: the health
-// endpoints, the home page, and the run, mailbox and agents pages rendered from
+// endpoints, the home page, and the run, mailbox, agents and outcomes pages rendered from
 // embedded html/templates, with a small JSON API for the same data.
 //
 // Access. With sign-in configured (a forge's OAuth2 application, with PKCE

@@ -103,6 +103,8 @@ func Register(r *mux.Router, d Deps) {
 	r.HandleFunc("/projects/{forge}/{path:.+}", d.projectPage).Methods(get...)
 	r.HandleFunc("/api/mailboxes", d.mailboxesJSON).Methods(get...)
 	r.HandleFunc("/api/runs", d.runsJSON).Methods(get...)
+	r.HandleFunc("/outcomes", d.outcomesPage).Methods(get...)
+	r.HandleFunc("/api/outcomes", d.outcomesJSON).Methods(get...)
 	r.HandleFunc("/api/projects/{forge}/{path:.+}", d.projectJSON).Methods(get...)
 	if d.Access != nil {
 		r.HandleFunc("/login", d.Access.loginPage).Methods(get...)

@@ -1,0 +1,210 @@
+package views
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/alchemic-studio/alfred/outcomes"
+	"github.com/alchemic-studio/alfred/state"
+)
+
+// abandonAfter is the outcomes' abandon threshold: no setting names one yet.
+const abandonAfter = outcomes.DefaultAbandonAfter
+
+// outcomesQuery is what /outcomes and /api/outcomes take:
+// ?forge=&project=OWNER/NAME&since=, since being an RFC 3339 time, a date
+// (2006-01-02, UTC) or a time back from now (30d, 2w, 12h).
+type outcomesQuery struct {
+	Forge   string
+	Project string
+	SinceIn string    // as given
+	Since   time.Time // zero: every issue
+}
+
+func parseOutcomesQuery(r *http.Request, now time.Time) (outcomesQuery, error) {
+	v := r.URL.Query()
+	q := outcomesQuery{Forge: v.Get("forge"), Project: strings.Trim(v.Get("project"), "/"), SinceIn: strings.TrimSpace(v.Get("since"))}
+	if q.Project != "" && !strings.Contains(q.Project, "/") {
+		return q, fmt.Errorf("%w: project %q is not OWNER/NAME", errQuery, q.Project)
+	}
+	if q.SinceIn == "" {
+		return q, nil
+	}
+	since, err := parseSince(q.SinceIn, now)
+	if err != nil {
+		return q, fmt.Errorf("%w: since %q: %w", errQuery, q.SinceIn, err)
+	}
+	q.Since = since
+	return q, nil
+}
+
+// errSince says what since takes.
+var errSince = errors.New("not an RFC 3339 time (2026-11-30T09:00:00Z), a date (2026-11-30) nor a positive time back from now (30d, 2w, 12h)")
+
+// parseSince reads an RFC 3339 time, a date, or a duration back from now
+// in days (d), weeks (w) or Go's units.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		return t, nil
+	}
+	var back time.Duration
+	switch unit := s[len(s)-1]; unit {
+	case 'd', 'w':
+		n, err := strconv.Atoi(s[:len(s)-1])
+		if err != nil || n <= 0 || n > 100*366 {
+			return time.Time{}, errSince
+		}
+		back = time.Duration(n) * 24 * time.Hour
+		if unit == 'w' {
+			back *= 7
+		}
+	default:
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			return time.Time{}, errSince
+		}
+		back = d
+	}
+	return now.Add(-back), nil
+}
+
+// outcomesData is the outcomes page and its JSON: the summary of every
+// project shown, and each project's.
+type outcomesData struct {
+	Forge        string           `json:"forge,omitempty"`
+	Project      string           `json:"project,omitempty"`
+	Since        *time.Time       `json:"since,omitempty"`
+	Now          time.Time        `json:"now"`
+	AbandonAfter string           `json:"abandon_after"`
+	Overall      outcomes.Summary `json:"overall"`
+	Projects     []projectOutcome `json:"projects"`
+	// Problems are the records that could not be read (left out).
+	Problems []string `json:"problems,omitempty"`
+
+	// the page
+	Query      outcomesQuery   `json:"-"`
+	OverallTab []outcomeRow    `json:"-"`
+	Tables     []projectOutTab `json:"-"`
+}
+
+// projectOutcome is one project's summary.
+type projectOutcome struct {
+	Forge   string           `json:"forge"`
+	Project string           `json:"project"` // owner/name
+	Summary outcomes.Summary `json:"summary"`
+}
+
+// outcomes derives the outcome of every issue of the projects q names that
+// the visitor may read, assigned at or after q.Since, and sums them up per
+// project and overall.
+func (d Deps) outcomes(r *http.Request, q outcomesQuery) outcomesData {
+	now := d.now()
+	data := outcomesData{Forge: q.Forge, Project: q.Project, Now: now, AbandonAfter: abandonAfter.String(), Query: q, Projects: []projectOutcome{}}
+	if !q.Since.IsZero() {
+		data.Since = &q.Since
+	}
+	vis := d.visible(r)
+	var all []outcomes.Outcome
+	for _, p := range d.Records.Projects() {
+		if q.Forge != "" && p.Forge != q.Forge || q.Project != "" && p.Owner+"/"+p.Project != q.Project {
+			continue
+		}
+		if !canSee(vis, p.Forge, p.Owner, p.Project) {
+			continue
+		}
+		list, problems := d.projectOutcomes(p, q.Since, now)
+		data.Problems = append(data.Problems, problems...)
+		all = append(all, list...)
+		data.Projects = append(data.Projects, projectOutcome{Forge: p.Forge, Project: p.Owner + "/" + p.Project, Summary: outcomes.Summarize(list)})
+	}
+	data.Overall = outcomes.Summarize(all)
+	return data
+}
+
+// projectOutcomes derives the outcomes of project p's issues assigned at
+// or after since (all when zero; an issue whose assignment is unknown
+// counts then only), and what could not be read.
+func (d Deps) projectOutcomes(p state.ProjectRef, since, now time.Time) ([]outcomes.Outcome, []string) {
+	var out []outcomes.Outcome
+	var problems []string
+	f := state.MailboxFilter{Forge: p.Forge, Owner: p.Owner, Project: p.Project}
+	for cursor := ""; ; {
+		rows, next, err := d.Records.ListMailboxes(f, cursor, maxLimit)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("mailboxes of %s/%s: %v", p.Owner, p.Project, err))
+			return out, problems
+		}
+		for _, row := range rows {
+			mb := row.Mailbox
+			if mb.Kind != state.KindIssue {
+				continue
+			}
+			runs, sessions, err := d.mailboxRecords(mb.ID)
+			if err != nil {
+				problems = append(problems, err.Error())
+			}
+			o := outcomes.Derive(mb, runs, sessions, now, abandonAfter)
+			if !since.IsZero() && (o.AssignedAt.IsZero() || o.AssignedAt.Before(since)) {
+				continue
+			}
+			out = append(out, o)
+		}
+		if next == "" {
+			return out, problems
+		}
+		cursor = next
+	}
+}
+
+// mailboxRecords is the runs of a mailbox and their sessions, with what
+// could not be read.
+func (d Deps) mailboxRecords(id string) ([]state.Run, []state.LLMSession, error) {
+	runs, err := d.Records.Runs(id)
+	if err != nil {
+		err = fmt.Errorf("runs of mailbox %s: %w", id, err)
+	}
+	var sessions []state.LLMSession
+	errs := []error{err}
+	for _, run := range runs {
+		_, ss, err := d.Records.RunWithSessions(run.ID)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("llm sessions of run %s: %w", run.ID, err))
+		}
+		sessions = append(sessions, ss...)
+	}
+	return runs, sessions, errors.Join(errs...)
+}
+
+// outcomesJSON is /api/outcomes: ?forge=&project=&since=.
+func (d Deps) outcomesJSON(w http.ResponseWriter, r *http.Request) {
+	q, err := parseOutcomesQuery(r, d.now())
+	if err != nil {
+		d.badQuery(w, r, err)
+		return
+	}
+	writeJSON(w, d.outcomes(r, q))
+}
+
+// outcomesPage is /outcomes: the same figures as tables, overall and per
+// project.
+func (d Deps) outcomesPage(w http.ResponseWriter, r *http.Request) {
+	q, err := parseOutcomesQuery(r, d.now())
+	if err != nil {
+		d.badQuery(w, r, err)
+		return
+	}
+	data := d.outcomes(r, q)
+	data.OverallTab = outcomeRows(data.Overall)
+	for _, p := range data.Projects {
+		data.Tables = append(data.Tables, projectOutTab{Forge: p.Forge, Project: p.Project, URL: projectURL(p.Forge, ownerOf(p.Project), nameOf(p.Project)),
+			Note: p.Summary.Note, Rows: outcomeRows(p.Summary)})
+	}
+	d.render(w, r, "outcomes.html", data)
+}
