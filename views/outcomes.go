@@ -15,6 +15,19 @@ import (
 // abandonAfter is the outcomes' abandon threshold: no setting names one yet.
 const abandonAfter = outcomes.DefaultAbandonAfter
 
+// days says d in whole days ("30 days"), as a person reads a threshold of
+// days; a part of a day is said as a duration.
+func days(d time.Duration) string {
+	const day = 24 * time.Hour
+	if d%day != 0 || d <= 0 {
+		return d.String()
+	}
+	if d == day {
+		return "1 day"
+	}
+	return fmt.Sprintf("%d days", d/day)
+}
+
 // outcomesQuery is what /outcomes and /api/outcomes take:
 // ?forge=&project=OWNER/NAME&since=, since being an RFC 3339 time, a date
 // (2006-01-02, UTC) or a time back from now (30d, 2w, 12h).
@@ -106,7 +119,7 @@ type projectOutcome struct {
 // project and overall.
 func (d Deps) outcomes(r *http.Request, q outcomesQuery) outcomesData {
 	now := d.now()
-	data := outcomesData{Forge: q.Forge, Project: q.Project, Now: now, AbandonAfter: abandonAfter.String(), Query: q, Projects: []projectOutcome{}}
+	data := outcomesData{Forge: q.Forge, Project: q.Project, Now: now, AbandonAfter: days(abandonAfter), Query: q, Projects: []projectOutcome{}}
 	if !q.Since.IsZero() {
 		data.Since = &q.Since
 	}

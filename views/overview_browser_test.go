@@ -36,7 +36,7 @@ func TestOverviewInABrowser(t *testing.T) {
 	if got := text(t, ctx, `[data-test="section-in-progress"] [data-test="row"] [data-test="session"]`); got != "agent/demo7 · resumed" {
 		t.Errorf("session cell %q", got)
 	}
-	screenshot(t, ctx)
+	screenshot(t, ctx, "overview.png")
 
 	// A filter applied through the form is a link to share.
 	if err := chromedp.Do(ctx,
@@ -86,9 +86,9 @@ func TestOverviewInABrowser(t *testing.T) {
 	}
 }
 
-// screenshot writes the overview to docs/overview.png under
+// screenshot writes the page shown to docs/<name> under
 // ALFRED_UPDATE_DOCS=1 (and to ALFRED_SCREENSHOT_DIR when set).
-func screenshot(t *testing.T, ctx context.Context) {
+func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
 	var dirs []string
 	if os.Getenv("ALFRED_UPDATE_DOCS") == "1" {
@@ -105,7 +105,7 @@ func screenshot(t *testing.T, ctx context.Context) {
 		t.Fatal(err)
 	}
 	for _, dir := range dirs {
-		if err := os.WriteFile(filepath.Join(dir, "overview.png"), png, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
