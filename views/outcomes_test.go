@@ -3,7 +3,6 @@ package views
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,11 +17,7 @@ import (
 // acme/secret one merged at $99.53.
 func seedOutcomes(t *testing.T) Deps {
 	t.Helper()
-	st, err := state.Open(context.Background(), filepath.Join(t.TempDir(), "state.git"), state.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := newStore(t)
 	t0 := overviewNow.Add(-10 * 24 * time.Hour)
 	day := 24 * time.Hour
 	type seedIssue struct {
@@ -52,7 +47,7 @@ func seedOutcomes(t *testing.T) Deps {
 	issues[1].mb.MergeRequestAt, issues[1].mb.End = t0.Add(day+2*time.Hour), &state.MailboxEnd{How: state.EndClosed, By: "alice", At: t0.Add(day + 5*time.Hour)}
 	issues[2].mb.StatusSince = overviewNow.Add(-59 * day)
 	issues[3].mb.MergeRequestAt, issues[3].mb.End = t0.Add(time.Hour), &state.MailboxEnd{How: state.EndMerged, At: t0.Add(2 * time.Hour)}
-	err = st.Update(context.Background(), func(tx *state.Tx) error {
+	err := st.Update(context.Background(), func(tx *state.Tx) error {
 		for _, is := range issues {
 			id := is.mb.Key().ID()
 			if err := tx.PutMailbox(is.mb); err != nil {

@@ -8,7 +8,6 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -39,11 +38,7 @@ type seedRun struct {
 
 func seedOverview(t *testing.T) seeded {
 	t.Helper()
-	st, err := state.Open(context.Background(), filepath.Join(t.TempDir(), "state.git"), state.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := newStore(t)
 	q := []state.QuarantinedEvent{{Delivery: "d-q", Type: "comment_created", Error: "boom", At: overviewNow}}
 	boxes := map[string]state.Mailbox{
 		"demo7":   {Forge: "forgejo", Owner: "alice", Project: "demo", Kind: state.KindIssue, IID: 7, Title: "Add a greeting", Status: "in_ci", Phase: "development", IssueURL: "http://forge.test/alice/demo/issues/7", BranchName: "agent/issue-7-add-a-greeting"},
@@ -68,7 +63,7 @@ func seedOverview(t *testing.T) seeded {
 	for name, mb := range boxes {
 		s.ids[name] = mb.Key().ID()
 	}
-	err = st.Update(context.Background(), func(tx *state.Tx) error {
+	err := st.Update(context.Background(), func(tx *state.Tx) error {
 		for _, name := range []string{"demo9", "demo12", "secret1", "web3", "demo8", "demo7", "web4"} {
 			if err := tx.PutMailbox(boxes[name]); err != nil {
 				return err

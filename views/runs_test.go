@@ -21,13 +21,20 @@ type fixture struct {
 	fresh, resumed, apiRun string
 }
 
-func newFixture(t *testing.T) fixture {
+// newStore is an empty state store of the test's own, closed with it.
+func newStore(t *testing.T) *state.Store {
 	t.Helper()
 	st, err := state.Open(context.Background(), filepath.Join(t.TempDir(), "state.git"), state.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func newFixture(t *testing.T) fixture {
+	t.Helper()
+	st := newStore(t)
 	f := fixture{store: st, fresh: "11111111-aaaa", resumed: "22222222-bbbb", apiRun: "33333333-cccc"}
 	f.mb = state.Mailbox{Forge: "forgejo", Owner: "alice", Project: "demo", Kind: state.KindIssue, IID: 7, Title: "Add a greeting",
 		Status: "in_ci", BranchName: "agent/issue-7-add-a-greeting", IssueURL: "http://forge.test/alice/demo/issues/7",
@@ -36,7 +43,7 @@ func newFixture(t *testing.T) fixture {
 			Error: "panic: nil map", At: time.Date(2026, 11, 30, 9, 30, 0, 0, time.UTC)}}}
 	f.mb.ID = f.mb.Key().ID()
 	t0 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
-	err = st.Update(context.Background(), func(tx *state.Tx) error {
+	err := st.Update(context.Background(), func(tx *state.Tx) error {
 		if err := tx.PutMailbox(f.mb); err != nil {
 			return err
 		}
