@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"html"
@@ -9,13 +10,13 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/alchemic-studio/alfred/agents/mockllm"
 	"github.com/alchemic-studio/alfred/forges/forgejo/giteatest"
+	"github.com/alchemic-studio/alfred/internal/live"
 	"github.com/alchemic-studio/alfred/state"
 )
 
@@ -213,9 +214,12 @@ func (s *scenario) followNextRun(n *atomic.Int64) (done <-chan struct{}) {
 	return ch
 }
 
-// countLive reads run's live stream to its end, counting its data lines.
+// countLive reads run's live stream to its end, counting the agent's steps
+// it carries (a line of text or of the standard error is no step: a CLI
+// whose stream is not decoded shows none).
 func countLive(addr, run string, n *atomic.Int64) {
-	resp, err := http.Get("http://" + addr + "/runs/" + run + "/live")
+	client := http.Client{Timeout: 5 * time.Minute} // a stream that never ends fails the wait, not the test binary
+	resp, err := client.Get("http://" + addr + "/runs/" + run + "/live")
 	if err != nil {
 		return
 	}
@@ -227,8 +231,11 @@ func countLive(addr, run string, n *atomic.Int64) {
 		switch {
 		case strings.HasPrefix(line, "event: end"):
 			return
-		case strings.HasPrefix(line, "data: ") && !strings.Contains(line, "earlier lines not kept"):
-			n.Add(1)
+		case strings.HasPrefix(line, "data: "):
+			var l live.Line
+			if json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &l) == nil && l.Step() {
+				n.Add(1)
+			}
 		}
 	}
 }
@@ -286,14 +293,10 @@ func matrixTable(rows []matrixRow) string {
 	return b.String()
 }
 
-var readmeMu sync.Mutex
-
 // checkMatrixTable compares the README's table with what the suite saw,
 // or writes it there with -update-matrix.
 func checkMatrixTable(t *testing.T, rows []matrixRow) {
 	t.Helper()
-	readmeMu.Lock()
-	defer readmeMu.Unlock()
 	const readme = "../README.md"
 	raw, err := os.ReadFile(readme)
 	if err != nil {
