@@ -16,19 +16,28 @@ import (
 // never skips, without it (but under -short).
 func dockerRunner(t *testing.T) (sandbox.Runner, string) {
 	t.Helper()
-	host, image := os.Getenv("ALFRED_TEST_DOCKER_HOST"), os.Getenv("ALFRED_TEST_IMAGE")
-	if host == "" || image == "" {
-		msg := "ALFRED_TEST_DOCKER_HOST and ALFRED_TEST_IMAGE are not set: start the test daemon with eval \"$(scripts/dockerd.sh start)\" (make test does)"
-		if testing.Short() {
-			t.Skip(msg)
-		}
-		t.Fatal(msg)
-	}
+	const how = "start the test daemon with eval \"$(scripts/dockerd.sh start)\" (make test does)"
+	host, image := requireEnv(t, "ALFRED_TEST_DOCKER_HOST", how), requireEnv(t, "ALFRED_TEST_IMAGE", how)
 	r, err := sandbox.NewImageRunner(context.Background(), sandbox.ImageOptions{Host: host, Instance: "bot-tests"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return r, image
+}
+
+// requireEnv is the environment variable name that a test needs: without
+// it the test fails, saying how to set it, and skips only under -short.
+func requireEnv(t *testing.T, name, how string) string {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		msg := name + " is not set: " + how
+		if testing.Short() {
+			t.Skip(msg)
+		}
+		t.Fatal(msg)
+	}
+	return v
 }
 
 // TestSessionMountsInDocker runs the engine's runs in real containers: the

@@ -260,8 +260,7 @@ func TestSealedRunInDocker(t *testing.T) {
 // key, the run records the gateway's figures.
 func TestSealedClaudeCodeInDocker(t *testing.T) {
 	t.Parallel()
-	runner, _ := dockerRunner(t)
-	image := agentImage(t)
+	runner, image := agentImageRunner(t)
 	mock := mockllm.Start(mockllm.Options{Reply: analysisReply})
 	t.Cleanup(mock.Close)
 	const providerKey = "sk-ant-provider-key-0123456789"
@@ -276,9 +275,7 @@ func TestSealedClaudeCodeInDocker(t *testing.T) {
 	})
 	h.engine.Close()
 	cfg := h.engine.cfg
-	cfg.Runner, cfg.Sandbox.Image, cfg.Sandbox.UID, cfg.Sandbox.GID = runner, image, 1000, 1000
-	cfg.Sandbox.Env = map[string]string{"HOME": "/home/agent", "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
-		"ANTHROPIC_API_KEY": "sk-offered-key-0123456789"} // withheld by the seal
+	inAgentImage(&cfg, runner, image, map[string]string{"ANTHROPIC_API_KEY": "sk-offered-key-0123456789"}) // withheld by the seal
 	cfg.Seal = &botrun.Seal{Gateway: g, Forwarder: buildForwarder(t)}
 	h.startWith(cfg)
 
@@ -374,8 +371,7 @@ const directAttempt = `; timeout 5 bash -c 'exec 4<>/dev/tcp/1.1.1.1/80' 2>/dev/
 // with the gateway's as the CLI's usageReport says (checkMetering).
 func TestSealedCLIsInDocker(t *testing.T) {
 	t.Parallel()
-	runner, _ := dockerRunner(t)
-	image := agentImage(t)
+	runner, image := agentImageRunner(t)
 	fwd := buildForwarder(t)
 	for _, c := range sealedCLIs {
 		a, err := c.new()
@@ -400,15 +396,29 @@ func TestSealedCLIsInDocker(t *testing.T) {
 // without one (but under -short).
 func agentImage(t *testing.T) string {
 	t.Helper()
-	image := os.Getenv("ALFRED_TEST_AGENT_IMAGE")
-	if image == "" {
-		msg := "ALFRED_TEST_AGENT_IMAGE is not set: build the images with scripts/images.sh and source what it prints"
-		if testing.Short() {
-			t.Skip(msg)
-		}
-		t.Fatal(msg)
-	}
-	return image
+	return requireEnv(t, "ALFRED_TEST_AGENT_IMAGE", "build the images with scripts/images.sh and source what it prints")
+}
+
+// agentImageRunner is the test daemon's runner (dockerRunner) and the agent
+// image (agentImage).
+func agentImageRunner(t *testing.T) (sandbox.Runner, string) {
+	t.Helper()
+	runner, _ := dockerRunner(t)
+	return runner, agentImage(t)
+}
+
+// agentEnv is the environment of the agent image's user, extra over it.
+func agentEnv(extra map[string]string) map[string]string {
+	env := map[string]string{"HOME": "/home/agent", "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
+	maps.Copy(env, extra)
+	return env
+}
+
+// inAgentImage has the engine of cfg run its agents in image on runner, as
+// the image's user, in agentEnv(extra).
+func inAgentImage(cfg *Config, runner sandbox.Runner, image string, extra map[string]string) {
+	cfg.Runner, cfg.Sandbox.Image, cfg.Sandbox.UID, cfg.Sandbox.GID = runner, image, 1000, 1000
+	cfg.Sandbox.Env = agentEnv(extra)
 }
 
 // The keys of a sealed Docker run: the one the gateway holds, and the one
@@ -514,8 +524,7 @@ func sealedSpec(t *testing.T, image string, d agents.Descriptor, extra map[strin
 	if err := os.Chmod(wt, 0o777); err != nil { // the agent's uid writes there
 		t.Fatal(err)
 	}
-	env := map[string]string{"HOME": "/home/agent", "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
-	maps.Copy(env, extra)
+	env := agentEnv(extra)
 	for _, k := range d.Sealed.Credentials {
 		env[k] = dockerOfferedKey
 	}

@@ -22,8 +22,7 @@ import (
 // Code's goal and the file it wrote. Both real CLIs, the mock model.
 func TestHandoffClaudeToCodexInDocker(t *testing.T) {
 	t.Parallel()
-	runner, _ := dockerRunner(t)
-	image := agentImage(t)
+	runner, image := agentImageRunner(t)
 	fwd := buildForwarder(t)
 	claudeCLI, codexCLI := sealedCLIs[0], sealedCLIs[1]
 	claude, err := claudeCLI.new()

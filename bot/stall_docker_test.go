@@ -1,7 +1,7 @@
 package bot
 
 import (
-	"os"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -24,13 +24,8 @@ import (
 // says it.
 func TestStalledClaudeCodeInDocker(t *testing.T) {
 	t.Parallel()
-	runner, _ := dockerRunner(t)
-	image := agentImage(t)
-	stalledClaude(t, func(cfg *Config, mock *mockllm.Server) {
-		cfg.Runner, cfg.Sandbox.Image, cfg.Sandbox.UID, cfg.Sandbox.GID = runner, image, 1000, 1000
-		cfg.Sandbox.Env = map[string]string{"HOME": "/home/agent", "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
-			"ANTHROPIC_BASE_URL": mock.URL, "ANTHROPIC_API_KEY": "sk-ant-unsealed-0123456789", "CLAUDE_CODE_MAX_RETRIES": "0"}
-	})
+	runner, image := agentImageRunner(t)
+	stalledClaude(t, func(cfg *Config) { inAgentImage(cfg, runner, image, nil) })
 }
 
 // TestStalledClaudeCodeOnHost: the same on the host runner, with the real
@@ -38,26 +33,19 @@ func TestStalledClaudeCodeInDocker(t *testing.T) {
 // output as the image runner does, so the watchdog sees the same stream.
 func TestStalledClaudeCodeOnHost(t *testing.T) {
 	t.Parallel()
-	bin := os.Getenv("ALFRED_AGENT_CLIS_BIN")
-	if bin == "" {
-		msg := "ALFRED_AGENT_CLIS_BIN is not set: run scripts/agent-clis.sh and export what it prints"
-		if testing.Short() {
-			t.Skip(msg)
-		}
-		t.Fatal(msg)
-	}
+	bin := requireEnv(t, "ALFRED_AGENT_CLIS_BIN", "run scripts/agent-clis.sh and export what it prints")
 	home := t.TempDir()
-	stalledClaude(t, func(cfg *Config, mock *mockllm.Server) {
+	stalledClaude(t, func(cfg *Config) {
 		cfg.Runner = sandbox.NewHostRunner(sandbox.HostOptions{})
-		cfg.Sandbox.Env = map[string]string{"HOME": home, "PATH": bin + ":/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
-			"ANTHROPIC_BASE_URL": mock.URL, "ANTHROPIC_API_KEY": "sk-ant-unsealed-0123456789", "CLAUDE_CODE_MAX_RETRIES": "0"}
+		cfg.Sandbox.Env = map[string]string{"HOME": home, "PATH": bin + ":/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
 	})
 }
 
 // stalledClaude runs an analysis with the real Claude Code, unsealed, on
-// the runner place sets up, against a mock model that has it call Bash
-// once and then holds its next answer open, and checks the stall.
-func stalledClaude(t *testing.T, place func(cfg *Config, mock *mockllm.Server)) {
+// the runner and in the environment place sets up, against a mock model
+// that has it call Bash once and then holds its next answer open, and
+// checks the stall.
+func stalledClaude(t *testing.T, place func(cfg *Config)) {
 	t.Helper()
 	const command = "echo hello-from-tool"
 	mock := mockllm.Start(mockllm.Options{Shell: command, HoldAfter: 1})
@@ -74,7 +62,8 @@ func stalledClaude(t *testing.T, place func(cfg *Config, mock *mockllm.Server)) 
 	})
 	h.engine.Close()
 	cfg := h.engine.cfg
-	place(&cfg, mock)
+	place(&cfg)
+	maps.Copy(cfg.Sandbox.Env, map[string]string{"ANTHROPIC_BASE_URL": mock.URL, "ANTHROPIC_API_KEY": "sk-ant-unsealed-0123456789", "CLAUDE_CODE_MAX_RETRIES": "0"})
 	cfg.Seal = nil // a network chosen: the run is unsealed, only its stream shows its activity
 	h.startWith(cfg)
 
@@ -87,13 +76,7 @@ func stalledClaude(t *testing.T, place func(cfg *Config, mock *mockllm.Server)) 
 			}
 		}
 	}()
-	h.assign(7)
-	mb := h.waitStatus(7, lifecycle.StatusBlocked)
-	runs := mustRuns(t, h.store, mb.ID)
-	if len(runs) != 1 {
-		t.Fatalf("%d runs, want 1: a stall is not retried", len(runs))
-	}
-	run := runs[0]
+	run := h.stalledRun()
 	why := "the agent stalled: no output for 15s after the result of a call of Bash `" + command + "`, so Alfred stopped it (AGENT_STALL_TIMEOUT)"
 	if run.Status != state.RunFailed || !run.Stalled || !strings.HasPrefix(run.Outcome, why) {
 		t.Fatalf("run: status %s stalled %v outcome %q, want %q\nlog:\n%s", run.Status, run.Stalled, run.Outcome, why, run.Log)

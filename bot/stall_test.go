@@ -80,13 +80,7 @@ func stallHarness(t *testing.T, reporting bool, exec ...string) *harness {
 func TestStalledAgentIsStoppedAndSaid(t *testing.T) {
 	t.Parallel()
 	h := stallHarness(t, true, "sleep", "30")
-	h.assign(7)
-	mb := h.waitStatus(7, lifecycle.StatusBlocked)
-	runs := mustRuns(t, h.store, mb.ID)
-	if len(runs) != 1 {
-		t.Fatalf("%d runs, want 1: a stall is not retried", len(runs))
-	}
-	run := runs[0]
+	run := h.stalledRun()
 	const why = "the agent stalled: no output for 1s, so Alfred stopped it (AGENT_STALL_TIMEOUT)"
 	if run.Status != state.RunFailed || !run.Stalled || !strings.HasPrefix(run.Outcome, why) {
 		t.Errorf("run: status %s stalled %v outcome %q", run.Status, run.Stalled, run.Outcome)
@@ -97,6 +91,19 @@ func TestStalledAgentIsStoppedAndSaid(t *testing.T) {
 	if body := h.commentOf(7, lifecycle.KindBlocked); !strings.Contains(body, why) {
 		t.Errorf("blocked comment:\n%s", body)
 	}
+}
+
+// stalledRun assigns issue 7 and is its one run once its mailbox is
+// blocked: a stall is not retried.
+func (h *harness) stalledRun() state.Run {
+	h.t.Helper()
+	h.assign(7)
+	mb := h.waitStatus(7, lifecycle.StatusBlocked)
+	runs := mustRuns(h.t, h.store, mb.ID)
+	if len(runs) != 1 {
+		h.t.Fatalf("%d runs, want 1: a stall is not retried", len(runs))
+	}
+	return runs[0]
 }
 
 // TestAgentsThatShowLifeAreNotStopped: a CLI that keeps printing is not
