@@ -158,6 +158,20 @@ install_runtime() {
 	log "installed Node.js $node_version and npm $npm_version into $rt"
 }
 
+# prune_rev names the rules of prune: bump it when prune keeps something it
+# removed before (rev 2 keeps Codex's code-mode host). A cache pruned by
+# other rules lacks files its CLIs may load, so its CLIs are installed again.
+prune_rev=2
+
+# fresh_prune drops the CLIs of a cache pruned by other rules than
+# prune_rev's; install_clis then installs them again.
+fresh_prune() {
+	[ -d "$nm" ] || return 0
+	[ "$(cat "$dir/.prune-rev" 2>/dev/null)" = "$prune_rev" ] && return 0
+	log "the CLIs in $dir were pruned by other rules than rev $prune_rev: installing them again"
+	rm -rf "$nm" "$dir/package.json" "$dir/package-lock.json" || die "step install: cannot clear $nm"
+}
+
 # install_clis installs the pins not yet installed, with the pinned npm on the
 # pinned Node.js (first on PATH: the packages' install scripts run `node`).
 install_clis() {
@@ -229,8 +243,10 @@ link_bin() {
 }
 
 install_runtime
+fresh_prune
 install_clis
 prune || die "step prune: removing what the CLIs never load from $nm failed"
+printf '%s\n' "$prune_rev" >"$dir/.prune-rev" || die "step prune: cannot write $dir/.prune-rev"
 link_bin
 bin="$dir/bin"
 if [ -n "$link_dir" ]; then
