@@ -13,7 +13,7 @@ import (
 )
 
 // TestE2ELiveSteps: through the built binary, the real Claude Code of the
-// e2e agent image works an issue, sealed, against a mock model that asks it
+// shipped agent image works an issue, sealed, against a mock model that asks it
 // to Write a file and then takes 45 s to answer the request carrying the
 // result (mockllm HoldAfter, HoldFor). Chromium, on the run's page while
 // the run goes, shows the agent's first tool call as a step of the
@@ -21,7 +21,8 @@ import (
 // run's end, without a reload.
 func TestE2ELiveSteps(t *testing.T) {
 	var model *mockllm.Server
-	s := start(t, newFakeWorld(t), func(t testing.TB, _ *bot, _, _ string) []string {
+	dockerHost, image, instance := shippedImage(t)
+	s := startOn(t, newFakeWorld(t), dockerHost, image, instance, func(t testing.TB, _ *bot, _, _ string) []string {
 		model = mockllm.Start(mockllm.Options{Reply: agentReply, WriteDir: "/workspace", HoldAfter: 1, HoldFor: 45 * time.Second})
 		t.Cleanup(model.Close)
 		return []string{"ANTHROPIC_BASE_URL=" + model.URL} // the gateway's upstream
