@@ -80,9 +80,10 @@ func JSONObject(line []byte, v any) bool {
 	return err == nil
 }
 
-// CallStep is a tool call: the tool's name and its arguments (Args).
+// CallStep is a tool call: the tool's name and its arguments (Args). The
+// name and the call id are clipped, as every text a step keeps.
 func CallStep(tool, callID string, args json.RawMessage) Step {
-	s := Step{Kind: StepToolCall, Tool: Clip(tool, 1, 200), CallID: callID}
+	s := Step{Kind: StepToolCall, Tool: Clip(tool, 1, maxNameBytes), CallID: Clip(callID, 1, maxNameBytes)}
 	if len(args) > 0 && string(args) != "null" {
 		s.Args = Args(args)
 	}
@@ -91,7 +92,12 @@ func CallStep(tool, callID string, args json.RawMessage) Step {
 
 // ResultStep is a tool's result, summarized (Summary).
 func ResultStep(tool, callID, text string, failed bool) Step {
-	return Step{Kind: StepToolResult, Tool: Clip(tool, 1, 200), CallID: callID, Text: Summary(text), Failed: failed}
+	return Step{Kind: StepToolResult, Tool: Clip(tool, 1, maxNameBytes), CallID: Clip(callID, 1, maxNameBytes), Text: Summary(text), Failed: failed}
+}
+
+// EditStep is a file a tool wrote (Path, clipped to MaxPathBytes).
+func EditStep(tool, callID, path string) Step {
+	return Step{Kind: StepEdit, Tool: Clip(tool, 1, maxNameBytes), CallID: Clip(callID, 1, maxNameBytes), Path: Clip(path, 1, MaxPathBytes)}
 }
 
 // Steps is the steps of text, when it is not blank: a helper for decoders

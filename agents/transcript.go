@@ -60,7 +60,8 @@ type Step struct {
 	CallID string `json:"call_id,omitempty"`
 	// Args are the call's arguments as compact JSON, clipped to MaxArgsBytes.
 	Args string `json:"args,omitempty"`
-	// Path is the file an edit wrote, as the CLI saw it (inside the sandbox).
+	// Path is the file an edit wrote, as the CLI saw it (inside the
+	// sandbox), clipped to MaxPathBytes.
 	Path string `json:"path,omitempty"`
 	// Failed marks a tool result the CLI recorded as an error.
 	Failed bool `json:"failed,omitempty"`
@@ -75,6 +76,8 @@ const (
 	MaxArgsBytes   = 1 << 10 // a call's arguments
 	MaxResultBytes = 1 << 10 // a tool result summary
 	MaxResultLines = 10      // a tool result summary
+	MaxPathBytes   = 4 << 10 // the file of an edit (PATH_MAX)
+	maxNameBytes   = 200     // a tool's name, a call's id, what an other step is
 )
 
 const (
@@ -213,7 +216,14 @@ func UnreadableStep() Step { return Step{Kind: StepOther, Text: unreadableEntry}
 // OtherStep is the step of an entry a reader keeps without knowing it:
 // what names it (its type) and when.
 func OtherStep(what string, at time.Time) Step {
-	return Step{Kind: StepOther, Text: Clip(what, 1, 200), At: at}
+	return Step{Kind: StepOther, Text: Clip(what, 1, maxNameBytes), At: at}
+}
+
+// Timed is s recorded at at: a transcript's step made with a stream's
+// helper (CallStep, ResultStep, EditStep).
+func (s Step) Timed(at time.Time) Step {
+	s.At = at
+	return s
 }
 
 // TextStep is a prompt or an answer, clipped to MaxTextBytes; ok is false

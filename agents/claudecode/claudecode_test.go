@@ -2,6 +2,7 @@ package claudecode
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -67,6 +68,33 @@ func TestClassify(t *testing.T) {
 // a failed run's result is a note with its error.
 func TestDecodeRecordedStream(t *testing.T) {
 	clitest.CheckStream(t, CLI{}, "testdata", "fresh", "fresh-write", "resume", "resume-missing", "resume-api-401", "resume-not-logged-in")
+}
+
+// TestDecodeBlocks: the decoder reads an assistant event as the transcript
+// reads its entry (assistantSteps: no time, no tool of an earlier line); a
+// tool result with the file it wrote; an over-long tool, call id and path
+// are clipped.
+func TestDecodeBlocks(t *testing.T) {
+	long := strings.Repeat("a", 2*agents.MaxPathBytes)
+	tests := []struct {
+		line string
+		want []agents.Step
+	}{
+		{`{"type":"assistant","message":{"content":[{"type":"thinking","thinking":"x"},{"type":"text","text":"hi"},{"type":"tool_use","id":"t","name":"Bash","input":{"command":"ls"}}]}}`,
+			[]agents.Step{{Kind: agents.StepAssistant, Text: "hi"}, {Kind: agents.StepToolCall, Tool: "Bash", CallID: "t", Args: `{"command":"ls"}`}}},
+		{`{"type":"assistant","message":{"content":[{"type":"tool_use","id":"` + long + `","name":"` + long + `","input":null}]}}`,
+			[]agents.Step{{Kind: agents.StepToolCall, Tool: long[:200] + "…", CallID: long[:200] + "…"}}},
+		{`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":"ok"}]},"tool_use_result":{"filePath":"/w/a.go"}}`,
+			[]agents.Step{{Kind: agents.StepToolResult, CallID: "t", Text: "ok"}, {Kind: agents.StepEdit, CallID: "t", Path: "/w/a.go"}}},
+		{`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":"ok"}]},"tool_use_result":{"filePath":"/` + long + `"}}`,
+			[]agents.Step{{Kind: agents.StepToolResult, CallID: "t", Text: "ok"}, {Kind: agents.StepEdit, CallID: "t", Path: "/" + long[:agents.MaxPathBytes-1] + "…"}}},
+	}
+	for _, tt := range tests {
+		got, ok := CLI{}.DecodeLine([]byte(tt.line))
+		if !ok || !slices.Equal(got, tt.want) {
+			t.Errorf("DecodeLine(%.120s)\n = %+v, %v\nwant %+v", tt.line, got, ok, tt.want)
+		}
+	}
 }
 
 // TestDecodeBadLines: the decoder never fails on what a CLI may print.

@@ -3,6 +3,7 @@ package claudecode
 import (
 	"encoding/json"
 	"slices"
+	"time"
 
 	"github.com/alchemic-studio/alfred/agents"
 )
@@ -43,7 +44,7 @@ func (CLI) DecodeLine(line []byte) ([]agents.Step, bool) {
 		}
 		return agents.Note("system: " + e.Subtype), true
 	case "assistant":
-		return streamAssistant(e.Message.Content), true
+		return assistantSteps(e.Message.Content, time.Time{}, map[string]call{}), true
 	case "user":
 		return streamResults(e), true
 	case "result":
@@ -61,27 +62,11 @@ func (CLI) DecodeLine(line []byte) ([]agents.Step, bool) {
 	return agents.Note(e.Type), true
 }
 
-// streamAssistant: text answers and tool calls.
-func streamAssistant(content json.RawMessage) []agents.Step {
-	var blocks []block
-	if json.Unmarshal(content, &blocks) != nil {
-		return agents.Note("assistant message not read")
-	}
-	var steps []agents.Step
-	for _, b := range blocks {
-		switch b.Type {
-		case "text":
-			steps = append(steps, agents.Steps(agents.StepAssistant, b.Text)...)
-		case "tool_use":
-			steps = append(steps, agents.CallStep(b.Name, b.ID, b.Input))
-		}
-	}
-	return steps
-}
-
 // streamResults: the tool results of a user event, each followed by the
 // file it wrote when the result names one; the prompt (string content)
-// gives no step, the page has it.
+// gives no step, the page has it. Not userSteps: a line has no call map, so
+// the file is the one the result names, whatever the tool, and the user's
+// text blocks are no steps.
 func streamResults(e event) []agents.Step {
 	var blocks []block
 	if json.Unmarshal(e.Message.Content, &blocks) != nil {
@@ -92,9 +77,9 @@ func streamResults(e event) []agents.Step {
 		if b.Type != "tool_result" {
 			continue
 		}
-		steps = append(steps, agents.ResultStep("", b.ToolUseID, resultText(b.Content), b.IsError))
+		steps = append(steps, resultStep(b, "", time.Time{}))
 		if p := editedFile(e.ToolUseResult); p != "" && !b.IsError && !slices.ContainsFunc(steps, isEdit) {
-			steps = append(steps, agents.Step{Kind: agents.StepEdit, CallID: b.ToolUseID, Path: p})
+			steps = append(steps, agents.EditStep("", b.ToolUseID, p))
 		}
 	}
 	return steps

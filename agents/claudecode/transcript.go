@@ -162,10 +162,9 @@ func (e entry) userSteps(at time.Time, tools map[string]call) []agents.Step {
 			}
 		case "tool_result":
 			c := tools[b.ToolUseID]
-			steps = append(steps, agents.Step{Kind: agents.StepToolResult, At: at, Tool: c.tool, CallID: b.ToolUseID,
-				Text: agents.Summary(resultText(b.Content)), Failed: b.IsError})
+			steps = append(steps, resultStep(b, c.tool, at))
 			if p := cmp.Or(editedFile(e.ToolUseResult), c.path); p != "" && !b.IsError && editTools[c.tool] != "" {
-				steps = append(steps, agents.Step{Kind: agents.StepEdit, At: at, Tool: c.tool, CallID: b.ToolUseID, Path: p})
+				steps = append(steps, agents.EditStep(c.tool, b.ToolUseID, p).Timed(at))
 			}
 		default:
 			steps = append(steps, agents.OtherStep("user/"+b.Type, at))
@@ -174,7 +173,8 @@ func (e entry) userSteps(at time.Time, tools map[string]call) []agents.Step {
 	return steps
 }
 
-// assistantSteps: text answers and tool calls.
+// assistantSteps: text answers and tool calls, of a transcript's entry and
+// of the stream's assistant event (DecodeLine: no time, a new call map).
 func assistantSteps(content json.RawMessage, at time.Time, tools map[string]call) []agents.Step {
 	var blocks []block
 	if json.Unmarshal(content, &blocks) != nil {
@@ -189,13 +189,18 @@ func assistantSteps(content json.RawMessage, at time.Time, tools map[string]call
 			}
 		case "tool_use":
 			tools[b.ID] = newCall(b)
-			steps = append(steps, agents.Step{Kind: agents.StepToolCall, At: at, Tool: b.Name, CallID: b.ID, Args: agents.Args(b.Input)})
+			steps = append(steps, agents.CallStep(b.Name, b.ID, b.Input).Timed(at))
 		case "thinking", "redacted_thinking":
 		default:
 			steps = append(steps, agents.OtherStep("assistant/"+b.Type, at))
 		}
 	}
 	return steps
+}
+
+// resultStep is the step of a tool_result block, of a call of tool.
+func resultStep(b block, tool string, at time.Time) agents.Step {
+	return agents.ResultStep(tool, b.ToolUseID, resultText(b.Content), b.IsError).Timed(at)
 }
 
 // resultText is a tool result's content: a string, or its text blocks.

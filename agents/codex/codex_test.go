@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/alchemic-studio/alfred/agents"
@@ -50,8 +51,10 @@ func TestDecodeBadLines(t *testing.T) {
 		`{"type":"item.completed","item":{"id":"i","type":"command_execution","command":"false","exit_code":1,"status":"failed"}}`)
 }
 
-// TestDecodeItems: the shapes of exec_events.rs the recordings lack.
+// TestDecodeItems: the shapes of exec_events.rs the recordings lack; an
+// over-long id and path are clipped.
 func TestDecodeItems(t *testing.T) {
+	long := strings.Repeat("a", 2*agents.MaxPathBytes)
 	tests := []struct {
 		line string
 		want []agents.Step
@@ -63,6 +66,8 @@ func TestDecodeItems(t *testing.T) {
 		{`{"type":"item.started","item":{"id":"i","type":"mcp_tool_call","server":"gh","tool":"search","arguments":{"q":"x"},"status":"in_progress"}}`,
 			[]agents.Step{{Kind: agents.StepToolCall, Tool: "gh.search", CallID: "i", Args: `{"q":"x"}`}}},
 		{`{"type":"turn.failed","error":{"message":"quota"}}`, []agents.Step{{Kind: agents.StepOther, Text: "error: quota"}}},
+		{`{"type":"item.completed","item":{"id":"` + long + `","type":"file_change","changes":[{"path":"/` + long + `","kind":"add"}],"status":"completed"}}`,
+			[]agents.Step{{Kind: agents.StepEdit, Tool: "apply_patch", CallID: long[:200] + "…", Path: "/" + long[:agents.MaxPathBytes-1] + "…"}}},
 	}
 	for _, tt := range tests {
 		got, ok := CLI{}.DecodeLine([]byte(tt.line))

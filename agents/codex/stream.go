@@ -120,7 +120,7 @@ func itemCompleted(it *streamItem) []agents.Step {
 		var steps []agents.Step
 		for _, c := range it.Changes {
 			if it.Status != "failed" && c.Path != "" {
-				steps = append(steps, agents.Step{Kind: agents.StepEdit, Tool: "apply_patch", CallID: it.ID, Path: c.Path})
+				steps = append(steps, agents.EditStep("apply_patch", it.ID, c.Path))
 			}
 		}
 		if it.Status == "failed" {

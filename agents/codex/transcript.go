@@ -128,7 +128,7 @@ func eventSteps(payload json.RawMessage, at time.Time) []agents.Step {
 	}
 	var steps []agents.Step
 	for _, p := range slices.Sorted(maps.Keys(e.Item.Changes)) {
-		steps = append(steps, agents.Step{Kind: agents.StepEdit, At: at, Tool: "apply_patch", CallID: e.Item.ID, Path: p})
+		steps = append(steps, agents.EditStep("apply_patch", e.Item.ID, p).Timed(at))
 	}
 	return steps
 }
@@ -140,15 +140,14 @@ func (it item) steps(at time.Time, tools map[string]string) []agents.Step {
 		return it.messageSteps(at)
 	case "function_call", "custom_tool_call":
 		tools[it.CallID] = it.Name
-		args := agents.Args(it.Arguments)
+		args := it.Arguments
 		if it.Type == "custom_tool_call" {
-			args = agents.Args(it.Input)
+			args = it.Input
 		}
-		return []agents.Step{{Kind: agents.StepToolCall, At: at, Tool: it.Name, CallID: it.CallID, Args: args}}
+		return []agents.Step{agents.CallStep(it.Name, it.CallID, args).Timed(at)}
 	case "function_call_output", "custom_tool_call_output":
 		out, failed := output(it.Output)
-		return []agents.Step{{Kind: agents.StepToolResult, At: at, Tool: tools[it.CallID], CallID: it.CallID,
-			Text: agents.Summary(out), Failed: failed}}
+		return []agents.Step{agents.ResultStep(tools[it.CallID], it.CallID, out, failed).Timed(at)}
 	case "reasoning":
 		return nil
 	}

@@ -1,6 +1,8 @@
 package copilot
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/alchemic-studio/alfred/agents"
@@ -46,6 +48,34 @@ func TestDecodeRecordedStream(t *testing.T) {
 func TestDecodeBadLines(t *testing.T) {
 	clitest.CheckBadLines(t, CLI{}, `{"type":"tool.execution_complete","data":{"toolCallId":"c","success":false,"error":{"message":"denied"}}}`,
 		`{"type":"tool.execution_complete","data":{"toolCallId":"c","success":false,"error":"plain"}}`)
+}
+
+// TestDecodeCalls: a call as it starts, its end read as the transcript
+// reads it (resultSteps: no request known, so no tool and no edit); an
+// over-long tool and call id are clipped.
+func TestDecodeCalls(t *testing.T) {
+	long := strings.Repeat("a", 1000)
+	tests := []struct {
+		line string
+		want []agents.Step
+	}{
+		{`{"type":"tool.execution_start","data":{"toolCallId":"c","toolName":"create","arguments":{"path":"/w/a.go"}}}`,
+			[]agents.Step{{Kind: agents.StepToolCall, Tool: "create", CallID: "c", Args: `{"path":"/w/a.go"}`}}},
+		{`{"type":"tool.execution_complete","data":{"toolCallId":"c","success":true,"result":{"content":"Created"}}}`,
+			[]agents.Step{{Kind: agents.StepToolResult, CallID: "c", Text: "Created"}}},
+		{`{"type":"tool.execution_complete","data":{"toolCallId":"c","success":false,"error":{"message":"denied"}}}`,
+			[]agents.Step{{Kind: agents.StepToolResult, CallID: "c", Text: "denied", Failed: true}}},
+		{`{"type":"tool.execution_start","data":{"toolCallId":"` + long + `","toolName":"` + long + `"}}`,
+			[]agents.Step{{Kind: agents.StepToolCall, Tool: long[:200] + "…", CallID: long[:200] + "…"}}},
+		{`{"type":"tool.execution_complete","data":{"toolCallId":"` + long + `","success":true,"result":{"content":"ok"}}}`,
+			[]agents.Step{{Kind: agents.StepToolResult, CallID: long[:200] + "…", Text: "ok"}}},
+	}
+	for _, tt := range tests {
+		got, ok := CLI{}.DecodeLine([]byte(tt.line))
+		if !ok || !slices.Equal(got, tt.want) {
+			t.Errorf("DecodeLine(%.120s)\n = %+v, %v\nwant %+v", tt.line, got, ok, tt.want)
+		}
+	}
 }
 
 func TestClassify(t *testing.T) {

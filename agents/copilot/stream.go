@@ -1,9 +1,9 @@
 package copilot
 
 import (
-	"encoding/json"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/alchemic-studio/alfred/agents"
 )
@@ -25,22 +25,7 @@ var streamBookkeeping = []string{"user.message", "result", "assistant.turn_start
 // start, their results, errors; ephemeral events, session bookkeeping and
 // the result give no step.
 func (CLI) DecodeLine(line []byte) ([]agents.Step, bool) {
-	var e struct {
-		Type      string `json:"type"`
-		Ephemeral bool   `json:"ephemeral"`
-		Data      struct {
-			Content    string          `json:"content"`
-			Message    string          `json:"message"`
-			ToolCallID string          `json:"toolCallId"`
-			ToolName   string          `json:"toolName"`
-			Arguments  json.RawMessage `json:"arguments"`
-			Success    *bool           `json:"success"`
-			Result     struct {
-				Content string `json:"content"`
-			} `json:"result"`
-			Error json.RawMessage `json:"error"`
-		} `json:"data"`
-	}
+	var e entry
 	if !agents.JSONObject(line, &e) || e.Type == "" {
 		return nil, false
 	}
@@ -51,11 +36,7 @@ func (CLI) DecodeLine(line []byte) ([]agents.Step, bool) {
 	case "tool.execution_start":
 		return []agents.Step{agents.CallStep(d.ToolName, d.ToolCallID, d.Arguments)}, true
 	case "tool.execution_complete":
-		text := d.Result.Content
-		if text == "" && len(d.Error) > 0 {
-			text = errorText(d.Error)
-		}
-		return []agents.Step{agents.ResultStep("", d.ToolCallID, text, d.Success != nil && !*d.Success)}, true
+		return e.resultSteps(time.Time{}, nil), true // no call known: no tool, no edit
 	case "session.error", "session.warning":
 		return agents.Note(strings.TrimPrefix(e.Type, "session.") + ": " + d.Message), true
 	}

@@ -47,16 +47,20 @@ func (CLI) ReadTranscript(stateDir, id string) ([]agents.Step, error) {
 	return parseEvents(data), nil
 }
 
-// entry is one line of events.jsonl.
+// entry is one line of events.jsonl, and one event of the stream
+// (stream.go: ephemeral ones, a call's start with its tool and arguments).
 type entry struct {
 	Type      string `json:"type"`
 	Timestamp string `json:"timestamp"`
+	Ephemeral bool   `json:"ephemeral"`
 	Data      struct {
-		Content      string    `json:"content"`
-		Message      string    `json:"message"`
-		ToolRequests []request `json:"toolRequests"`
-		ToolCallID   string    `json:"toolCallId"`
-		Success      *bool     `json:"success"`
+		Content      string          `json:"content"`
+		Message      string          `json:"message"`
+		ToolRequests []request       `json:"toolRequests"`
+		ToolCallID   string          `json:"toolCallId"`
+		ToolName     string          `json:"toolName"`
+		Arguments    json.RawMessage `json:"arguments"`
+		Success      *bool           `json:"success"`
 		Result       struct {
 			Content string `json:"content"`
 		} `json:"result"`
@@ -116,13 +120,14 @@ func (e entry) assistantSteps(at time.Time, calls map[string]request) []agents.S
 	}
 	for _, r := range e.Data.ToolRequests {
 		calls[r.ID] = r
-		steps = append(steps, agents.Step{Kind: agents.StepToolCall, At: at, Tool: r.Name, CallID: r.ID, Args: agents.Args(r.Arguments)})
+		steps = append(steps, agents.CallStep(r.Name, r.ID, r.Arguments).Timed(at))
 	}
 	return steps
 }
 
 // resultSteps: the tool's result, then the file it wrote for a
-// successful edit tool.
+// successful edit tool; calls (read only, nil for the stream's lines) has
+// the request of the call.
 func (e entry) resultSteps(at time.Time, calls map[string]request) []agents.Step {
 	r := calls[e.Data.ToolCallID]
 	failed := e.Data.Success != nil && !*e.Data.Success
@@ -130,10 +135,9 @@ func (e entry) resultSteps(at time.Time, calls map[string]request) []agents.Step
 	if text == "" && len(e.Data.Error) > 0 {
 		text = errorText(e.Data.Error)
 	}
-	steps := []agents.Step{{Kind: agents.StepToolResult, At: at, Tool: r.Name, CallID: e.Data.ToolCallID,
-		Text: agents.Summary(text), Failed: failed}}
+	steps := []agents.Step{agents.ResultStep(r.Name, e.Data.ToolCallID, text, failed).Timed(at)}
 	if p := pathArg(r.Arguments); !failed && p != "" && slices.Contains(editTools, r.Name) {
-		steps = append(steps, agents.Step{Kind: agents.StepEdit, At: at, Tool: r.Name, CallID: r.ID, Path: p})
+		steps = append(steps, agents.EditStep(r.Name, r.ID, p).Timed(at))
 	}
 	return steps
 }

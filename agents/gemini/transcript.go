@@ -248,8 +248,7 @@ func userSteps(text string, parts []part, at time.Time, tr tracker) []agents.Ste
 		if r := p.Response; r != nil && !tr.done[r.ID] {
 			tr.done[r.ID] = true
 			text, failed := responseText(r.Response)
-			steps = append(steps, agents.Step{Kind: agents.StepToolResult, At: at, Tool: r.Name, CallID: r.ID,
-				Text: agents.Summary(text), Failed: failed})
+			steps = append(steps, agents.ResultStep(r.Name, r.ID, text, failed).Timed(at))
 			if e, ok := edit(tr.calls[r.ID], at); ok && !failed {
 				steps = append(steps, e)
 			}
@@ -268,7 +267,7 @@ func (m message) modelSteps(text string, parts []part, at time.Time, tr tracker)
 	for _, p := range parts {
 		if c := p.Call; c != nil && !slices.ContainsFunc(m.ToolCalls, func(tc toolCall) bool { return tc.ID == c.ID }) {
 			tr.calls[c.ID] = *c
-			steps = append(steps, agents.Step{Kind: agents.StepToolCall, At: at, Tool: c.Name, CallID: c.ID, Args: agents.Args(c.Args)})
+			steps = append(steps, agents.CallStep(c.Name, c.ID, c.Args).Timed(at))
 		}
 	}
 	for _, tc := range m.ToolCalls {
@@ -280,15 +279,14 @@ func (m message) modelSteps(text string, parts []part, at time.Time, tr tracker)
 // steps are a tool call's: the call, its result once it has one, and the
 // file a successful edit tool wrote.
 func (tc toolCall) steps(at time.Time, tr tracker) []agents.Step {
-	steps := []agents.Step{{Kind: agents.StepToolCall, At: at, Tool: tc.Name, CallID: tc.ID, Args: agents.Args(tc.Args)}}
+	steps := []agents.Step{agents.CallStep(tc.Name, tc.ID, tc.Args).Timed(at)}
 	if !tc.hasResult() {
 		return steps
 	}
 	tr.done[tc.ID] = true
 	done := agents.ParseTime(tc.Timestamp)
 	failed := tc.Status == "error" || tc.Status == "cancelled"
-	steps = append(steps, agents.Step{Kind: agents.StepToolResult, At: done, Tool: tc.Name, CallID: tc.ID,
-		Text: agents.Summary(tc.resultText()), Failed: failed})
+	steps = append(steps, agents.ResultStep(tc.Name, tc.ID, tc.resultText(), failed).Timed(done))
 	if e, ok := edit(callPart{ID: tc.ID, Name: tc.Name, Args: tc.Args}, done); ok && !failed {
 		steps = append(steps, e)
 	}
@@ -304,7 +302,7 @@ func edit(c callPart, at time.Time) (agents.Step, bool) {
 	if a.FilePath == "" || !slices.Contains(editTools, c.Name) {
 		return agents.Step{}, false
 	}
-	return agents.Step{Kind: agents.StepEdit, At: at, Tool: c.Name, CallID: c.ID, Path: a.FilePath}, true
+	return agents.EditStep(c.Name, c.ID, a.FilePath).Timed(at), true
 }
 
 // resultText is what a call gave back: its display text when it is one,

@@ -134,13 +134,19 @@ type event struct {
 			Output int64 `json:"output"`
 		} `json:"tokens"`
 	} `json:"part"`
-	Error *struct {
-		Name string `json:"name"`
-		Data struct {
-			Message string `json:"message"`
-		} `json:"data"`
-	} `json:"error"`
+	Error *apiError `json:"error"`
 }
+
+// apiError is the error of an error event.
+type apiError struct {
+	Name string `json:"name"`
+	Data struct {
+		Message string `json:"message"`
+	} `json:"data"`
+}
+
+// text is the error as one line: its name and message.
+func (e *apiError) text() string { return strings.TrimSpace(e.Name + ": " + e.Data.Message) }
 
 // Parse implements agents.CLI. A run succeeded when it exited 0, printed at
 // least one event with a session id and no error event. The text is the last
@@ -165,7 +171,7 @@ func (CLI) Parse(res *sandbox.Result) agents.Output {
 		case "error":
 			errText = "opencode error"
 			if e.Error != nil {
-				errText = strings.TrimSpace(e.Error.Name + ": " + e.Error.Data.Message)
+				errText = e.Error.text()
 			}
 		}
 		return true

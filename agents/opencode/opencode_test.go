@@ -1,7 +1,9 @@
 package opencode
 
 import (
+	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/alchemic-studio/alfred/agents"
@@ -62,8 +64,10 @@ func TestDecodeBadLines(t *testing.T) {
 }
 
 // TestDecodeEdit: a completed write is a call, its result and the file it
-// wrote; a failed call is a failed result.
+// wrote; a failed call is a failed result; an over-long tool, call id and
+// path are clipped.
 func TestDecodeEdit(t *testing.T) {
+	long := strings.Repeat("a", 2*agents.MaxPathBytes)
 	tests := []struct {
 		line string
 		want []agents.Step
@@ -72,6 +76,11 @@ func TestDecodeEdit(t *testing.T) {
 			[]agents.Step{{Kind: agents.StepToolCall, Tool: "write", CallID: "c", Args: `{"filePath":"/w/a.go"}`}, {Kind: agents.StepToolResult, Tool: "write", CallID: "c", Text: "Wrote file"}, {Kind: agents.StepEdit, Tool: "write", CallID: "c", Path: "/w/a.go"}}},
 		{`{"type":"tool_use","sessionID":"s","part":{"tool":"bash","callID":"c","state":{"status":"error","input":{"command":"false"},"error":"exit 1"}}}`,
 			[]agents.Step{{Kind: agents.StepToolCall, Tool: "bash", CallID: "c", Args: `{"command":"false"}`}, {Kind: agents.StepToolResult, Tool: "bash", CallID: "c", Text: "exit 1", Failed: true}}},
+		{`{"type":"tool_use","sessionID":"s","part":{"tool":"write","callID":"` + long + `","state":{"status":"completed","input":{"filePath":"/` + long + `"},"output":""}}}`,
+			[]agents.Step{{Kind: agents.StepToolCall, Tool: "write", CallID: long[:200] + "…", Args: agents.Args(json.RawMessage(`{"filePath":"/` + long + `"}`))},
+				{Kind: agents.StepToolResult, Tool: "write", CallID: long[:200] + "…"}, {Kind: agents.StepEdit, Tool: "write", CallID: long[:200] + "…", Path: "/" + long[:agents.MaxPathBytes-1] + "…"}}},
+		{`{"type":"tool_use","sessionID":"s","part":{"tool":"` + long + `","callID":"c","state":{"status":"error","input":{},"error":"x"}}}`,
+			[]agents.Step{{Kind: agents.StepToolCall, Tool: long[:200] + "…", CallID: "c", Args: "{}"}, {Kind: agents.StepToolResult, Tool: long[:200] + "…", CallID: "c", Text: "x", Failed: true}}},
 	}
 	for _, tt := range tests {
 		got, ok := CLI{}.DecodeLine([]byte(tt.line))

@@ -1,9 +1,7 @@
 package opencode
 
 import (
-	"encoding/json"
-	"slices"
-	"strings"
+	"time"
 
 	"github.com/alchemic-studio/alfred/agents"
 )
@@ -15,29 +13,12 @@ import (
 // input, output, error}}} comes once the call has ended, its result with
 // it; error {error: {name, data: {message}}}.
 
-// streamPart is the part of an event.
-type streamPart struct {
-	Tool   string `json:"tool"`
-	CallID string `json:"callID"`
-	Text   string `json:"text"`
-	State  *struct {
-		Status string          `json:"status"`
-		Input  json.RawMessage `json:"input"`
-		Output string          `json:"output"`
-		Error  string          `json:"error"`
-	} `json:"state"`
-}
-
-// streamEvent is one line of the stream.
+// streamEvent is one line of the stream; its part is a part of the
+// session's database (transcript.go).
 type streamEvent struct {
-	Type  string      `json:"type"`
-	Part  *streamPart `json:"part"`
-	Error *struct {
-		Name string `json:"name"`
-		Data struct {
-			Message string `json:"message"`
-		} `json:"data"`
-	} `json:"error"`
+	Type  string    `json:"type"`
+	Part  *part     `json:"part"`
+	Error *apiError `json:"error"`
 }
 
 // DecodeLine implements agents.StreamDecoder: answers; each tool call with
@@ -57,36 +38,17 @@ func (CLI) DecodeLine(line []byte) ([]agents.Step, bool) {
 		}
 		return agents.Steps(agents.StepAssistant, e.Part.Text), true
 	case "tool_use":
-		return toolSteps(e.Part), true
+		if e.Part == nil || e.Part.State.Status == "" {
+			return nil, true
+		}
+		return e.Part.toolSteps(time.Time{}, time.Time{}), true
 	case "error":
 		if e.Error == nil {
 			return agents.Note("error"), true
 		}
-		return agents.Note("error: " + strings.TrimSpace(e.Error.Name+": "+e.Error.Data.Message)), true
+		return agents.Note("error: " + e.Error.text()), true
 	case "reasoning":
 		return nil, true
 	}
 	return agents.Note(e.Type), true
-}
-
-// toolSteps: the call, its result, and the file an edit tool wrote.
-func toolSteps(p *streamPart) []agents.Step {
-	if p == nil || p.State == nil {
-		return nil
-	}
-	st := p.State
-	steps := []agents.Step{agents.CallStep(p.Tool, p.CallID, st.Input)}
-	switch st.Status {
-	case "completed":
-		steps = append(steps, agents.ResultStep(p.Tool, p.CallID, st.Output, false))
-		var in struct {
-			FilePath string `json:"filePath"`
-		}
-		if json.Unmarshal(st.Input, &in) == nil && in.FilePath != "" && slices.Contains(editTools, p.Tool) {
-			steps = append(steps, agents.Step{Kind: agents.StepEdit, Tool: p.Tool, CallID: p.CallID, Path: in.FilePath})
-		}
-	case "error":
-		steps = append(steps, agents.ResultStep(p.Tool, p.CallID, st.Error, true))
-	}
-	return steps
 }

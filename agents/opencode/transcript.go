@@ -151,7 +151,8 @@ func rows(db *sql.DB, query, id string) ([]row, error) {
 	return out, rs.Err()
 }
 
-// part is a part's data.
+// part is a part's data: a row of table part, and the part of a stream
+// event (stream.go).
 type part struct {
 	Type      string `json:"type"`
 	Text      string `json:"text"`
@@ -190,27 +191,33 @@ func partSteps(role string, r row) []agents.Step {
 		}
 		return nil
 	case p.Type == "tool":
-		return p.toolSteps(at)
+		return p.toolSteps(p.times(at))
 	case slices.Contains(silentParts, p.Type):
 		return nil
 	}
 	return []agents.Step{agents.OtherStep(role+"/"+p.Type, at)}
 }
 
-// toolSteps: the call, its result once over, and the file a completed edit
-// tool wrote.
-func (p part) toolSteps(at time.Time) []agents.Step {
-	start := at
+// times are when the tool part's call started and ended (zero while it
+// runs); at, the part's, when it records no start.
+func (p part) times(at time.Time) (start, done time.Time) {
+	start = at
 	if p.State.Time.Start != 0 {
 		start = agents.UnixMilli(p.State.Time.Start)
 	}
-	steps := []agents.Step{{Kind: agents.StepToolCall, At: start, Tool: p.Tool, CallID: p.CallID, Args: agents.Args(p.State.Input)}}
-	done := agents.UnixMilli(p.State.Time.End)
+	return start, agents.UnixMilli(p.State.Time.End)
+}
+
+// toolSteps: the call (at start), its result once over, and the file a
+// completed edit tool wrote (at done); of a transcript's part, and of the
+// stream's tool_use event (DecodeLine: no times).
+func (p part) toolSteps(start, done time.Time) []agents.Step {
+	steps := []agents.Step{agents.CallStep(p.Tool, p.CallID, p.State.Input).Timed(start)}
 	switch p.State.Status {
 	case "completed":
-		steps = append(steps, agents.Step{Kind: agents.StepToolResult, At: done, Tool: p.Tool, CallID: p.CallID, Text: agents.Summary(p.State.Output)})
+		steps = append(steps, agents.ResultStep(p.Tool, p.CallID, p.State.Output, false).Timed(done))
 	case "error":
-		return append(steps, agents.Step{Kind: agents.StepToolResult, At: done, Tool: p.Tool, CallID: p.CallID, Text: agents.Summary(p.State.Error), Failed: true})
+		return append(steps, agents.ResultStep(p.Tool, p.CallID, p.State.Error, true).Timed(done))
 	default:
 		return steps
 	}
@@ -219,7 +226,7 @@ func (p part) toolSteps(at time.Time) []agents.Step {
 	}
 	_ = json.Unmarshal(p.State.Input, &in)
 	if in.FilePath != "" && slices.Contains(editTools, p.Tool) {
-		steps = append(steps, agents.Step{Kind: agents.StepEdit, At: done, Tool: p.Tool, CallID: p.CallID, Path: in.FilePath})
+		steps = append(steps, agents.EditStep(p.Tool, p.CallID, in.FilePath).Timed(done))
 	}
 	return steps
 }
