@@ -40,6 +40,10 @@ type bot struct {
 	state string
 	data  string
 	model *mockllm.Server // the agents' model, behind the bot's gateway
+	// exited closes when the serve process last started has exited;
+	// served says a start got ready once (its address is then kept).
+	exited <-chan struct{}
+	served bool
 }
 
 // run runs one alfred subcommand to its end.
@@ -54,8 +58,28 @@ func (b *bot) run(args ...string) string {
 	return string(out)
 }
 
-// serve starts alfred serve and waits until it is ready.
+// serve starts alfred serve and waits until it is ready. The first start
+// moves to another free port when its own was taken meanwhile (freeAddr
+// closes the port it found, and a parallel test may bind it before the bot
+// does); a later start keeps its address, which the forge's webhooks name.
 func (b *bot) serve() {
+	b.t.Helper()
+	for try := 1; ; try++ {
+		log, ready := b.start()
+		if ready {
+			b.served = true
+			return
+		}
+		if b.served || try == 3 || !strings.Contains(log, "address already in use") {
+			b.t.Fatalf("alfred serve on %s did not get ready:\n%s", b.addr, log)
+		}
+		b.moveTo(freeAddr(b.t))
+	}
+}
+
+// start starts alfred serve once: ready, or what it logged before it
+// exited or the wait ended.
+func (b *bot) start() (log string, ready bool) {
 	b.t.Helper()
 	b.cmd = exec.Command(b.bin, "serve")
 	b.cmd.Env = b.env
@@ -67,22 +91,50 @@ func (b *bot) serve() {
 	if err := b.cmd.Start(); err != nil {
 		b.t.Fatal(err)
 	}
-	cmd := b.cmd
-	b.t.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait(); logf.Close(); dumpLog(b.t, logf.Name()) })
-	waitFor(b.t, 30*time.Second, "alfred serve ready", func() bool {
-		resp, err := http.Get("http://" + b.addr + "/readyz")
-		if err != nil {
-			return false
+	cmd, exited := b.cmd, make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	b.exited = exited
+	b.t.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); <-exited; logf.Close(); dumpLog(b.t, logf.Name()) })
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		select {
+		case <-exited:
+			out, _ := os.ReadFile(logf.Name())
+			return string(out), false
+		default:
 		}
-		resp.Body.Close()
-		return resp.StatusCode == 200
-	})
+		// A port taken by another listener may accept and never answer.
+		if resp, err := readyClient.Get("http://" + b.addr + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return "", true
+			}
+		}
+	}
+	out, _ := os.ReadFile(logf.Name())
+	return "timed out waiting for /readyz; its log:\n" + string(out), false
+}
+
+// readyClient asks for /readyz: a short timeout, so that a port held by
+// another program that never answers does not hold the wait.
+var readyClient = &http.Client{Timeout: 2 * time.Second}
+
+// moveTo makes addr the bot's address, in its environment too.
+func (b *bot) moveTo(addr string) {
+	for i, kv := range b.env {
+		switch {
+		case strings.HasPrefix(kv, "ALFRED_LISTEN="):
+			b.env[i] = "ALFRED_LISTEN=" + addr
+		case strings.HasPrefix(kv, "ALFRED_PUBLIC_URL="):
+			b.env[i] = "ALFRED_PUBLIC_URL=http://" + addr
+		}
+	}
+	b.addr = addr
 }
 
 // kill ends the serve process with SIGKILL, as a crash would.
 func (b *bot) kill() {
 	b.cmd.Process.Signal(syscall.SIGKILL)
-	b.cmd.Wait()
+	<-b.exited
 }
 
 func dumpLog(t testing.TB, path string) {

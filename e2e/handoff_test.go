@@ -129,7 +129,7 @@ func withSetting(w world, key, value string) startOption {
 func (s *scenario) restartWith(w world, id string) {
 	s.t.Helper()
 	s.b.cmd.Process.Signal(syscall.SIGTERM)
-	s.b.cmd.Wait()
+	<-s.b.exited
 	withSetting(w, "AGENT_ADAPTER", id)(s.t, s.b, "", "")
 	s.b.serve()
 }
