@@ -101,9 +101,10 @@ type outcomesData struct {
 	Problems []string `json:"problems,omitempty"`
 
 	// the page
-	Query      outcomesQuery   `json:"-"`
-	OverallTab []outcomeRow    `json:"-"`
-	Tables     []projectOutTab `json:"-"`
+	Query         outcomesQuery   `json:"-"`
+	OverallTab    []outcomeRow    `json:"-"`
+	OverallCharts []outcomeChart  `json:"-"`
+	Tables        []projectOutTab `json:"-"`
 }
 
 // projectOutcome is one project's summary.
@@ -160,10 +161,10 @@ func (d Deps) outcomesPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	data := d.outcomes(r, q)
-	data.OverallTab = outcomeRows(data.Overall)
+	data.OverallTab, data.OverallCharts = outcomeRows(data.Overall), outcomeCharts(data.Overall)
 	for _, p := range data.Projects {
 		data.Tables = append(data.Tables, projectOutTab{Forge: p.Forge, Project: p.Project, URL: projectURL(p.Forge, ownerOf(p.Project), nameOf(p.Project)),
-			Note: p.Summary.Note, Rows: outcomeRows(p.Summary)})
+			Note: p.Summary.Note, Rows: outcomeRows(p.Summary), Charts: outcomeCharts(p.Summary)})
 	}
 	d.render(w, r, "outcomes.html", data)
 }

@@ -86,7 +86,8 @@ func layOut(c Bars) barsLayout {
 	integers := true
 	for _, r := range c.Rows {
 		longest = max(longest, len([]rune(r.Label))+2*bool01(r.Sub))
-		texts = max(texts, len([]rune(rowText(c, r))))
+		text := rowText(c, r)
+		texts = max(texts, len([]rune(text+fewNote(r, text))))
 		v, u, ok := figure(r, c.Scale)
 		if !ok {
 			continue
