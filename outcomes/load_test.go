@@ -168,3 +168,58 @@ func TestLoadProblems(t *testing.T) {
 		})
 	}
 }
+
+// TestFiguresOf: a public project's figures under its name, by agent, by
+// adapter and overall; the other projects pooled per forge under "".
+func TestFiguresOf(t *testing.T) {
+	st := seedStore(t, 3)
+	for _, tc := range []struct {
+		name    string
+		public  func(state.ProjectRef) bool
+		project string // alice/demo's label
+		pooled  int    // issues under project ""
+	}{
+		{"alice/demo public", func(p state.ProjectRef) bool { return p.Owner == "alice" }, "alice/demo", 1},
+		{"none public", nil, "", 4},
+		{"every project public", func(state.ProjectRef) bool { return true }, "alice/demo", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			list, problems := FiguresOf(context.Background(), st, tc.public, at(1000*time.Hour))
+			if len(problems) != 0 {
+				t.Errorf("problems %q", problems)
+			}
+			find := func(project, adapter, model string) (Figures, bool) {
+				for _, f := range list {
+					if f.Forge == "gitea" && f.Project == project && f.Adapter == adapter && f.Model == model {
+						return f, true
+					}
+				}
+				return Figures{}, false
+			}
+			if f, ok := find("", All, All); ok != (tc.pooled > 0) || f.Issues != tc.pooled {
+				t.Errorf("pooled: %+v (%v), want %d issues", f, ok, tc.pooled)
+			}
+			for _, agent := range [][2]string{{All, All}, {"claude-code", All}, {"claude-code", "opus"}} {
+				f, ok := find(tc.project, agent[0], agent[1])
+				if !ok {
+					t.Fatalf("no figures of %s %v in %+v", tc.project, agent, list)
+				}
+				if tc.project != "alice/demo" {
+					continue // pooled with bob/other
+				}
+				if f.Issues != 3 || f.Ends["merged"] != 3 || f.Ends["closed_unmerged"] != 0 || len(f.Ends) != 4 ||
+					f.MergeRateOf != 3 || f.MergeRate != 1 || f.ToPullRequestN != 3 || f.ToPullRequestMedian != 3600 ||
+					f.ToMergeN != 3 || f.ToMergeP90 != 7200 || f.Merged != 3 || f.USDPerMerged != 1 || f.TokensPerMerged != 1000 {
+					t.Errorf("%v: %+v", agent, f)
+				}
+			}
+			for _, f := range list {
+				if f.Project != "" && (tc.public == nil || !tc.public(state.ProjectRef{Forge: f.Forge, Owner: ownerOf(f.Project), Project: "x"})) {
+					t.Errorf("a project not public is named: %+v", f)
+				}
+			}
+		})
+	}
+}
+
+func ownerOf(full string) string { o, _, _ := strings.Cut(full, "/"); return o }
