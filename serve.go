@@ -60,6 +60,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer keeper.close() // after the store's Close: one last push
+	// wiring.go: a project is named only when public
+	m.Outcomes(outcomesTTL, outcomeFigures(ctx, c, st, log))
 	defer func() {
 		if err := st.Close(); err != nil {
 			log.Error("close state store", "err", err)

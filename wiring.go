@@ -35,6 +35,7 @@ import (
 	"github.com/alchemic-studio/alfred/forges/setup"
 	"github.com/alchemic-studio/alfred/gateway"
 	"github.com/alchemic-studio/alfred/metrics"
+	"github.com/alchemic-studio/alfred/outcomes"
 	"github.com/alchemic-studio/alfred/sandbox"
 	"github.com/alchemic-studio/alfred/sandbox/kube"
 	"github.com/alchemic-studio/alfred/state"
@@ -395,7 +396,7 @@ func newAccess(c *config.Config, fs []connected) *views.Access {
 	}
 	key := sha256.Sum256([]byte("alfred session cookies\x00" + strings.Join(secrets, "\x00")))
 	a := &views.Access{Permission: permissionOn(fs), Key: key[:], Admins: c.Admins, Public: func(p forges.Project) bool {
-		return slices.Contains(c.PublicProjects, "*") || slices.Contains(c.PublicProjects, p.FullName())
+		return isPublic(c, p.FullName())
 	}}
 	a.Configure(c) // Secure cookies behind an https ALFRED_PUBLIC_URL; ALFRED_SESSION_KEYS
 	public := c.PublicURL
@@ -412,6 +413,34 @@ func newAccess(c *config.Config, fs []connected) *views.Access {
 		a.SignIns = append(a.SignIns, in)
 	}
 	return a
+}
+
+// isPublic tells whether ALFRED_PUBLIC_PROJECTS names project owner/name
+// (or is *): anyone may read its pages, and its outcome gauges carry its name.
+func isPublic(c *config.Config, full string) bool {
+	return slices.Contains(c.PublicProjects, "*") || slices.Contains(c.PublicProjects, full)
+}
+
+// outcomesTTL is how long the outcome gauges serve their figures before a
+// scrape computes them again from the store.
+const outcomesTTL = time.Minute
+
+// outcomeFigures reads the outcome gauges' figures from the store. /metrics
+// has no sign-in, so a project is named only when it is public (isPublic);
+// the others are pooled per forge under project "".
+func outcomeFigures(ctx context.Context, c *config.Config, st *state.Store, log *slog.Logger) func() []metrics.Outcome {
+	public := func(p state.ProjectRef) bool { return isPublic(c, p.Owner+"/"+p.Project) }
+	return func() []metrics.Outcome {
+		figures, problems := outcomes.FiguresOf(ctx, st, public, time.Now())
+		if len(problems) > 0 {
+			log.Warn("outcome gauges: records left out", "count", len(problems), "first", problems[0])
+		}
+		out := make([]metrics.Outcome, len(figures))
+		for i, f := range figures {
+			out[i] = metrics.Outcome(f)
+		}
+		return out
+	}
 }
 
 // permissionOn asks each project's own forge what a login may do there.

@@ -20,6 +20,11 @@
 // failed and stalled, broken down by adapter and by adapter and model
 // (AgentOf: the development phase's agent, else the first phase's).
 //
+// Load reads the outcomes of one project's issues from the state store
+// (through Records, the few methods it needs): the pages, their JSON and
+// the metrics' gauges share it. It reads the project it is given: whoever
+// calls it decides first whether that project may be read.
+//
 // It imports no other Alfred package but `state`: the names of the phases
 // and statuses it reads are the records' strings (a test holds them equal to
 // `agents` and `bot/lifecycle`).

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/alchemic-studio/alfred/outcomes"
-	"github.com/alchemic-studio/alfred/state"
 )
 
 // abandonAfter is the outcomes' abandon threshold: no setting names one yet.
@@ -102,9 +101,10 @@ type outcomesData struct {
 	Problems []string `json:"problems,omitempty"`
 
 	// the page
-	Query      outcomesQuery   `json:"-"`
-	OverallTab []outcomeRow    `json:"-"`
-	Tables     []projectOutTab `json:"-"`
+	Query         outcomesQuery   `json:"-"`
+	OverallTab    []outcomeRow    `json:"-"`
+	OverallCharts []outcomeChart  `json:"-"`
+	Tables        []projectOutTab `json:"-"`
 }
 
 // projectOutcome is one project's summary.
@@ -132,67 +132,14 @@ func (d Deps) outcomes(r *http.Request, q outcomesQuery) outcomesData {
 		if !canSee(vis, p.Forge, p.Owner, p.Project) {
 			continue
 		}
-		list, problems := d.projectOutcomes(p, q.Since, now)
+		// Read only once the visitor may read p.
+		list, problems := outcomes.Load(r.Context(), d.Records, p, outcomes.Filter{Since: q.Since, Now: now, AbandonAfter: abandonAfter})
 		data.Problems = append(data.Problems, problems...)
 		all = append(all, list...)
 		data.Projects = append(data.Projects, projectOutcome{Forge: p.Forge, Project: p.Owner + "/" + p.Project, Summary: outcomes.Summarize(list)})
 	}
 	data.Overall = outcomes.Summarize(all)
 	return data
-}
-
-// projectOutcomes derives the outcomes of project p's issues assigned at
-// or after since (all when zero; an issue whose assignment is unknown
-// counts then only), and what could not be read.
-func (d Deps) projectOutcomes(p state.ProjectRef, since, now time.Time) ([]outcomes.Outcome, []string) {
-	var out []outcomes.Outcome
-	var problems []string
-	f := state.MailboxFilter{Forge: p.Forge, Owner: p.Owner, Project: p.Project}
-	for cursor := ""; ; {
-		rows, next, err := d.Records.ListMailboxes(f, cursor, maxLimit)
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("mailboxes of %s/%s: %v", p.Owner, p.Project, err))
-			return out, problems
-		}
-		for _, row := range rows {
-			mb := row.Mailbox
-			if mb.Kind != state.KindIssue {
-				continue
-			}
-			runs, sessions, err := d.mailboxRecords(mb.ID)
-			if err != nil {
-				problems = append(problems, err.Error())
-			}
-			o := outcomes.Derive(mb, runs, sessions, now, abandonAfter)
-			if !since.IsZero() && (o.AssignedAt.IsZero() || o.AssignedAt.Before(since)) {
-				continue
-			}
-			out = append(out, o)
-		}
-		if next == "" {
-			return out, problems
-		}
-		cursor = next
-	}
-}
-
-// mailboxRecords is the runs of a mailbox and their sessions, with what
-// could not be read.
-func (d Deps) mailboxRecords(id string) ([]state.Run, []state.LLMSession, error) {
-	runs, err := d.Records.Runs(id)
-	if err != nil {
-		err = fmt.Errorf("runs of mailbox %s: %w", id, err)
-	}
-	var sessions []state.LLMSession
-	errs := []error{err}
-	for _, run := range runs {
-		_, ss, err := d.Records.RunWithSessions(run.ID)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("llm sessions of run %s: %w", run.ID, err))
-		}
-		sessions = append(sessions, ss...)
-	}
-	return runs, sessions, errors.Join(errs...)
 }
 
 // outcomesJSON is /api/outcomes: ?forge=&project=&since=.
@@ -214,10 +161,10 @@ func (d Deps) outcomesPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	data := d.outcomes(r, q)
-	data.OverallTab = outcomeRows(data.Overall)
+	data.OverallTab, data.OverallCharts = outcomeRows(data.Overall), outcomeCharts(data.Overall)
 	for _, p := range data.Projects {
 		data.Tables = append(data.Tables, projectOutTab{Forge: p.Forge, Project: p.Project, URL: projectURL(p.Forge, ownerOf(p.Project), nameOf(p.Project)),
-			Note: p.Summary.Note, Rows: outcomeRows(p.Summary)})
+			Note: p.Summary.Note, Rows: outcomeRows(p.Summary), Charts: outcomeCharts(p.Summary)})
 	}
 	d.render(w, r, "outcomes.html", data)
 }

@@ -13,6 +13,7 @@ type projectOutTab struct {
 	Forge, Project, URL string
 	Note                string
 	Rows                []outcomeRow
+	Charts              []outcomeChart
 }
 
 // outcomeRow is one line of an outcomes table, its figures written out: a

@@ -233,3 +233,42 @@ func TestOutcomesHideWhatAPersonMayNotRead(t *testing.T) {
 		})
 	}
 }
+
+// TestOutcomesCharts: the overall charts and each project's are on the
+// page, drawn from the same figures as the tables; with no finished issue
+// every chart says so and draws no bar.
+func TestOutcomesCharts(t *testing.T) {
+	srv := serve(t, seedOutcomes(t))
+	get := func(u string) (int, string) { return httpGet(t, u) }
+	for _, c := range []struct {
+		name, query string
+		charts      int // figures of charts
+		bars        int
+		says        []string
+	}{
+		{"every project", "", 15, 5 + 2 + 1 + 1 + 1 + (4 + 2 + 1 + 1 + 1) + (2 + 1 + 1 + 1 + 1),
+			[]string{"100% (2 of 2, few)", "0% (0 of 1, few)", "$50.52 (2 merged)", "1h · p90 1h (n=2)", "none merged yet"}},
+		{"nothing finished", "?project=alice/demo&since=2026-11-25", 10, 0, []string{outcomes.NoFinished, "no pull request yet"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, body := get(srv.URL + "/outcomes" + c.query)
+			if code != 200 {
+				t.Fatalf("%d", code)
+			}
+			if got := strings.Count(body, `<figure data-test="outcome-chart-`); got != c.charts {
+				t.Errorf("%d charts, want %d", got, c.charts)
+			}
+			if got := strings.Count(body, `<rect class="bar`); got != c.bars {
+				t.Errorf("%d bars, want %d", got, c.bars)
+			}
+			for _, want := range c.says {
+				if !strings.Contains(body, want) {
+					t.Errorf("the charts do not say %q", want)
+				}
+			}
+			if strings.Contains(body, "NaN") || strings.Contains(body, "Inf") {
+				t.Error("NaN or Inf on the page")
+			}
+		})
+	}
+}

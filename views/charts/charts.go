@@ -1,5 +1,8 @@
-// Package charts owns the small charts of Alfred's pages (runs per day, cost
-// per day, tokens...). They are rendered on the server as inline SVG: no
+// Package charts owns the small charts of Alfred's pages: stacked bars over
+// days (StackedBars: runs, cost, tokens per day) and horizontal bars with
+// their figures written beside them (HorizontalBars: a rate, a median with
+// its 90th percentile as a whisker, a cost per change, a bar hatched when it
+// rests on few cases). They are rendered on the server as inline SVG: no
 // JavaScript and no external assets, so they work on a network with no
 // internet. The output is deterministic (the same Chart gives the same
 // bytes), every text from the records is escaped, and the SVG is sized by

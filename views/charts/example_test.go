@@ -22,3 +22,19 @@ func ExampleStackedBars() {
 	fmt.Println(strings.Count(string(svg), `<rect class="bar"`))
 	// Output: 3
 }
+
+// A merge rate per agent: each bar says the counts behind it, and a rate
+// over too few issues is hatched.
+func ExampleHorizontalBars() {
+	svg := charts.HorizontalBars(charts.Bars{
+		Title: "Merge rate by agent",
+		Scale: charts.Ratio,
+		Empty: "no finished issue yet",
+		Rows: []charts.Row{
+			{Label: "claude-code", Value: 0.8, Text: "80% (8 of 10)"},
+			{Label: "codex", Value: 0.5, Text: "50% (1 of 2, few)", Few: true},
+		},
+	})
+	fmt.Println(strings.Count(string(svg), `<rect class="bar"`), strings.Count(string(svg), `<rect class="bar few"`))
+	// Output: 1 1
+}
