@@ -255,7 +255,7 @@ var Settings = []Setting{
 		Help: "secret of the OAuth2 application (also keys the session cookies)",
 		set:  func(c *Config, v string) error { c.Forge.OAuthClientSecret = v; return nil }, get: func(c *Config) string { return c.Forge.OAuthClientSecret }},
 	{Flag: "public-projects", Env: "ALFRED_PUBLIC_PROJECTS", Default: "", Accepts: "comma-separated OWNER/NAME, or *",
-		Help: "projects whose run pages anyone may read without signing in",
+		Help: "projects whose pages anyone may read without signing in, and which /metrics names in its outcome series (the others are pooled per forge)",
 		set:  func(c *Config, v string) error { c.PublicProjects = splitList(v); return nil }, get: func(c *Config) string { return strings.Join(c.PublicProjects, ",") }},
 	{Flag: "metrics-token", Env: "ALFRED_METRICS_TOKEN", Default: "", Accepts: "a bearer token", Secret: true,
 		Help: "token Prometheus must send (Authorization: Bearer ...) to read /metrics; empty: /metrics is open",
