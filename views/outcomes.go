@@ -98,6 +98,7 @@ type outcomesData struct {
 	AbandonAfter string           `json:"abandon_after"`
 	Overall      outcomes.Summary `json:"overall"`
 	Projects     []projectOutcome `json:"projects"`
+	Trial        []projectTrial   `json:"trial,omitempty"` // each project's agent trial (outcomes_trial.go)
 	// Problems are the records that could not be read (left out).
 	Problems []string `json:"problems,omitempty"`
 
@@ -135,6 +136,7 @@ func (d Deps) outcomes(r *http.Request, q outcomesQuery) outcomesData {
 		list, problems := d.projectOutcomes(p, q.Since, now)
 		data.Problems = append(data.Problems, problems...)
 		all = append(all, list...)
+		data.Trial = withTrial(data.Trial, p, list)
 		data.Projects = append(data.Projects, projectOutcome{Forge: p.Forge, Project: p.Owner + "/" + p.Project, Summary: outcomes.Summarize(list)})
 	}
 	data.Overall = outcomes.Summarize(all)
