@@ -161,3 +161,48 @@ func checkTrialRuns(t *testing.T, h *harness, mb state.Mailbox) {
 		}
 	}
 }
+
+// The round-robin counts the records: an engine that starts anew goes on
+// from the project's issues assigned under the same value of the setting,
+// not those of another value or another project.
+func TestTrialCountsFromTheRecords(t *testing.T) {
+	t.Parallel()
+	fb, err := fake.New(fake.Options{ResumableSessions: true, Reply: analysisReply})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const trial = "fake:1,fake-b:1"
+	h := newHarness(t, func(s *setup) {
+		s.adapters["fake-b"] = renamed{&scripted{Adapter: fb}, "fake-b"}
+		s.settings = append(s.settings, projectSetting("AGENT_TRIAL", trial))
+	})
+	seeded := func(project string, iid int64, arm, setting string) state.Mailbox {
+		return state.Mailbox{Forge: "forgejo", Owner: "alice", Project: project, Kind: state.KindIssue, IID: iid, Status: "done",
+			Trial: &state.Trial{Arm: arm, Adapter: arm, Setting: setting}}
+	}
+	err = h.store.Update(context.Background(), func(tx *state.Tx) error {
+		for _, mb := range []state.Mailbox{
+			seeded("demo", 1, "fake", trial),
+			seeded("demo", 2, "fake-b", "fake:2,fake-b:1"), seeded("demo", 3, "fake-b", "fake:2,fake-b:1"),
+			seeded("other", 1, "fake-b", trial), seeded("other", 2, "fake-b", trial), seeded("other", 3, "fake-b", trial),
+		} {
+			mb.ID = mb.Key().ID()
+			if err := tx.PutMailbox(mb); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.openIssue(21, "Add a greeting", "type::task")
+	h.send(forges.Event{Type: forges.EventIssueAssigned, Actor: "alice", Assignee: "alfred", Target: h.issueTarget(21), Labels: []string{"type::task"}})
+	mb := h.waitStatus(21, lifecycle.StatusWaitingValidation)
+	if mb.Trial == nil || mb.Trial.Arm != "fake-b" {
+		t.Fatalf("trial %+v, want fake-b (fake has the project's one issue of this trial)", mb.Trial)
+	}
+	if runs := mustRuns(t, h.store, mb.ID); len(runs) != 1 || runs[0].AdapterID != "fake-b" {
+		t.Errorf("runs %+v, want one of fake-b", runs)
+	}
+}
