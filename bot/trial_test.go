@@ -206,3 +206,34 @@ func TestTrialCountsFromTheRecords(t *testing.T) {
 		t.Errorf("runs %+v, want one of fake-b", runs)
 	}
 }
+
+// BenchmarkTrialCounts is the count an assignment makes on a project of
+// 5,000 issues, half of them in the trial.
+func BenchmarkTrialCounts(b *testing.B) {
+	st := openStore(b)
+	const trial = "fake:1,fake-b:1"
+	err := st.Update(context.Background(), func(tx *state.Tx) error {
+		for i := range 5000 {
+			mb := state.Mailbox{Forge: "forgejo", Owner: "alice", Project: "demo", Kind: state.KindIssue, IID: int64(i + 1), Status: "done"}
+			if i%2 == 0 {
+				mb.Trial = &state.Trial{Arm: []string{"fake", "fake-b"}[i/2%2], Setting: trial}
+			}
+			mb.ID = mb.Key().ID()
+			if err := tx.PutMailbox(mb); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := &Engine{store: st}
+	mb := &state.Mailbox{Forge: "forgejo", Owner: "alice", Project: "demo"}
+	b.ResetTimer()
+	for b.Loop() {
+		if n, err := e.trialCounts(mb, trial); err != nil || n["fake"] != 1250 {
+			b.Fatal(n, err)
+		}
+	}
+}
