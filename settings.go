@@ -85,6 +85,11 @@ func settingsSet(ctx context.Context, args []string, stdout, stderr io.Writer, s
 	if err != nil {
 		return err
 	}
+	if d.Key == bot.AgentTrial.Key() {
+		if err := checkTrialArms(c, st, canon); err != nil {
+			return err
+		}
+	}
 	raw, _ := json.Marshal(canon)
 	err = st.Update(ctx, func(tx *state.Tx) error {
 		return tx.PutSetting(state.SettingOverride{Scope: scope, Forge: sc.Forge, Owner: sc.Owner, Project: sc.Project,

@@ -103,6 +103,9 @@ func (e *Engine) start(ctx context.Context, h handling) error {
 	mb.Title, mb.IssueURL, mb.Author = is.Title, is.URL, is.Author
 	mb.ID = mb.Key().ID()
 	mb.Flow = string(lifecycle.FlowOf(in.Labels))
+	if err := e.assignTrial(mb); err != nil {
+		return err
+	}
 	if err := e.comment(ctx, mb, lifecycle.KindAcknowledgement, "", lifecycle.TextAcknowledgement(ev.Actor)); err != nil {
 		return err
 	}

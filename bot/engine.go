@@ -99,10 +99,11 @@ type Engine struct {
 	now      func() time.Time
 	reach    reaching // the bot's login on each forge, learnt at Start or later (reach.go)
 
-	inbox  *inbox   // the mailbox workers: one at a time per mailbox
-	events intake   // the journal, the redelivery filter, the event records
-	runs   registry // the runs launched and not ended
-	runner runner   // carries out each run (bot/run)
+	inbox  *inbox     // the mailbox workers: one at a time per mailbox
+	events intake     // the journal, the redelivery filter, the event records
+	runs   registry   // the runs launched and not ended
+	runner runner     // carries out each run (bot/run)
+	trials trialTally // the agent trial's arms chosen (trial.go)
 	cancel context.CancelFunc
 	ctx    context.Context
 	// detectBy is when runs stop waiting for the first detection.

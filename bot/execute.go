@@ -27,15 +27,16 @@ func (e *Engine) startRun(ctx context.Context, mb *state.Mailbox, phase agents.P
 	if mb.BranchName == "" && mb.Kind == state.KindIssue {
 		mb.BranchName = BranchName(BranchPrefix.Get(e.settings, sc), mb.IID, mb.Title)
 	}
+	adapter, provider, model := e.agentOf(mb)
 	run := state.Run{
 		ID:        uuid.NewString(),
 		MailboxID: mb.ID,
 		Phase:     string(phase),
 		Trigger:   trigger,
 		Runner:    e.cfg.Runner.Name(),
-		AdapterID: AgentAdapter.Get(e.settings, sc),
-		Provider:  AgentProvider.Get(e.settings, sc),
-		Model:     AgentModel.Get(e.settings, sc),
+		AdapterID: adapter,
+		Provider:  provider,
+		Model:     model,
 		Status:    state.RunQueued,
 		Input:     input,
 		CreatedAt: e.now(),
@@ -239,7 +240,7 @@ func sessionStart(ls *state.LLMSession) string {
 func (e *Engine) invoke(ctx context.Context, mb *state.Mailbox, rec *state.Run) (*agents.Result, *state.LLMSession, error) {
 	adapter, ok := e.cfg.Adapters[rec.AdapterID]
 	if !ok {
-		return nil, nil, fmt.Errorf("no adapter %q (AGENT_ADAPTER); known: %s", rec.AdapterID, strings.Join(e.adapterIDs(), ", "))
+		return nil, nil, fmt.Errorf("no adapter %q (AGENT_ADAPTER or the issue's AGENT_TRIAL arm); known: %s", rec.AdapterID, strings.Join(e.adapterIDs(), ", "))
 	}
 	in, err := e.phaseInput(ctx, mb, rec, agents.Phase(rec.Phase)) // before any work: a changed plan starts nothing
 	if err != nil {
@@ -259,6 +260,7 @@ func (e *Engine) invoke(ctx context.Context, mb *state.Mailbox, rec *state.Run) 
 // runSettings are the settings of mb's project a run reads.
 func (e *Engine) runSettings(mb *state.Mailbox) botrun.Settings {
 	sc := scopeOf(mb)
+	_, provider, model := e.agentOf(mb)
 	tokens, _ := e.budgetOf(mb).Total()
 	return botrun.Settings{
 		Network:          AgentNetwork.Get(e.settings, sc),
@@ -267,8 +269,8 @@ func (e *Engine) runSettings(mb *state.Mailbox) botrun.Settings {
 		SessionHandoff:   AgentSessionHandoff.Get(e.settings, sc),
 		AllowCIChanges:   AgentAllowCIChanges.Get(e.settings, sc),
 		EgressAllow:      splitHosts(AgentEgressAllow.Get(e.settings, sc)),
-		Provider:         AgentProvider.Get(e.settings, sc),
-		Model:            AgentModel.Get(e.settings, sc),
+		Provider:         provider,
+		Model:            model,
 		Timeout:          RunTimeout.Get(e.settings, sc),
 		StallTimeout:     AgentStallTimeout.Get(e.settings, sc),
 		TokenBudget:      tokens,

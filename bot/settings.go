@@ -41,6 +41,8 @@ var (
 		"model provider handed to the adapter (empty: the adapter's default)", nil)
 	AgentModel = stringSetting("AGENT_MODEL", "", "a model name, or empty",
 		"model handed to the adapter (empty: the adapter's default)", nil)
+	AgentTrial = stringSetting("AGENT_TRIAL", "", "ADAPTER[/MODEL]:SHARE, comma-separated, two arms or more, or empty",
+		"an agent trial: new issues are split between the arms by their shares (claude-code:1,codex:1; with models claude-code/claude-opus-4:2,codex/gpt-5:1), each issue keeping its arm, recorded at its assignment, for all its runs whatever AGENT_ADAPTER says; an arm runs with AGENT_PROVIDER (and AGENT_MODEL when it names none) only when it is AGENT_ADAPTER's adapter, else with its adapter's defaults; alfred settings set refuses an adapter that is unknown or not detected; the outcomes page compares the arms; empty: no trial", checkTrial)
 	AgentNetwork = stringSetting("AGENT_NETWORK", "none", "none, or a Docker network name (pod with the kubernetes runner)",
 		"network of agent containers: none (the default) seals them, no network device but loopback and their model reached only through Alfred's gateway, which keeps the provider key; a Docker network (bridge, host, ...) runs them unsealed, the key in the container and the network open to whatever the agent is told to do; with the kubernetes runner none denies the Pod all traffic (a NetworkPolicy; the gateway's socket is relayed through the API server) and pod is the cluster's Pod network, unsealed", nonEmpty)
 	AgentCredentialMounts = stringSetting("AGENT_CREDENTIAL_MOUNTS", "", "adapter=/host/path:/home/agent/path, comma-separated",
@@ -64,7 +66,7 @@ var (
 var Catalogue = catalogue(
 	AgentSessionResume, AgentSessionHandoff, RequirePlanValidation, BranchPrefix, AgentAllowCIChanges, AgentTrustedAuthors,
 	LLMMaxRetries, CIFixMaxAttempts, CIFixHardCap, ConflictFixMaxAttempts,
-	AgentAdapter, AgentProvider, AgentModel, AgentNetwork, AgentCredentialMounts, AgentEgressAllow,
+	AgentAdapter, AgentProvider, AgentModel, AgentTrial, AgentNetwork, AgentCredentialMounts, AgentEgressAllow,
 	RunTimeout, AgentStallTimeout, AgentBudgetTokens, AgentBudgetUSD,
 )
 

@@ -48,6 +48,7 @@ func Derive(mb state.Mailbox, runs []state.Run, sessions []state.LLMSession, now
 	o := Outcome{
 		MailboxID: mb.ID, Forge: mb.Forge, Owner: mb.Owner, Project: mb.Project, Kind: mb.Kind, IID: mb.IID,
 		Flow: mb.Flow, Status: mb.Status,
+		Trial: armOf(mb),
 	}
 	d.runs = d.ownRuns(runs)
 	d.sessions = d.ownSessions(sessions)

@@ -211,6 +211,7 @@ type Outcome struct {
 	// Phases are the phases that ran, in the lifecycle's order (a phase
 	// these records do not know comes last, by name).
 	Phases []Phase `json:"phases"`
+	Trial  string  `json:"trial,omitempty"` // the arm of the project's agent trial the issue was given (state.Trial.Arm, CompareTrial); "" outside a trial
 
 	// Problems are what the records lacked or contradicted, one sentence
 	// each; the figures leave out what a problem names.

@@ -173,9 +173,25 @@ type Mailbox struct {
 	// End is how the mailbox was finished (merged, or closed without a
 	// merge), by whom and when; nil while it is not finished, or finished
 	// otherwise (a plan or an answer that ends its flow).
-	End       *MailboxEnd `json:"end,omitempty"`
-	CreatedAt time.Time   `json:"created_at"`
-	UpdatedAt time.Time   `json:"updated_at"`
+	End *MailboxEnd `json:"end,omitempty"`
+	// Trial is the arm of the project's agent trial (AGENT_TRIAL) the issue
+	// was given at its assignment: every run of it uses that adapter and
+	// model, whatever AGENT_ADAPTER says later; nil outside a trial.
+	Trial     *Trial    `json:"trial,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Trial is the arm of an agent trial an issue was assigned: its name as
+// the setting spells it (Arm: "codex" or "codex/gpt-5"), the adapter,
+// provider and model its runs use, and the setting's value it was chosen
+// under (the choice counts the earlier assignments of that same value).
+type Trial struct {
+	Arm      string `json:"arm"`
+	Adapter  string `json:"adapter"`
+	Provider string `json:"provider,omitempty"`
+	Model    string `json:"model,omitempty"`
+	Setting  string `json:"setting"`
 }
 
 // How a mailbox was finished, as MailboxEnd.How.

@@ -38,6 +38,7 @@ var mailboxFields = fieldTable[Mailbox]{
 	{"merge_request_at", func(d *jdec, m *Mailbox) { m.MergeRequestAt = d.time() }},
 	{"status_since", func(d *jdec, m *Mailbox) { m.StatusSince = d.time() }},
 	{"end", func(d *jdec, m *Mailbox) { d.nested(&m.End) }},
+	{"trial", func(d *jdec, m *Mailbox) { d.nested(&m.Trial) }},
 	{"created_at", func(d *jdec, m *Mailbox) { m.CreatedAt = d.time() }},
 	{"updated_at", func(d *jdec, m *Mailbox) { m.UpdatedAt = d.time() }},
 }

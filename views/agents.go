@@ -38,12 +38,7 @@ func (d Deps) loadAgents() []agentRow {
 	var rows []agentRow
 	for _, a := range d.Agents {
 		row := agentRow{Agent: a, Runner: d.Runner}
-		var inst *state.AgentInstallation
-		for i := range installs {
-			if installs[i].AdapterID == a.ID && installs[i].Runner == d.Runner {
-				inst = &installs[i]
-			}
-		}
+		inst := installationOf(installs, a.ID, d.Runner)
 		if inst != nil {
 			row.Installed, row.Version, row.Image = true, inst.Version, inst.Image
 			row.DetectedWhen = inst.DetectedAt.UTC().Format("2006-01-02 15:04 UTC")

@@ -97,6 +97,7 @@ type outcomesData struct {
 	AbandonAfter string           `json:"abandon_after"`
 	Overall      outcomes.Summary `json:"overall"`
 	Projects     []projectOutcome `json:"projects"`
+	Trial        []projectTrial   `json:"trial,omitempty"` // each project's agent trial (outcomes_trial.go)
 	// Problems are the records that could not be read (left out).
 	Problems []string `json:"problems,omitempty"`
 
@@ -136,6 +137,7 @@ func (d Deps) outcomes(r *http.Request, q outcomesQuery) outcomesData {
 		list, problems := outcomes.Load(r.Context(), d.Records, p, outcomes.Filter{Since: q.Since, Now: now, AbandonAfter: abandonAfter})
 		data.Problems = append(data.Problems, problems...)
 		all = append(all, list...)
+		data.Trial = withTrial(data.Trial, p, list)
 		data.Projects = append(data.Projects, projectOutcome{Forge: p.Forge, Project: p.Owner + "/" + p.Project, Summary: outcomes.Summarize(list)})
 	}
 	data.Overall = outcomes.Summarize(all)
