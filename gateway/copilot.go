@@ -1,6 +1,9 @@
 package gateway
 
-import "net/http"
+import (
+	"net/http"
+	"strings"
+)
 
 // NameCopilot is the provider of the Copilot CLI signed in to GitHub: the
 // GitHub API's Copilot paths and the Copilot API (CAPI) hosts, reached with
@@ -16,6 +19,19 @@ const GitHubTokenPrefix = "github_pat_"
 // sealed CLI that accepts only keys of a given shape): the gateway takes
 // "<prefix><token>" as the token.
 var TokenPrefixes = []string{GitHubTokenPrefix}
+
+// runTokenPrefix starts every run's token.
+const runTokenPrefix = "alfred-run-"
+
+// IsRunToken tells whether v has the shape of a run's token (Session.Token),
+// bare or behind one of TokenPrefixes: an adapter tells by its CLI's key
+// that it runs behind the gateway.
+func IsRunToken(v string) bool {
+	for _, p := range TokenPrefixes {
+		v = strings.TrimPrefix(v, p)
+	}
+	return strings.HasPrefix(v, runTokenPrefix) && len(v) > len(runTokenPrefix)
+}
 
 // The hosts of the Copilot provider: the GitHub API (the CLI's sign-in:
 // who the token is, which Copilot API host serves it, its organisation's

@@ -420,7 +420,7 @@ func (g *Gateway) open(runID string, allow []hostRule) (*Session, error) {
 	s := &Session{
 		g:     g,
 		id:    runID,
-		token: "alfred-run-" + base64.RawURLEncoding.EncodeToString(raw[:]),
+		token: runTokenPrefix + base64.RawURLEncoding.EncodeToString(raw[:]),
 		dir:   dir,
 		path:  path,
 		ln:    ln,
