@@ -5,8 +5,6 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,62 +26,6 @@ import (
 // CLI sees, writes or prints.
 const realGitHubToken = "github_pat_11REALTOKEN0_sealedSignInTest0123456789"
 
-// gitHubPlayer is a TLS server playing GitHub and the Copilot API for the
-// CLI behind the gateway: the sign-in answer naming the Copilot API host,
-// no organisation settings (404, as GitHub says it), the model listing of
-// testdata/capi-models.json, and the model requests passed to the mock
-// model. Every answer carries X-GitHub-Request-Id, without which the CLI
-// takes an answer for a firewall's. It keeps every request it got.
-type gitHubPlayer struct {
-	*httptest.Server
-	mu   sync.Mutex
-	seen []string // "METHOD /path Authorization"
-}
-
-func newGitHubPlayer(t *testing.T, mock *mockllm.Server) *gitHubPlayer {
-	t.Helper()
-	models, err := os.ReadFile(filepath.Join("testdata", "capi-models.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	model := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
-		u := *pr.In.URL
-		u.Scheme, u.Host = "http", strings.TrimPrefix(mock.URL, "http://")
-		pr.Out.URL, pr.Out.Host = &u, ""
-	}}
-	p := &gitHubPlayer{}
-	p.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p.mu.Lock()
-		p.seen = append(p.seen, r.Method+" "+r.URL.Path+" "+r.Header.Get("Authorization"))
-		p.mu.Unlock()
-		w.Header().Set("X-GitHub-Request-Id", "ALFRED:TEST")
-		if r.URL.Path != "/responses" && r.URL.Path != "/chat/completions" { // the mock's own answers say theirs
-			w.Header().Set("Content-Type", "application/json")
-		}
-		switch r.URL.Path {
-		case "/copilot_internal/user":
-			_, _ = w.Write([]byte(`{"login":"octo","copilot_plan":"individual","chat_enabled":true,"access_type_sku":"copilot_pro",` +
-				`"endpoints":{"api":"https://api.individual.githubcopilot.com","proxy":"https://proxy.individual.githubcopilot.com",` +
-				`"telemetry":"https://telemetry.individual.githubcopilot.com"}}`))
-		case "/models":
-			_, _ = w.Write(models)
-		case "/copilot_internal/managed_settings", "/copilot_internal/team_customizations":
-			w.WriteHeader(http.StatusNotFound)
-			_, _ = w.Write([]byte(`{"message":"Not Found"}`))
-		default:
-			model.ServeHTTP(w, r)
-		}
-	}))
-	t.Cleanup(p.Close)
-	return p
-}
-
-func (p *gitHubPlayer) requests() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return slices.Clone(p.seen)
-}
-
 // TestRealSealedSignIn runs the real CLI sealed with its GitHub sign-in:
 // the forwarder in front of it, HTTPS_PROXY the gateway, which terminates
 // TLS with its own authority (trusted through NODE_EXTRA_CA_CERTS) and
@@ -96,7 +38,8 @@ func TestRealSealedSignIn(t *testing.T) {
 	fwd := clitest.Forwarder(t)
 	mock := mockllm.Start(mockllm.Options{Reply: clitest.SealedReply})
 	t.Cleanup(mock.Close)
-	player := newGitHubPlayer(t, mock)
+	player := mockllm.StartGitHub(mock)
+	t.Cleanup(player.Close)
 	sess, served := openSignIn(t, player)
 
 	d := CLI{}.Descriptor()
@@ -117,7 +60,7 @@ func TestRealSealedSignIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := a.Run(context.Background(), agents.Request{
-		Prompt: "Say hello.", Phase: agents.PhaseDevelopment, Model: "gpt-5.4", Timeout: 3 * time.Minute, Runner: runner,
+		Prompt: "Say hello.", Phase: agents.PhaseDevelopment, Model: mockllm.CopilotModel, Timeout: 3 * time.Minute, Runner: runner,
 		Sandbox: sandbox.Spec{Workdir: t.TempDir(), Env: env,
 			Prefix: []string{fwd, "-port", strconv.Itoa(port), "-socket", sess.SocketPath(), "--"}},
 	})
@@ -127,17 +70,17 @@ func TestRealSealedSignIn(t *testing.T) {
 	if err := sess.Close(); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("sealed sign-in: outcome %s, GitHub saw %d requests, gateway %+v, refused %v", res.Outcome, len(player.requests()), sess.Usage(), sess.Refused())
+	t.Logf("sealed sign-in: outcome %s, GitHub saw %d requests, gateway %+v, refused %v", res.Outcome, len(player.Requests()), sess.Usage(), sess.Refused())
 	if res.Outcome != agents.OutcomeSucceeded || res.Text != clitest.SealedReply {
 		t.Fatalf("outcome %s text %q, want %q\nstdout: %s\nstderr: %s", res.Outcome, res.Text, clitest.SealedReply, res.Stdout, res.Stderr)
 	}
-	checkUpstream(t, player.requests(), mock, sess.Token())
+	checkUpstream(t, player.Requests(), mock, sess.Token())
 	if n := sess.RefusedTotal(); n != 0 {
 		t.Errorf("the gateway refused %d requests: %v", n, sess.Refused())
 	}
 	n := int64(len(mock.Requests()))
-	if u := sess.Usage(); u.Requests != int64(len(player.requests())) || u.InputTokens != 10*n || u.OutputTokens != n {
-		t.Errorf("metered %+v: want %d requests, and the mock's 10 input and 1 output tokens for each of its %d", u, len(player.requests()), n)
+	if u := sess.Usage(); u.Requests != int64(len(player.Requests())) || u.InputTokens != 10*n || u.OutputTokens != n {
+		t.Errorf("metered %+v: want %d requests, and the mock's 10 input and 1 output tokens for each of its %d", u, len(player.Requests()), n)
 	}
 	checkNoToken(t, runner, res)
 }
@@ -145,7 +88,7 @@ func TestRealSealedSignIn(t *testing.T) {
 // openSignIn starts a gateway serving Copilot's sign-in at the player
 // (trusted by the gateway's transport), with the real token, and opens a
 // session.
-func openSignIn(t *testing.T, player *gitHubPlayer) (*gateway.Session, []gateway.Provider) {
+func openSignIn(t *testing.T, player *mockllm.GitHub) (*gateway.Session, []gateway.Provider) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "gw") // short: a socket path is at most 107 bytes
 	if err != nil {
