@@ -119,6 +119,18 @@ func (s *Sealed) For(served []gateway.Provider) *Sealed {
 	return s
 }
 
+// Calling is the way of s (s or its Preferred) that calls provider, nil
+// when none does: a run that asks for a provider takes that way.
+func (s *Sealed) Calling(provider string) *Sealed {
+	switch {
+	case s.Provider == provider:
+		return s
+	case s.Preferred != nil && s.Preferred.Provider == provider:
+		return s.Preferred
+	}
+	return nil
+}
+
 // Providers names the providers of s and its Preferred way.
 func (s *Sealed) Providers() []string {
 	if s.Preferred == nil {

@@ -147,6 +147,9 @@ func TestSealedPreferred(t *testing.T) {
 	if got := s.Providers(); !slices.Equal(got, []string{gateway.NameCopilot, gateway.NameOpenAI}) {
 		t.Errorf("Providers = %v", got)
 	}
+	if s.Calling(gateway.NameOpenAI) != s || s.Calling(gateway.NameCopilot) != s.Preferred || s.Calling(gateway.NameGemini) != nil || s.Calling("") != nil {
+		t.Error("Calling does not find the way that calls each provider")
+	}
 	p := s.Preferred
 	env := p.Environment(map[string]string{"HOME": "/h", "X_API_KEY": "sk-real"}, p.BaseURL(47080), "alfred-run-tok")
 	want := map[string]string{"HOME": "/h", "HTTPS_PROXY": "http://agent:alfred-run-tok@127.0.0.1:47080",

@@ -13,14 +13,15 @@ import (
 	"github.com/alchemic-studio/alfred/agents/copilot"
 	"github.com/alchemic-studio/alfred/gateway"
 	"github.com/alchemic-studio/alfred/sandbox"
+	"github.com/alchemic-studio/alfred/state"
 )
 
 // TestSealCopilotWays: Copilot's run is sealed signed in when the gateway
 // holds a GitHub token (with an OpenAI key too), with the gateway as its
 // HTTPS proxy, the run's token behind github_pat_, and the gateway's
 // certificate authority mounted read-only (a certificate only); with an
-// OpenAI key alone, as a BYOK client. The offered GitHub token is in
-// neither spec.
+// OpenAI key alone, or when the project asks for openai, as a BYOK client.
+// The offered GitHub token is in neither spec.
 func TestSealCopilotWays(t *testing.T) {
 	a, err := copilot.New()
 	if err != nil {
@@ -35,16 +36,25 @@ func TestSealCopilotWays(t *testing.T) {
 		{"a GitHub token", []gateway.Provider{gateway.Copilot("", "github_pat_11HELD")}, true},
 		{"a GitHub token and an OpenAI key", []gateway.Provider{gateway.OpenAI("", "sk-held"), gateway.Copilot("", "github_pat_11HELD")}, true},
 		{"an OpenAI key", []gateway.Provider{gateway.OpenAI("", "sk-held")}, false},
+		{"both, openai asked", []gateway.Provider{gateway.OpenAI("", "sk-held"), gateway.Copilot("", "github_pat_11HELD")}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g, err := gateway.New(gateway.Options{Providers: tc.providers, Dir: t.TempDir()})
+			dir, err := os.MkdirTemp("", "gw") // short: a socket path is at most 107 bytes
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(dir) })
+			g, err := gateway.New(gateway.Options{Providers: tc.providers, Dir: dir})
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { g.Close() })
 			e := engineSealedBy(t, g, namedRunner("image"), "")
+			if strings.Contains(tc.name, "openai asked") {
+				e.settings.Overrides = staticOverrides([]state.SettingOverride{projectSetting("AGENT_PROVIDER", "openai")})
+			}
 			spec := sandbox.Spec{Network: "none", Env: map[string]string{"PATH": "/usr/bin", "GH_TOKEN": offered, "COPILOT_GITHUB_TOKEN": offered}}
-			s, err := e.seal("run-copilot", Scope{}, a, &spec)
+			s, err := e.seal("run-copilot", Scope{Forge: "forgejo", Owner: "alice", Project: "demo"}, a, &spec)
 			if err != nil || s == nil {
 				t.Fatalf("seal: %v %v", s, err)
 			}

@@ -60,8 +60,13 @@ func (r *Runner) Seal(runID string, settings Settings, adapter agents.Adapter, s
 		return nil, nil
 	}
 	sd := l.Descriptor().Sealed
-	if sd != nil {
-		sd = sd.For(r.Sealing.Gateway.Served()) // Copilot: its GitHub sign-in, else BYOK
+	if sd != nil { // Copilot: its GitHub sign-in, else BYOK, unless the run asks for a provider
+		served := r.Sealing.Gateway.Served()
+		if w := sd.Calling(runProvider(settings.Provider, settings.Model)); w != nil && w.Missing(served) == "" {
+			sd = w
+		} else {
+			sd = sd.For(served)
+		}
 	}
 	if err := r.sealable(adapter.ID(), sd, settings); err != nil {
 		return nil, err
