@@ -70,7 +70,7 @@ func copilotGateway(t *testing.T, up *httptest.Server, opts Options) (*Gateway, 
 // proxyClient is the CLI's client: the gateway as its HTTPS proxy (the
 // run's token as the proxy password, as HTTPS_PROXY carries it), trusting
 // the CA file of the session only.
-func proxyClient(t *testing.T, s *Session, proxyToken string) *http.Client {
+func proxyClient(t testing.TB, s *Session, proxyToken string) *http.Client {
 	t.Helper()
 	ca, err := os.ReadFile(s.CAPath())
 	if err != nil {
