@@ -116,6 +116,7 @@ func TestIntercepted(t *testing.T) {
 		{"a model answer", "POST", "https://api.individual.githubcopilot.com/responses", "Bearer " + run, 200, "Bearer " + gitHubKey, `"resp_1"`},
 		{"a chat completion", "POST", "https://api.githubcopilot.com/chat/completions", "Bearer " + run, 200, "Bearer " + gitHubKey, `"c1"`},
 		{"the update check", "GET", "https://api.github.com/repos/github/copilot-cli/releases?per_page=100", "token " + run, 403, "", `"documentation_url"`},
+		{"a Copilot session token", "GET", "https://api.github.com/copilot_internal/v2/token", "token " + run, 403, "", `"documentation_url"`},
 		{"the GitHub MCP server", "POST", "https://api.individual.githubcopilot.com/mcp/readonly", "Bearer " + run, 403, "", `"code":"alfred_endpoint_refused"`},
 		{"a model path of the other host", "POST", "https://api.github.com/responses", "Bearer " + run, 403, "", "not one of the provider's model endpoints"},
 		{"no token", "GET", "https://api.github.com/copilot_internal/user", "", 401, "", "missing or wrong run token"},
@@ -150,7 +151,8 @@ func TestIntercepted(t *testing.T) {
 	if u := s.Usage(); u != (Usage{Requests: 5, InputTokens: 12, OutputTokens: 5}) {
 		t.Errorf("usage %+v, want 5 requests, 7+5 input and 3+2 output tokens", u)
 	}
-	want := []string{"api.github.com GET /repos/github/copilot-cli/releases", "api.individual.githubcopilot.com POST /mcp/readonly", "api.github.com POST /responses"}
+	want := []string{"api.github.com GET /repos/github/copilot-cli/releases", "api.github.com GET /copilot_internal/v2/token",
+		"api.individual.githubcopilot.com POST /mcp/readonly", "api.github.com POST /responses"}
 	var got []string
 	for _, r := range s.Refused() {
 		got = append(got, r.Host+" "+r.Method+" "+r.Path)
