@@ -200,6 +200,7 @@ func sealedSaid(sd *agents.Sealed, served []gateway.Provider) string {
 	if why := sd.Missing(served); why != "" {
 		return "no: " + why + "; until then its runs on AGENT_NETWORK none stop before they start, and on a network they get its keys"
 	}
+	sd = sd.For(served) // Copilot: its GitHub sign-in, else BYOK
 	cat, _ := gateway.Lookup(sd.Provider)
 	p := served[slices.IndexFunc(served, func(p gateway.Provider) bool { return p.Name == sd.Provider })]
 	if p.Key != "" {

@@ -270,6 +270,7 @@ func TestDoctorSaysWhichCLIsRunSealed(t *testing.T) {
 	t.Setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
 	t.Setenv("GEMINI_API_KEY", "gemini-key-1234")
 	t.Setenv("XAI_API_KEY", "xai-key-1234")
+	t.Setenv("GH_TOKEN", "github_pat_11doctor1234")
 	sealedLines := func(c *config.Config) map[string]string {
 		lines := map[string]string{}
 		for _, l := range (&doctor{c: c}).checkSealed() {
@@ -293,7 +294,17 @@ func TestDoctorSaysWhichCLIsRunSealed(t *testing.T) {
 			"sealed claude-code": "yes: no network (AGENT_NETWORK none, the default), its model (anthropic) through the gateway, which holds the key (Authorization)",
 			"sealed codex":       "no: the gateway holds no openai credential: offer OPENAI_API_KEY or CODEX_API_KEY in ALFRED_AGENT_ENV; until then",
 			"sealed opencode":    "no: the gateway holds no openai credential: offer OPENAI_API_KEY or CODEX_API_KEY in ALFRED_AGENT_ENV; until then",
-			"sealed copilot":     "no: the gateway holds no openai credential: offer OPENAI_API_KEY or CODEX_API_KEY in ALFRED_AGENT_ENV (Copilot calls it as its own provider; its GitHub sign-in (COPILOT_GITHUB_TOKEN) runs only unsealed, on a network); until then",
+			"sealed copilot": "no: the gateway holds no github-copilot credential: offer COPILOT_GITHUB_TOKEN, GH_TOKEN or GITHUB_TOKEN in ALFRED_AGENT_ENV " +
+				"(for Copilot's GitHub sign-in: a fine-grained PAT or an OAuth token, not a classic ghp_ one); " +
+				"or the gateway holds no openai credential: offer OPENAI_API_KEY or CODEX_API_KEY in ALFRED_AGENT_ENV (for Copilot's BYOK provider); until then",
+		}},
+		{[]string{"GH_TOKEN"}, map[string]string{
+			"sealed copilot": "yes: no network (AGENT_NETWORK none, the default), its model (github-copilot) through the gateway, which holds the key (Authorization)",
+			"sealed codex":   "no: the gateway holds no openai credential",
+		}},
+		{[]string{"OPENAI_API_KEY", "GH_TOKEN"}, map[string]string{
+			"sealed copilot": "yes: no network (AGENT_NETWORK none, the default), its model (github-copilot) through the gateway",
+			"sealed codex":   "yes: no network (AGENT_NETWORK none, the default), its model (openai) through the gateway",
 		}},
 		{[]string{"ANTHROPIC_BASE_URL"}, map[string]string{
 			"sealed claude-code": "yes: no network (AGENT_NETWORK none, the default), its model (anthropic) at ANTHROPIC_BASE_URL through the gateway, without a key",

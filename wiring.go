@@ -208,8 +208,13 @@ func removeLeftoverSockets(dir string) error {
 func sealedCredentials(served []string) []string {
 	var out []string
 	for _, mk := range locals {
-		if l, err := mk(); err == nil && l.Descriptor().Sealed != nil && slices.Contains(served, l.Descriptor().Sealed.Provider) {
-			out = append(out, l.Descriptor().Sealed.Credentials...)
+		l, err := mk()
+		if err != nil || l.Descriptor().Sealed == nil {
+			continue
+		}
+		sd := l.Descriptor().Sealed
+		if slices.ContainsFunc(sd.Providers(), func(p string) bool { return slices.Contains(served, p) }) {
+			out = append(out, sd.Credentials...)
 		}
 	}
 	return out

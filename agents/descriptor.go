@@ -82,8 +82,18 @@ type Sealed struct {
 	// followed by BaseURLPath (e.g. "/v1").
 	BaseURLVar, BaseURLPath string
 	// KeyVar names the variable the CLI reads its key from; a sealed run
-	// sets it to the run's token.
+	// sets it to the run's token, behind TokenPrefix.
 	KeyVar string
+	// TokenPrefix is put before the token, for a CLI that takes only keys
+	// of a shape (Copilot's github_pat_); one of gateway.TokenPrefixes.
+	TokenPrefix string
+	// Proxy: the CLI reaches Provider with the gateway as its HTTPS proxy
+	// (gateway.Provider.Intercepted), not at a base URL: BaseURLVar is set
+	// to the forwarder's address as a proxy URL whose password is the
+	// run's token, and CAVar to the gateway's certificate authority,
+	// mounted at gateway.ContainerCA.
+	Proxy bool
+	CAVar string
 	// Set are more variables a sealed run sets (e.g. switches that keep
 	// the CLI off its vendor's own service). May be nil.
 	Set map[string]string
@@ -91,10 +101,42 @@ type Sealed struct {
 	// receives them when it does not run sealed: they need not be repeated
 	// in EnvAllowlist.
 	Credentials []string
-	// Note is what a person should know beside a missing credential,
-	// when the CLI has one the gateway cannot take (Copilot's GitHub
-	// sign-in): said after Missing's sentence. May be empty.
+	// Note is what a person should know beside a missing credential: said
+	// after Missing's sentence. May be empty.
 	Note string
+	// Preferred is another way the CLI runs sealed, taken instead of this
+	// one when the gateway serves its provider (Copilot: its GitHub
+	// sign-in, before a BYOK provider). May be nil.
+	Preferred *Sealed
+}
+
+// For is the way a CLI sealed to s runs with the providers served:
+// Preferred when its provider is served, else s.
+func (s *Sealed) For(served []gateway.Provider) *Sealed {
+	if s.Preferred != nil && s.Preferred.missing(served) == "" {
+		return s.Preferred
+	}
+	return s
+}
+
+// Calling is the way of s (s or its Preferred) that calls provider, nil
+// when none does: a run that asks for a provider takes that way.
+func (s *Sealed) Calling(provider string) *Sealed {
+	switch {
+	case s.Provider == provider:
+		return s
+	case s.Preferred != nil && s.Preferred.Provider == provider:
+		return s.Preferred
+	}
+	return nil
+}
+
+// Providers names the providers of s and its Preferred way.
+func (s *Sealed) Providers() []string {
+	if s.Preferred == nil {
+		return []string{s.Provider}
+	}
+	return []string{s.Preferred.Provider, s.Provider}
 }
 
 // Missing says what keeps a CLI sealed to s from reaching its model with
@@ -103,6 +145,18 @@ type Sealed struct {
 // at an address of its own that takes none (a local model, a mock). The
 // doctor, the agents screen and a run that cannot start all say it.
 func (s *Sealed) Missing(served []gateway.Provider) string {
+	if s.For(served).missing(served) == "" {
+		return ""
+	}
+	why := s.missing(served)
+	if s.Preferred != nil {
+		why = s.Preferred.missing(served) + "; or " + why
+	}
+	return why
+}
+
+// missing is Missing for s alone.
+func (s *Sealed) missing(served []gateway.Provider) string {
 	cat, ok := gateway.Lookup(s.Provider)
 	if !ok {
 		return "its provider " + s.Provider + " is not in the gateway's catalogue"
@@ -147,20 +201,30 @@ func (l *Local) HomeFiles(offered map[string]string) map[string]string {
 }
 
 // Env is the variables a sealed run sets: BaseURLVar to baseURL (see
-// BaseURL) plus BaseURLPath, KeyVar to token (the run's), and Set.
+// BaseURL) plus BaseURLPath, KeyVar to token (the run's) behind
+// TokenPrefix, and Set. A Proxy's baseURL gets the token as its password,
+// and CAVar is the certificate authority's place in the container.
 func (s *Sealed) Env(baseURL, token string) map[string]string {
 	env := maps.Clone(s.Set)
 	if env == nil {
 		env = map[string]string{}
 	}
 	env[s.BaseURLVar] = baseURL + s.BaseURLPath
-	env[s.KeyVar] = token
+	if s.Proxy {
+		env[s.BaseURLVar] = strings.Replace(baseURL, "://", "://agent:"+token+"@", 1) + s.BaseURLPath
+		env[s.CAVar] = gateway.ContainerCA
+	}
+	env[s.KeyVar] = s.TokenPrefix + token
 	return env
 }
 
 // BaseURL is the base URL a sealed CLI calls its provider at: the forwarder
-// on 127.0.0.1:port, under the provider's name.
+// on 127.0.0.1:port, under the provider's name; for a Proxy, the
+// forwarder's address alone.
 func (s *Sealed) BaseURL(port int) string {
+	if s.Proxy {
+		return fmt.Sprintf("http://127.0.0.1:%d", port)
+	}
 	return fmt.Sprintf("http://127.0.0.1:%d/%s", port, s.Provider)
 }
 
@@ -185,6 +249,20 @@ func (s *Sealed) validate(d Descriptor) error {
 	}
 	if _, ok := gateway.Lookup(s.Provider); !ok {
 		return fmt.Errorf("sealed: provider %q is not in the gateway's catalogue", s.Provider)
+	}
+	if s.TokenPrefix != "" && !slices.Contains(gateway.TokenPrefixes, s.TokenPrefix) {
+		return fmt.Errorf("sealed: the gateway takes no token behind %q (gateway.TokenPrefixes)", s.TokenPrefix)
+	}
+	if s.Proxy && s.CAVar == "" {
+		return errors.New("sealed: a Proxy needs CAVar, the variable its CLI trusts the gateway's certificate authority from")
+	}
+	if s.Preferred != nil {
+		if s.Preferred.Preferred != nil {
+			return errors.New("sealed: a Preferred way has no Preferred of its own")
+		}
+		if err := s.Preferred.validate(d); err != nil {
+			return fmt.Errorf("preferred: %w", err)
+		}
 	}
 	received := slices.Concat(BaseEnv, d.EnvAllowlist, s.Credentials)
 	for k := range s.Env("http://127.0.0.1:1/"+s.Provider, "token") {

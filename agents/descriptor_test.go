@@ -3,6 +3,7 @@ package agents
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -68,6 +69,19 @@ func TestDescriptorValidate(t *testing.T) {
 		"sealed, no such provider": {func(d *Descriptor) { d.Sealed = sealedX(); d.Sealed.Provider = "bedrock" }, "catalogue"},
 		"sealed sets a variable the CLI never receives": {
 			func(d *Descriptor) { d.Sealed = sealedX(); d.Sealed.Set = map[string]string{"X_OFFLINE": "1"} }, "X_OFFLINE"},
+		"sealed, an unknown token prefix":   {func(d *Descriptor) { d.Sealed = sealedX(); d.Sealed.TokenPrefix = "ghp_" }, "TokenPrefixes"},
+		"sealed as a proxy, no CA variable": {func(d *Descriptor) { d.Sealed = sealedX(); d.Sealed.Proxy = true }, "CAVar"},
+		"a preferred way":                   {func(d *Descriptor) { d.Sealed = sealedX(); d.Sealed.Preferred = signInX() }, ""},
+		"a preferred way of its own": {func(d *Descriptor) {
+			d.Sealed = sealedX()
+			d.Sealed.Preferred = signInX()
+			d.Sealed.Preferred.Preferred = sealedX()
+		}, "no Preferred of its own"},
+		"a preferred way that is wrong": {func(d *Descriptor) {
+			d.Sealed = sealedX()
+			d.Sealed.Preferred = signInX()
+			d.Sealed.Preferred.CAVar = ""
+		}, "preferred: sealed: a Proxy needs CAVar"},
 		"sealed sets an allowed variable": {
 			func(d *Descriptor) {
 				d.Sealed, d.EnvAllowlist = sealedX(), []string{"X_OFFLINE"}
@@ -89,6 +103,60 @@ func TestDescriptorValidate(t *testing.T) {
 func sealedX() *Sealed {
 	return &Sealed{Provider: "openai", BaseURLVar: "X_BASE_URL", BaseURLPath: "/v1", KeyVar: "X_API_KEY",
 		Credentials: []string{"X_BASE_URL", "X_API_KEY", "X_ORG_TOKEN"}}
+}
+
+// signInX is how "x" runs sealed signed in: the gateway as its HTTPS
+// proxy, X_TOKEN the run's token behind github_pat_.
+func signInX() *Sealed {
+	return &Sealed{Provider: gateway.NameCopilot, Proxy: true, BaseURLVar: "HTTPS_PROXY", CAVar: "NODE_EXTRA_CA_CERTS",
+		KeyVar: "X_BASE_URL", TokenPrefix: gateway.GitHubTokenPrefix, Credentials: []string{"X_BASE_URL", "X_API_KEY", "X_ORG_TOKEN"}}
+}
+
+// TestSealedPreferred: the preferred way is taken when its provider is
+// served with a key, whatever else is; the other when only its own is;
+// Missing names both when neither is. A proxy's environment has the
+// forwarder as its proxy with the token as password, the CA's place in
+// the container, and the token behind its prefix.
+func TestSealedPreferred(t *testing.T) {
+	openAI, _ := gateway.ProviderNamed(gateway.NameOpenAI, "", "sk-1")
+	gitHub, _ := gateway.ProviderNamed(gateway.NameCopilot, "", "github_pat_real")
+	s := sealedX()
+	s.Note = "BYOK"
+	s.Preferred = signInX()
+	for _, tc := range []struct {
+		name    string
+		served  []gateway.Provider
+		want    string // the provider taken
+		missing string
+	}{
+		{"both", []gateway.Provider{openAI, gitHub}, gateway.NameCopilot, ""},
+		{"the sign-in only", []gateway.Provider{gitHub}, gateway.NameCopilot, ""},
+		{"an OpenAI key only", []gateway.Provider{openAI}, gateway.NameOpenAI, ""},
+		{"neither", nil, gateway.NameOpenAI, "the gateway holds no github-copilot credential: offer COPILOT_GITHUB_TOKEN, GH_TOKEN or GITHUB_TOKEN in ALFRED_AGENT_ENV; " +
+			"or the gateway holds no openai credential: offer OPENAI_API_KEY or CODEX_API_KEY in ALFRED_AGENT_ENV (BYOK)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := s.For(tc.served).Provider; got != tc.want {
+				t.Errorf("For = %s, want %s", got, tc.want)
+			}
+			if got := s.Missing(tc.served); got != tc.missing {
+				t.Errorf("Missing = %q, want %q", got, tc.missing)
+			}
+		})
+	}
+	if got := s.Providers(); !slices.Equal(got, []string{gateway.NameCopilot, gateway.NameOpenAI}) {
+		t.Errorf("Providers = %v", got)
+	}
+	if s.Calling(gateway.NameOpenAI) != s || s.Calling(gateway.NameCopilot) != s.Preferred || s.Calling(gateway.NameGemini) != nil || s.Calling("") != nil {
+		t.Error("Calling does not find the way that calls each provider")
+	}
+	p := s.Preferred
+	env := p.Environment(map[string]string{"HOME": "/h", "X_API_KEY": "sk-real"}, p.BaseURL(47080), "alfred-run-tok")
+	want := map[string]string{"HOME": "/h", "HTTPS_PROXY": "http://agent:alfred-run-tok@127.0.0.1:47080",
+		"NODE_EXTRA_CA_CERTS": gateway.ContainerCA, "X_BASE_URL": "github_pat_alfred-run-tok"}
+	if !maps.Equal(env, want) {
+		t.Errorf("the proxy's environment %v, want %v", env, want)
+	}
 }
 
 // TestSealedEnvironment: a sealed run's environment is the offer without

@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 )
 
 // ErrorShape is the JSON shape of a provider API's errors. The gateway's
@@ -19,6 +20,9 @@ const (
 	ErrorShapeOpenAI ErrorShape = "openai"
 	// ErrorShapeGoogle: {"error":{"code":403,"message":…,"status":"PERMISSION_DENIED"}}.
 	ErrorShapeGoogle ErrorShape = "google"
+	// ErrorShapeGitHub: {"message":…,"documentation_url":…,"status":"403"}
+	// (the GitHub REST API).
+	ErrorShapeGitHub ErrorShape = "github"
 )
 
 // apiError is one kind of answer the gateway gives on a provider's behalf.
@@ -50,6 +54,8 @@ func (p *provider) writeAPIError(w http.ResponseWriter, e apiError, msg string) 
 		body = map[string]any{"error": map[string]any{"message": msg, "type": e.kind, "param": nil, "code": e.code}}
 	case ErrorShapeGoogle:
 		body = map[string]any{"error": map[string]any{"code": e.status, "message": msg, "status": e.google}}
+	case ErrorShapeGitHub:
+		body = map[string]any{"message": msg, "documentation_url": "https://docs.github.com/rest", "status": strconv.Itoa(e.status)}
 	default:
 		w.Header().Set("X-Should-Retry", "false")
 		writeError(w, e.status, e.kind, msg)

@@ -190,3 +190,43 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(code)
 }
+
+// BenchmarkIntercepted: the same small chat completion per op, from the
+// mock behind a TLS server playing the Copilot API: direct (TLS,
+// keep-alive) against through the gateway's interception (CONNECT once,
+// TLS to the gateway's certificate, then TLS again to the upstream).
+func BenchmarkIntercepted(b *testing.B) {
+	mock := mockllm.Start(mockllm.Options{})
+	defer mock.Close()
+	gh := mockllm.StartGitHub(mock)
+	defer gh.Close()
+	g, _ := newGateway(b, Options{Providers: []Provider{Copilot(gh.URL, realKey)}, Logger: discardLogger(),
+		Transport: gh.Client().Transport.(*http.Transport).Clone()})
+	s := open(b, g, "bench")
+	body := `{"model":"gpt-x","messages":[{"role":"user","content":"hi"}]}`
+	for _, p := range []struct {
+		name   string
+		client *http.Client
+		url    string
+	}{
+		{"direct", gh.Client(), gh.URL + "/chat/completions"},
+		{"intercepted", proxyClient(b, s, s.Token()), "https://" + CopilotAPIHost + "/chat/completions"},
+	} {
+		b.Run(p.name, func(b *testing.B) {
+			for b.Loop() {
+				req, _ := http.NewRequest(http.MethodPost, p.url, strings.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+GitHubTokenPrefix+s.Token())
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := p.client.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					b.Fatalf("status %d", resp.StatusCode)
+				}
+			}
+		})
+	}
+}

@@ -61,7 +61,7 @@ func (s *Session) holdToBudget(w http.ResponseWriter, r *http.Request, p *provid
 		return false
 	}
 	reached := fmt.Sprintf("the issue's token budget is reached (%d of %d tokens)", used, limit)
-	s.record(r, p.base.Host, path, reached)
+	s.record(r, p.shown, path, reached)
 	p.writeAPIError(w, errBudget, "Alfred: "+reached+"; a person can add the ai::budget_step label to grant one more step")
 	return true
 }

@@ -71,7 +71,36 @@ type Provider struct {
 	// ErrorShape is the shape of the errors the gateway answers on its
 	// behalf; empty means the gateway's generic one.
 	ErrorShape ErrorShape
+	// Intercepted, when set, makes this a provider the CLI reaches with
+	// the gateway as its HTTPS proxy, at these hosts (BaseURL and
+	// Endpoints are then left empty): a CONNECT to one of them with the
+	// run's token is answered by the gateway itself, which terminates TLS
+	// with a certificate for that host from its own certificate authority
+	// (Gateway.CACert; the CLI trusts it through Session.CAPath) and takes
+	// each request inside as a request to this provider, as it takes one
+	// to /<Name>/: the run's token checked, the host's endpoints only, the
+	// key put in, metered, held to the budget, sent on over TLS to the
+	// host's URL.
+	Intercepted []Intercepted
 }
+
+// Intercepted is one host of a provider reached through CONNECT
+// (Provider.Intercepted).
+type Intercepted struct {
+	// Host is the name the CLI connects to (e.g. "api.github.com", port 443).
+	Host string
+	// URL is where its requests go: https://<Host> but in tests.
+	URL string
+	// Endpoints are the only requests forwarded to it (see Endpoint).
+	Endpoints []Endpoint
+	// ErrorShape is the shape of the gateway's answers on its behalf.
+	ErrorShape ErrorShape
+}
+
+// SchemeAsSent, as Provider.Scheme with Header "Authorization", sends the
+// key with the scheme the CLI sent the run's token with (Copilot: Bearer
+// to most paths, token to others), Bearer when it sent none.
+const SchemeAsSent = "*"
 
 // Default base URLs of the usual providers.
 const (
@@ -153,7 +182,9 @@ type Gateway struct {
 	providers []*provider
 	byName    map[string]*provider
 	allow     []hostRule
-	secrets   []string // every provider key, to redact
+	secrets   []string             // every provider key, to redact
+	intercept map[string]*provider // by host: the hosts of Provider.Intercepted
+	ca        *authority           // nil when no provider is intercepted
 	transport http.RoundTripper
 	dial      func(network, addr string) (net.Conn, error)
 	dir       string
@@ -170,6 +201,12 @@ type provider struct {
 	base      *url.URL
 	host      hostRule // its host and port
 	endpoints []endpoint
+	// shown is the host a refusal names: base's, or the intercepted host.
+	shown string
+	// intercepted: one host of Provider.Intercepted (reached by CONNECT);
+	// hosts: a provider's intercepted hosts (origin-form requests refused).
+	intercepted bool
+	hosts       []*provider
 }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
@@ -181,6 +218,7 @@ func New(opts Options) (*Gateway, error) {
 	}
 	g := &Gateway{
 		byName:    map[string]*provider{},
+		intercept: map[string]*provider{},
 		transport: opts.Transport,
 		dial:      opts.Dial,
 		dir:       or(opts.Dir, os.TempDir()),
@@ -198,6 +236,12 @@ func New(opts Options) (*Gateway, error) {
 		}
 		g.providers = append(g.providers, pp)
 		g.byName[p.Name] = pp
+		for _, h := range pp.hosts {
+			if g.intercept[h.shown] != nil {
+				return nil, fmt.Errorf("gateway: host %s intercepted for two providers", h.shown)
+			}
+			g.intercept[h.shown] = h
+		}
 		if p.Key != "" {
 			g.secrets = append(g.secrets, p.Key)
 		}
@@ -207,6 +251,14 @@ func New(opts Options) (*Gateway, error) {
 		return nil, err
 	}
 	g.allow = allow
+	if g.now == nil {
+		g.now = time.Now
+	}
+	if len(g.intercept) > 0 {
+		if g.ca, err = newAuthority(g.now); err != nil {
+			return nil, err
+		}
+	}
 	if g.transport == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConnsPerHost = 16
@@ -219,17 +271,47 @@ func New(opts Options) (*Gateway, error) {
 	if g.log == nil {
 		g.log = slog.Default()
 	}
-	if g.now == nil {
-		g.now = time.Now
-	}
 	return g, nil
 }
 
-// newProvider checks p: its name, its base URL, a way to carry its key.
+// newProvider checks p: its name, its base URL (or its intercepted
+// hosts), a way to carry its key.
 func newProvider(p Provider) (*provider, error) {
 	if !nameRE.MatchString(p.Name) {
 		return nil, fmt.Errorf("gateway: provider name %q: want lower-case letters, digits and '-'", p.Name)
 	}
+	if len(p.Intercepted) > 0 {
+		return newIntercepted(p)
+	}
+	return newHost(p)
+}
+
+// newIntercepted checks a provider of Intercepted hosts: each one is a
+// provider of its own, at its URL, with its endpoints.
+func newIntercepted(p Provider) (*provider, error) {
+	if p.BaseURL != "" || len(p.Endpoints) > 0 {
+		return nil, fmt.Errorf("gateway: provider %q: Intercepted hosts, and a BaseURL or Endpoints too: set them per host", p.Name)
+	}
+	whole := &provider{Provider: p}
+	for _, h := range p.Intercepted {
+		host := normHost(h.Host)
+		if host == "" || strings.ContainsAny(host, "/@?#*: ") {
+			return nil, fmt.Errorf("gateway: provider %q: intercepted host %q: want a host name", p.Name, h.Host)
+		}
+		one := p
+		one.BaseURL, one.Endpoints, one.ErrorShape, one.Intercepted = h.URL, h.Endpoints, h.ErrorShape, nil
+		hp, err := newHost(one)
+		if err != nil {
+			return nil, fmt.Errorf("%w (intercepted host %s)", err, host)
+		}
+		hp.host, hp.shown, hp.intercepted = hostRule{host: host, port: "443"}, host, true
+		whole.hosts = append(whole.hosts, hp)
+	}
+	return whole, nil
+}
+
+// newHost checks a provider at one base URL.
+func newHost(p Provider) (*provider, error) {
 	u, err := url.Parse(p.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" {
 		return nil, fmt.Errorf("gateway: provider %q: base URL %q: want http(s)://host[:port][/path]", p.Name, p.BaseURL)
@@ -238,7 +320,7 @@ func newProvider(p Provider) (*provider, error) {
 		return nil, fmt.Errorf("gateway: provider %q: a key but neither Header nor Query to carry it", p.Name)
 	}
 	switch p.ErrorShape {
-	case "", ErrorShapeAnthropic, ErrorShapeOpenAI, ErrorShapeGoogle:
+	case "", ErrorShapeAnthropic, ErrorShapeOpenAI, ErrorShapeGoogle, ErrorShapeGitHub:
 	default:
 		return nil, fmt.Errorf("gateway: provider %q: unknown error shape %q", p.Name, p.ErrorShape)
 	}
@@ -248,7 +330,7 @@ func newProvider(p Provider) (*provider, error) {
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	u.RawPath = ""
-	return &provider{Provider: p, base: u, host: hostRule{host: normHost(u.Hostname()), port: portOf(u)}, endpoints: eps}, nil
+	return &provider{Provider: p, base: u, host: hostRule{host: normHost(u.Hostname()), port: portOf(u)}, endpoints: eps, shown: u.Host}, nil
 }
 
 // Providers returns the names of the configured providers, in order.
@@ -311,6 +393,12 @@ func (g *Gateway) open(runID string, allow []hostRule) (*Session, error) {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("gateway: session folder: %w", err)
 	}
+	if g.ca != nil { // readable by the container's user, through the file's own bind mount
+		if err := os.WriteFile(filepath.Join(dir, caFile), g.ca.pem, 0o644); err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, fmt.Errorf("gateway: certificate authority file: %w", err)
+		}
+	}
 	path := filepath.Join(dir, "gateway.sock")
 	if len(path) > maxSocketPath {
 		_ = os.RemoveAll(dir)
@@ -332,7 +420,7 @@ func (g *Gateway) open(runID string, allow []hostRule) (*Session, error) {
 	s := &Session{
 		g:     g,
 		id:    runID,
-		token: "alfred-run-" + base64.RawURLEncoding.EncodeToString(raw[:]),
+		token: runTokenPrefix + base64.RawURLEncoding.EncodeToString(raw[:]),
 		dir:   dir,
 		path:  path,
 		ln:    ln,
@@ -451,8 +539,11 @@ func portOf(u *url.URL) string {
 // provider it is (nil for an Allow host).
 func (g *Gateway) allowed(host, port string) (bool, *provider) {
 	host = normHost(host)
+	if p := g.intercept[host]; p != nil && (port == "443" || port == "80") {
+		return true, p
+	}
 	for _, p := range g.providers {
-		if p.host.host == host && (p.host.port == port || port == "443") {
+		if p.hosts == nil && p.host.host == host && (p.host.port == port || port == "443") {
 			return true, p
 		}
 	}

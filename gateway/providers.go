@@ -49,6 +49,10 @@ type Catalogued struct {
 	Keyless    bool
 	Endpoints  []Endpoint
 	ErrorShape ErrorShape
+	// Intercepted, for a provider reached with the gateway as the CLI's
+	// HTTPS proxy, are its hosts, at upstream when it is set (every host
+	// there: a test's server), else at their own address.
+	Intercepted func(upstream string) []Intercepted
 }
 
 // Catalogue is every provider the sealed CLIs call.
@@ -71,6 +75,15 @@ var Catalogue = []Catalogued{
 	{Name: NameXAI, DefaultURL: XAIURL, URLVar: "GROK_BASE_URL",
 		Credentials: []Credential{bearer("GROK_API_KEY"), bearer("XAI_API_KEY")},
 		Endpoints:   xaiEndpoints, ErrorShape: ErrorShapeOpenAI},
+	// Copilot's GitHub sign-in: the token the CLI would read, sent with
+	// the scheme it uses.
+	{Name: NameCopilot, Credentials: []Credential{gitHub("COPILOT_GITHUB_TOKEN"), gitHub("GH_TOKEN"), gitHub("GITHUB_TOKEN")},
+		Intercepted: copilotIntercepted},
+}
+
+// gitHub is a GitHub token of variable v, sent with the CLI's own scheme.
+func gitHub(v string) Credential {
+	return Credential{Var: v, Header: "Authorization", Scheme: SchemeAsSent}
 }
 
 // bearer is a key of variable v sent as a Bearer token.
@@ -112,6 +125,10 @@ func (c Catalogued) Provider(baseURL, key string) Provider {
 }
 
 func (c Catalogued) provider(baseURL, key string, cred Credential) Provider {
+	if c.Intercepted != nil {
+		return Provider{Name: c.Name, Key: key, Header: cred.Header, Scheme: cred.Scheme, Flags: cred.Flags.Clone(),
+			Intercepted: c.Intercepted(baseURL)}
+	}
 	return Provider{Name: c.Name, BaseURL: cmp.Or(baseURL, c.DefaultURL), Key: key, Header: cred.Header, Scheme: cred.Scheme,
 		Flags: cred.Flags.Clone(), Endpoints: slices.Clone(c.Endpoints), ErrorShape: c.ErrorShape}
 }
@@ -123,7 +140,10 @@ func (c Catalogued) provider(baseURL, key string, cred Credential) Provider {
 func Served(offered func(name string) string) []Provider {
 	var out []Provider
 	for _, c := range Catalogue {
-		base := strings.TrimSuffix(strings.TrimRight(offered(c.URLVar), "/"), "/v1")
+		base := ""
+		if c.URLVar != "" {
+			base = strings.TrimSuffix(strings.TrimRight(offered(c.URLVar), "/"), "/v1")
+		}
 		i := slices.IndexFunc(c.Credentials, func(cr Credential) bool { return offered(cr.Var) != "" })
 		switch {
 		case i >= 0:

@@ -26,6 +26,8 @@ func TestServed(t *testing.T) {
 		{"the second variable of a row", map[string]string{"CODEX_API_KEY": "ck", "XAI_API_KEY": "xk", "GOOGLE_API_KEY": "gk"},
 			map[string]want{NameAnthropic: {AnthropicURL, "", "x-api-key", ""}, NameOpenAI: {OpenAIURL, "ck", "Authorization", "Bearer"},
 				NameGemini: {GeminiURL, "gk", "x-goog-api-key", ""}, NameXAI: {XAIURL, "xk", "Authorization", "Bearer"}}},
+		{"a GitHub token, for Copilot", map[string]string{"GH_TOKEN": "gho_x", "GITHUB_TOKEN": "github_pat_y"},
+			map[string]want{NameAnthropic: {AnthropicURL, "", "x-api-key", ""}, NameCopilot: {"", "gho_x", "Authorization", SchemeAsSent}}},
 		{"an address moved", map[string]string{"OPENAI_API_KEY": "ok", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1/", "ANTHROPIC_BASE_URL": "http://127.0.0.1:8"},
 			map[string]want{NameAnthropic: {"http://127.0.0.1:8", "", "x-api-key", ""}, NameOpenAI: {"http://127.0.0.1:9", "ok", "Authorization", "Bearer"}}},
 	}
@@ -49,10 +51,11 @@ func TestServed(t *testing.T) {
 // not in it is refused.
 func TestCatalogue(t *testing.T) {
 	for _, c := range Catalogue {
-		if c.Name == "" || c.DefaultURL == "" || c.URLVar == "" || len(c.Credentials) == 0 || c.ErrorShape == "" {
+		if c.Intercepted != nil {
+			checkIntercepted(t, c)
+		} else if c.Name == "" || c.DefaultURL == "" || c.URLVar == "" || len(c.Credentials) == 0 || c.ErrorShape == "" {
 			t.Errorf("row %+v is missing a column", c)
-		}
-		if _, err := compileEndpoints(c.Endpoints); err != nil {
+		} else if _, err := compileEndpoints(c.Endpoints); err != nil {
 			t.Errorf("%s: %v", c.Name, err)
 		}
 		if got, ok := Lookup(c.Name); !ok || got.KeyVar() != c.Credentials[0].Var {
@@ -61,5 +64,30 @@ func TestCatalogue(t *testing.T) {
 	}
 	if _, ok := ProviderNamed("bedrock", "", ""); ok {
 		t.Error("a provider outside the catalogue was made")
+	}
+}
+
+// checkIntercepted: a row reached through CONNECT has hosts, each with its
+// endpoints and error shape, at their own https address or all at the
+// upstream given; it has no address of its own, and makes a valid provider.
+func checkIntercepted(t *testing.T, c Catalogued) {
+	t.Helper()
+	if c.Name == "" || c.DefaultURL != "" || c.URLVar != "" || len(c.Credentials) == 0 || len(c.Endpoints) > 0 {
+		t.Errorf("row %s: want a name and credentials, no address nor endpoints of its own", c.Name)
+	}
+	hosts := c.Intercepted("")
+	if len(hosts) == 0 {
+		t.Fatalf("row %s: no intercepted host", c.Name)
+	}
+	for i, h := range hosts {
+		if _, err := compileEndpoints(h.Endpoints); err != nil || h.ErrorShape == "" || h.URL != "https://"+h.Host {
+			t.Errorf("%s: host %+v: %v", c.Name, h, err)
+		}
+		if up := c.Intercepted("https://127.0.0.1:9")[i]; up.URL != "https://127.0.0.1:9" || up.Host != h.Host {
+			t.Errorf("%s: at an upstream, host %+v", c.Name, up)
+		}
+	}
+	if _, err := newProvider(c.Provider("", "k")); err != nil {
+		t.Errorf("%s: %v", c.Name, err)
 	}
 }

@@ -46,6 +46,11 @@ func (s *Session) origin(w http.ResponseWriter, r *http.Request) {
 		s.unauthorized(w, r, false)
 		return
 	}
+	if p.hosts != nil {
+		writeError(w, http.StatusNotFound, "not_found_error",
+			fmt.Sprintf("alfred gateway: %s is reached with the gateway as the CLI's HTTPS proxy, not at /%s/", name, name))
+		return
+	}
 	s.provider(w, r, p, "/"+rest, escaped)
 }
 
@@ -219,9 +224,12 @@ func (g *Gateway) reverseProxy(s *Session) *httputil.ReverseProxy {
 				out.URL = &u
 				return
 			}
-			v := rt.p.Key
-			if rt.p.Scheme != "" {
-				v = rt.p.Scheme + " " + v
+			v, scheme := rt.p.Key, rt.p.Scheme
+			if scheme == SchemeAsSent {
+				scheme = schemeOf(pr.In.Header.Get(rt.p.Header))
+			}
+			if scheme != "" {
+				v = scheme + " " + v
 			}
 			out.Header.Set(rt.p.Header, v)
 		},
@@ -262,6 +270,16 @@ func (g *Gateway) reverseProxy(s *Session) *httputil.ReverseProxy {
 	}
 }
 
+// schemeOf is the scheme of an Authorization value ("Bearer", "token"),
+// Bearer when it has none or one of other characters than letters.
+func schemeOf(v string) string {
+	scheme, _, ok := strings.Cut(strings.TrimSpace(v), " ")
+	if !ok || scheme == "" || strings.ContainsFunc(scheme, func(r rune) bool { return (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') }) {
+		return "Bearer"
+	}
+	return scheme
+}
+
 // allSecrets are the provider keys, also as they look in a query string.
 func (g *Gateway) allSecrets() []string {
 	var out []string
@@ -284,7 +302,7 @@ func stripToken(h http.Header, token string) {
 		}
 		probe := &http.Request{Header: http.Header{name: vals}, URL: &url.URL{}}
 		for _, c := range candidates(probe) {
-			if c == token {
+			if isToken(c, token) {
 				h.Del(name)
 				break
 			}
@@ -333,6 +351,10 @@ func (s *Session) connect(w http.ResponseWriter, r *http.Request) {
 	ok, p := s.allowed(host, port)
 	if !ok {
 		s.refuse(w, r, hostport)
+		return
+	}
+	if p != nil && p.intercepted {
+		s.intercept(w, r, p)
 		return
 	}
 	if p != nil { // a tunnel would pass by its endpoints, unmetered

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -105,6 +106,17 @@ func (s *Session) Token() string { return s.token }
 // (not its folder) at ContainerSocket; it is mode SocketMode in a 0700
 // folder owned by the bot.
 func (s *Session) SocketPath() string { return s.path }
+
+// CAPath is the file, in the session's folder, of the gateway's
+// certificate authority (Gateway.CACert), which the runner bind-mounts
+// read-only at ContainerCA for a CLI reaching an intercepted provider; ""
+// when the gateway intercepts no provider.
+func (s *Session) CAPath() string {
+	if s.g.ca == nil {
+		return ""
+	}
+	return filepath.Join(s.dir, caFile)
+}
 
 // Dir is the session's 0700 folder, removed by Close.
 func (s *Session) Dir() string { return s.dir }
@@ -221,11 +233,24 @@ func (s *Session) authorized(r *http.Request) bool {
 		return false
 	}
 	for _, c := range candidates(r) {
-		if c != "" && subtle.ConstantTimeCompare([]byte(c), []byte(s.token)) == 1 {
+		if isToken(c, s.token) {
 			return true
 		}
 	}
 	return false
+}
+
+// isToken tells whether c is token, bare or behind one of TokenPrefixes.
+func isToken(c, token string) bool {
+	if c == "" {
+		return false
+	}
+	for _, prefix := range TokenPrefixes {
+		if rest, ok := strings.CutPrefix(c, prefix); ok && subtle.ConstantTimeCompare([]byte(rest), []byte(token)) == 1 {
+			return true
+		}
+	}
+	return subtle.ConstantTimeCompare([]byte(c), []byte(token)) == 1
 }
 
 // credentialHeaders are the request headers a CLI may carry its key in; the
@@ -240,7 +265,7 @@ func candidates(r *http.Request) []string {
 			v = strings.TrimSpace(v)
 			scheme, rest, ok := strings.Cut(v, " ")
 			switch {
-			case ok && strings.EqualFold(scheme, "Bearer"):
+			case ok && (strings.EqualFold(scheme, "Bearer") || strings.EqualFold(scheme, "token")):
 				out = append(out, strings.TrimSpace(rest))
 			case ok && strings.EqualFold(scheme, "Basic"):
 				if raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(rest)); err == nil {
@@ -272,7 +297,7 @@ func (s *Session) refuse(w http.ResponseWriter, r *http.Request, host string) {
 // not one of its model endpoints (path: where it would have gone, asked:
 // the path the agent asked for), and records the refusal.
 func (s *Session) refuseEndpoint(w http.ResponseWriter, r *http.Request, p *provider, path, asked, reason string) {
-	s.record(r, p.base.Host, path, reason)
+	s.record(r, p.shown, path, reason)
 	p.writeAPIError(w, errRefused, fmt.Sprintf("alfred gateway: %s %s refused: %s; this run reaches only %s's model endpoints (%s); the attempt is recorded on the run",
 		r.Method, clip(asked), reason, p.Name, p.endpointList()))
 }

@@ -57,14 +57,35 @@ func New() (*agents.Local, error) { return agents.NewLocal(CLI{}) }
 // asked for. The allowlist is GitHub authentication and BYOK provider
 // settings; the fixed environment never downloads and runs another version.
 //
-// Sealed, Copilot runs offline with a BYOK provider of type openai (chat
-// completions) at the forwarder, the run's token as its API key: a sealed
-// run names its model (--model). The GitHub tokens are withheld too: offline
-// BYOK needs none, and a sealed container holds no secret. A GitHub
-// sign-in cannot run sealed yet: the Copilot API calls and the token's
-// validation are made by the CLI's native code, which no variable points
-// at the forwarder (1.0.102's COPILOT_API_URL moves only its cloud task
-// service).
+// Sealed, Copilot runs one of two ways (agents.Sealed), its GitHub sign-in
+// first when the gateway holds a GitHub token (COPILOT_GITHUB_TOKEN,
+// GH_TOKEN or GITHUB_TOKEN offered), else a BYOK provider when it holds an
+// OpenAI key; with both, the sign-in wins (an OpenAI key is usually there
+// for Codex or OpenCode, a GitHub token only for Copilot):
+//
+//   - Its GitHub sign-in: the gateway is its HTTPS_PROXY (the run's token
+//     as the proxy password) and terminates the TLS of api.github.com and
+//     the Copilot API hosts with its own certificate authority, which the
+//     CLI trusts through NODE_EXTRA_CA_CERTS (mounted read-only; its key
+//     stays in the bot). COPILOT_GITHUB_TOKEN is the run's token behind
+//     github_pat_ (the CLI refuses a key of another shape); the gateway
+//     swaps in the real token. Watched with 1.0.102 against a TLS server
+//     playing GitHub: GET /copilot_internal/user (Bearer), whose
+//     endpoints.api names the Copilot API host; the organisation's
+//     managed settings and customizations; GET /models and POST
+//     /responses there, with the GitHub token itself as Bearer (no
+//     session token is fetched: /copilot_internal/v2/token is never
+//     called, and the gateway would refuse it). Behind the gateway the
+//     adapter adds --disable-builtin-mcps (the GitHub MCP server at the
+//     Copilot API host's /mcp/readonly would reach GitHub's API with the
+//     real token) and --disable-client-telemetry (its telemetry host is
+//     none of the provider's); the second is of 1.0.100 and later.
+//   - BYOK: offline, a provider of type openai (chat completions) at the
+//     forwarder, the run's token as its API key: a sealed run names its
+//     model (--model).
+//
+// Neither passes on a GitHub token or a BYOK key: a sealed container holds
+// no secret.
 func (CLI) Descriptor() agents.Descriptor {
 	return agents.Descriptor{
 		ID: ID, Executable: Executable,
@@ -82,18 +103,34 @@ func (CLI) Descriptor() agents.Descriptor {
 		FixedEnv: map[string]string{"COPILOT_AUTO_UPDATE": "false", "NO_COLOR": "1"},
 		Sealed: &agents.Sealed{
 			Provider: gateway.NameOpenAI, BaseURLVar: "COPILOT_PROVIDER_BASE_URL", BaseURLPath: "/v1", KeyVar: "COPILOT_PROVIDER_API_KEY",
-			Set:  map[string]string{"COPILOT_OFFLINE": "true", "COPILOT_PROVIDER_TYPE": "openai"},
-			Note: "Copilot calls it as its own provider; its GitHub sign-in (COPILOT_GITHUB_TOKEN) runs only unsealed, on a network",
-			Credentials: []string{"COPILOT_PROVIDER_BASE_URL", "COPILOT_PROVIDER_API_KEY", "COPILOT_PROVIDER_BEARER_TOKEN",
-				"COPILOT_PROVIDER_HEADERS", "COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"},
+			Set:         map[string]string{"COPILOT_OFFLINE": "true", "COPILOT_PROVIDER_TYPE": "openai"},
+			Note:        "for Copilot's BYOK provider",
+			Credentials: credentials,
+			Preferred: &agents.Sealed{
+				Provider: gateway.NameCopilot, Proxy: true, BaseURLVar: "HTTPS_PROXY", CAVar: "NODE_EXTRA_CA_CERTS",
+				KeyVar: "COPILOT_GITHUB_TOKEN", TokenPrefix: gateway.GitHubTokenPrefix,
+				Set:         map[string]string{"NO_PROXY": "127.0.0.1,localhost"},
+				Note:        "for Copilot's GitHub sign-in: a fine-grained PAT or an OAuth token, not a classic ghp_ one",
+				Credentials: credentials,
+			},
 		},
 	}
 }
 
+// credentials are the variables of Copilot's credentials and endpoint,
+// which the gateway takes over in either sealed way.
+var credentials = []string{"COPILOT_PROVIDER_BASE_URL", "COPILOT_PROVIDER_API_KEY", "COPILOT_PROVIDER_BEARER_TOKEN",
+	"COPILOT_PROVIDER_HEADERS", "COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"}
+
 // Argv implements agents.CLI. Values are joined with "=" so that a name
-// starting with a dash stays a value. The prompt is on stdin.
+// starting with a dash stays a value. The prompt is on stdin. Signed in
+// behind the gateway (its GitHub token is a run's token), the built-in MCP
+// servers and the client telemetry are off.
 func (CLI) Argv(inv agents.Invocation) []string {
 	argv := []string{Executable, "--allow-all-tools", "--output-format", "json"}
+	if gateway.IsRunToken(inv.Env["COPILOT_GITHUB_TOKEN"]) {
+		argv = append(argv, "--disable-builtin-mcps", "--disable-client-telemetry")
+	}
 	if inv.Model != "" {
 		argv = append(argv, "--model="+inv.Model)
 	}

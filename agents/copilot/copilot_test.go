@@ -7,6 +7,7 @@ import (
 
 	"github.com/alchemic-studio/alfred/agents"
 	"github.com/alchemic-studio/alfred/agents/internal/clitest"
+	"github.com/alchemic-studio/alfred/gateway"
 	"github.com/alchemic-studio/alfred/sandbox"
 )
 
@@ -93,4 +94,59 @@ func TestClassify(t *testing.T) {
 		{Name: "provider 401 (recorded)", Res: clitest.Result(1, string(clitest.Testdata(t, "api-401.stdout.jsonl")), ""), Want: agents.FallbackNone},
 		{Name: "crash", Res: clitest.Result(134, "", "Segmentation fault\n"), Want: agents.FallbackNone},
 	})
+}
+
+// TestArgvBehindGateway: signed in with a run's token (behind github_pat_),
+// the CLI runs with its built-in MCP servers and client telemetry off;
+// with a real GitHub token, BYOK, or no environment, it runs as ever.
+func TestArgvBehindGateway(t *testing.T) {
+	off := []string{"--disable-builtin-mcps", "--disable-client-telemetry"}
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want bool
+	}{
+		{"the run's token behind github_pat_", map[string]string{"COPILOT_GITHUB_TOKEN": gateway.GitHubTokenPrefix + "alfred-run-abc"}, true},
+		{"a real token", map[string]string{"COPILOT_GITHUB_TOKEN": "github_pat_11ABCDEF"}, false},
+		{"BYOK", map[string]string{"COPILOT_PROVIDER_API_KEY": "alfred-run-abc"}, false},
+		{"no environment", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			argv := CLI{}.Argv(agents.Invocation{Mode: agents.ModeNone, Env: tc.env})
+			got := slices.Contains(argv, off[0]) && slices.Contains(argv, off[1])
+			if got != tc.want || !tc.want && slices.ContainsFunc(argv, func(a string) bool { return slices.Contains(off, a) }) {
+				t.Errorf("argv %q: want the flags off %v: %v", argv, off, tc.want)
+			}
+		})
+	}
+}
+
+// TestSealedWays: Copilot runs sealed signed in when the gateway holds a
+// GitHub token, with an OpenAI key too; BYOK when it holds only the key;
+// with neither, the sentence names both ways.
+func TestSealedWays(t *testing.T) {
+	openAI := gateway.OpenAI("", "sk-1")
+	gitHub := gateway.Copilot("", "github_pat_real")
+	sd := CLI{}.Descriptor().Sealed
+	for _, tc := range []struct {
+		name   string
+		served []gateway.Provider
+		want   string
+	}{
+		{"a GitHub token and an OpenAI key", []gateway.Provider{openAI, gitHub}, gateway.NameCopilot},
+		{"a GitHub token", []gateway.Provider{gitHub}, gateway.NameCopilot},
+		{"an OpenAI key", []gateway.Provider{openAI}, gateway.NameOpenAI},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := sd.For(tc.served); got.Provider != tc.want || sd.Missing(tc.served) != "" {
+				t.Errorf("sealed to %s (missing %q), want %s", got.Provider, sd.Missing(tc.served), tc.want)
+			}
+		})
+	}
+	why := sd.Missing(nil)
+	for _, v := range []string{"COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN", "OPENAI_API_KEY", "GitHub sign-in", "BYOK"} {
+		if !strings.Contains(why, v) {
+			t.Errorf("Missing with nothing served = %q: it does not name %s", why, v)
+		}
+	}
 }

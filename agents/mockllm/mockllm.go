@@ -14,7 +14,8 @@
 // Anthropic API: it asks the CLI to Write a file, once per prompt. With
 // Options.Shell it plays a model whose prompt was injected, in every API: it
 // asks the CLI to run a command with its shell tool. It listens on
-// 127.0.0.1 only.
+// 127.0.0.1 only. StartGitHub puts a TLS server playing GitHub and the
+// Copilot API in front of it, for the Copilot CLI signed in.
 package mockllm
 
 import (

@@ -60,6 +60,14 @@ func (r *Runner) Seal(runID string, settings Settings, adapter agents.Adapter, s
 		return nil, nil
 	}
 	sd := l.Descriptor().Sealed
+	if sd != nil { // Copilot: its GitHub sign-in, else BYOK, unless the run asks for a provider
+		served := r.Sealing.Gateway.Served()
+		if w := sd.Calling(runProvider(settings.Provider, settings.Model)); w != nil && w.Missing(served) == "" {
+			sd = w
+		} else {
+			sd = sd.For(served)
+		}
+	}
 	if err := r.sealable(adapter.ID(), sd, settings); err != nil {
 		return nil, err
 	}
@@ -72,7 +80,7 @@ func (r *Runner) Seal(runID string, settings Settings, adapter agents.Adapter, s
 	for _, k := range sd.Credentials {
 		delete(env, k) // the gateway holds them
 	}
-	maps.Copy(env, sd.Env(fmt.Sprintf("http://127.0.0.1:%d/%s", gateway.DefaultForwardPort, sd.Provider), s.Token()))
+	maps.Copy(env, sd.Env(sd.BaseURL(gateway.DefaultForwardPort), s.Token()))
 	if len(allow) > 0 { // the project's hosts, through the gateway's proxy with the run's token
 		proxy := fmt.Sprintf("http://agent:%s@127.0.0.1:%d", s.Token(), gateway.DefaultForwardPort)
 		maps.Copy(env, map[string]string{"HTTPS_PROXY": proxy, "HTTP_PROXY": proxy, "https_proxy": proxy, "http_proxy": proxy,
@@ -82,6 +90,9 @@ func (r *Runner) Seal(runID string, settings Settings, adapter agents.Adapter, s
 	spec.Credentials = nil // the gateway holds the credentials; the CLI's configuration comes with HomeFiles
 	spec.Network = "none"
 	spec.Binds = append(slices.Clone(spec.Binds), sandbox.Mount{Host: s.SocketPath(), Container: gateway.ContainerSocket})
+	if sd.Proxy { // the gateway's certificate authority, which the CLI trusts; its key stays in the bot
+		spec.Binds = append(spec.Binds, sandbox.Mount{Host: s.CAPath(), Container: gateway.ContainerCA, ReadOnly: true})
+	}
 	fwd := "alfred-forward"
 	if f := r.Sealing.Forwarder; f != "" {
 		fwd = ForwarderPath
