@@ -99,6 +99,10 @@ func (c Case) Snapshot() string { return filepath.Join(c.Dir, RepoDir) }
 // repo/, an unknown field, a missing title or check, a bad role or limit
 // is refused with an error naming the file.
 func Load(dir string) ([]Case, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("corpus: %w", err)
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("corpus: %w", err)

@@ -73,7 +73,9 @@ func TestLoadRefuses(t *testing.T) {
 		want []string
 	}{
 		{"empty corpus", func(*testing.T, string) {}, []string{"no case"}},
-		{"unknown field", func(t *testing.T, d string) { writeCase(t, d, "a", `{"title": "t", "check": ["true"], "assignee": "x"}`) },
+		{"unknown field", func(t *testing.T, d string) {
+			writeCase(t, d, "a", `{"title": "t", "check": ["true"], "assignee": "x"}`)
+		},
 			[]string{"a/case.json", `unknown field "assignee"`}},
 		{"no title", func(t *testing.T, d string) { writeCase(t, d, "a", `{"title": "  ", "check": ["true"]}`) }, []string{"a/case.json", "title: missing"}},
 		{"no check", func(t *testing.T, d string) { writeCase(t, d, "a", `{"title": "t"}`) }, []string{"a/case.json", "check: missing"}},
@@ -85,10 +87,18 @@ func TestLoadRefuses(t *testing.T) {
 		{"empty comment", func(t *testing.T, d string) {
 			writeCase(t, d, "a", `{"title": "t", "check": ["true"], "thread": [{"role": "outsider", "body": " "}]}`)
 		}, []string{"thread[0].body: empty"}},
-		{"empty label", func(t *testing.T, d string) { writeCase(t, d, "a", `{"title": "t", "check": ["true"], "labels": [""]}`) }, []string{"labels: an empty label"}},
-		{"limit too long", func(t *testing.T, d string) { writeCase(t, d, "a", `{"title": "t", "check": ["true"], "time_limit": "3h"}`) }, []string{"time_limit: 3h0m0s"}},
-		{"limit negative", func(t *testing.T, d string) { writeCase(t, d, "a", `{"title": "t", "check": ["true"], "check_limit": "-1s"}`) }, []string{"check_limit"}},
-		{"limit not a duration", func(t *testing.T, d string) { writeCase(t, d, "a", `{"title": "t", "check": ["true"], "time_limit": 600}`) }, []string{"a/case.json", "a duration is a string"}},
+		{"empty label", func(t *testing.T, d string) {
+			writeCase(t, d, "a", `{"title": "t", "check": ["true"], "labels": [""]}`)
+		}, []string{"labels: an empty label"}},
+		{"limit too long", func(t *testing.T, d string) {
+			writeCase(t, d, "a", `{"title": "t", "check": ["true"], "time_limit": "3h"}`)
+		}, []string{"time_limit: 3h0m0s"}},
+		{"limit negative", func(t *testing.T, d string) {
+			writeCase(t, d, "a", `{"title": "t", "check": ["true"], "check_limit": "-1s"}`)
+		}, []string{"check_limit"}},
+		{"limit not a duration", func(t *testing.T, d string) {
+			writeCase(t, d, "a", `{"title": "t", "check": ["true"], "time_limit": 600}`)
+		}, []string{"a/case.json", "a duration is a string"}},
 		{"two values", func(t *testing.T, d string) { writeCase(t, d, "a", ok+ok) }, []string{"more than one JSON value"}},
 		{"no case.json", func(t *testing.T, d string) { writeCase(t, d, "a", "") }, []string{"a/case.json"}},
 		{"no snapshot", func(t *testing.T, d string) {

@@ -115,7 +115,7 @@ func (r Report) WriteText(w io.Writer) error {
 		if s.ToPullRequest != nil {
 			toPR = s.ToPullRequest.Median.Round(time.Second).String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t%.2f\t%s\n", a.Adapter, cmp.Or(a.Model, "-"), a.Cases, a.Solved,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t%.4f\t%s\n", a.Adapter, cmp.Or(a.Model, "-"), a.Cases, a.Solved,
 			rate, toPR, s.Runs, s.FailedRuns, s.StalledRuns, a.Tokens, a.USD, a.Wall.Round(time.Second))
 	}
 	fmt.Fprintln(tw)

@@ -110,8 +110,8 @@ func Run(ctx context.Context, cfg Config, cases []Case) (Report, error) {
 
 // replayOne replays case c with adapter: a fresh repository, the issue
 // assigned, the wait for a pull request or an end, the check.
-func replayOne(ctx context.Context, cfg Config, c Case, adapter string) Result {
-	res := Result{Case: c.Name, Adapter: adapter, Model: cfg.Model}
+func replayOne(ctx context.Context, cfg Config, c Case, adapter string) (res Result) {
+	res = Result{Case: c.Name, Adapter: adapter, Model: cfg.Model}
 	started := time.Now()
 	defer func() { res.Wall = time.Since(started) }()
 	log := cfg.Log.With("case", c.Name, "adapter", adapter)

@@ -1,0 +1,121 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alchemic-studio/alfred/agents/mockllm"
+	"github.com/alchemic-studio/alfred/forges/forgejo/giteatest"
+	"github.com/alchemic-studio/alfred/outcomes"
+	"github.com/alchemic-studio/alfred/replay"
+)
+
+// The replay corpus's issues, as the mock model knows them: the key of
+// each is the issue's title, the command what the agent runs in
+// development. The first two solve their issue; the third leaves a note
+// where a Rust port was asked, which its check refuses.
+var replayModel = map[string]string{
+	"Add a Double function": `printf '\nfunc Double(n int) int {\n\treturn n * 2\n}\n' >> /workspace/calc.go && echo added Double`,
+	"Fix Add, it subtracts": `sed -i 's/return a - b/return a + b/' /workspace/calc.go && echo fixed Add`,
+	"Port calc to Rust":     `echo 'A port to Rust needs a person to choose the crate layout.' > /workspace/NOTES.md && echo wrote NOTES.md`,
+}
+
+// TestE2EReplay (issue 33, item 5): the built binary's `alfred replay` runs
+// the suite's corpus (replay/testdata/corpus: three issues over a tiny Go
+// module) through its engine on the real Gitea, with the real Claude Code
+// of the shipped agent image, sealed behind the engine's gateway, and the
+// mock model scripted to solve two. Each case gets a fresh repository, its
+// issue goes from the assignment to a pull request with no person, the
+// check runs on a clone of the pull request's branch in a container, and
+// the report says 3 cases, 2 solved, with the outcome figures and no NaN.
+func TestE2EReplay(t *testing.T) {
+	in := giteatest.FromEnv(t, giteatest.Gitea)
+	dockerHost, image, instance := shippedImage(t)
+	b := newBot(t, []string{"ALFRED_FORGE=forgejo", "ALFRED_FORGE_URL=" + in.URL, "ALFRED_FORGE_TOKEN=" + in.Bot.Token}, dockerHost, image, instance)
+	b.model.Close()
+	b.model = mockllm.Start(mockllm.Options{Reply: agentReply, ReadOnlyPhrase: "Do not change any file", ShellFor: replayModel})
+	t.Cleanup(b.model.Close)
+	out := filepath.Join(t.TempDir(), "report.json")
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, b.bin, "replay", "-corpus", "../replay/testdata/corpus", "-adapter", "claude-code",
+		"-person", in.User.Login, "-work", t.TempDir(), "-o", out)
+	cmd.Env = append(b.env, "ANTHROPIC_BASE_URL="+b.model.URL, "ALFRED_REPLAY_ADMIN_TOKEN="+in.Admin.Token, "ALFRED_LOG_FORMAT=text")
+	started := time.Now()
+	text, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("alfred replay: %v\n%s", err, text)
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatalf("the report: %v\n%s", err, text)
+	}
+	var rep replay.Report
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	defer deleteReplayed(t, in, rep) // before t.Context ends
+	if strings.Contains(string(raw), "NaN") || strings.Contains(string(raw), "Inf") {
+		t.Errorf("the report has a NaN: %s", raw)
+	}
+	checkReplayReport(t, rep)
+	if !strings.Contains(string(text), "67% (2 of 3, few)") {
+		t.Errorf("the table lacks the merge rate:\n%s", text)
+	}
+	if t.Failed() {
+		t.Logf("alfred replay's output:\n%s", text)
+	}
+	t.Logf("replay of 3 cases: %s wall; %d tokens", time.Since(started).Round(time.Second), rep.Adapters[0].Tokens)
+}
+
+// checkReplayReport checks the figures of the corpus's replay.
+func checkReplayReport(t *testing.T, rep replay.Report) {
+	t.Helper()
+	if len(rep.Adapters) != 1 || len(rep.Results) != 3 {
+		t.Fatalf("report: %d adapters, %d results: %+v", len(rep.Adapters), len(rep.Results), rep)
+	}
+	a := rep.Adapters[0]
+	s := a.Summary
+	if a.Adapter != "claude-code" || a.Cases != 3 || a.Solved != 2 || s.MergeRate == nil || s.MergeRate.Count != 2 || s.MergeRate.Of != 3 {
+		t.Errorf("claude-code's figures: %+v", a)
+	}
+	if s.ToPullRequest == nil || s.ToPullRequest.N != 3 || s.ToMerge == nil || s.ToMerge.N != 2 || s.PerMerged == nil || s.Runs < 6 {
+		t.Errorf("the outcome figures: %+v", s)
+	}
+	if a.Tokens == 0 || s.Spend.Source() != outcomes.SourceGateway || a.Wall <= 0 {
+		t.Errorf("the spend: %d tokens, %+v, wall %s", a.Tokens, s.Spend, a.Wall)
+	}
+	want := map[string]bool{"add-double": true, "fix-add": true, "port-to-rust": false}
+	for _, r := range rep.Results {
+		if r.Error != "" || r.PullRequest == 0 || r.Check == nil || r.Solved != want[r.Case] || r.Check.Passed() != want[r.Case] {
+			t.Errorf("case %s: solved %v (want %v), error %q, pull request %d, check %+v", r.Case, r.Solved, want[r.Case], r.Error, r.PullRequest, r.Check)
+		}
+		if r.Outcome.PullRequest.After == nil || r.Outcome.Plan.After == nil || len(r.Outcome.Phases) < 2 {
+			t.Errorf("case %s's outcome: %+v", r.Case, r.Outcome)
+		}
+	}
+}
+
+// deleteReplayed deletes the repositories the replay made, unless the test
+// failed: they are then kept for a look.
+func deleteReplayed(t *testing.T, in *giteatest.Instance, rep replay.Report) {
+	for _, r := range rep.Results {
+		owner, name, ok := strings.Cut(r.Repository, "/")
+		if !ok {
+			continue
+		}
+		if t.Failed() {
+			t.Logf("kept %s/%s for a look", in.URL, r.Repository)
+			continue
+		}
+		if _, err := in.Client(t, "").DeleteRepo(owner, name); err != nil {
+			t.Errorf("delete %s: %v", r.Repository, err)
+		}
+	}
+}
