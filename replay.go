@@ -133,7 +133,10 @@ func replayWith(ctx context.Context, c *config.Config, f *replayFlags, st *state
 	if err != nil {
 		return replay.Report{}, err
 	}
-	wanted := strings.Split(f.adapters, ",")
+	var wanted []string
+	for _, a := range strings.Split(f.adapters, ",") {
+		wanted = append(wanted, strings.TrimSpace(a))
+	}
 	for _, a := range wanted {
 		if _, ok := adapters[a]; !ok {
 			return replay.Report{}, errUsage(fmt.Sprintf("-adapter: %q is not an adapter", a))
