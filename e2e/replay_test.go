@@ -29,11 +29,12 @@ var replayModel = map[string]string{
 // TestE2EReplay (issue 33, item 5): the built binary's `alfred replay` runs
 // the suite's corpus (replay/testdata/corpus: three issues over a tiny Go
 // module) through its engine on the real Gitea, with the real Claude Code
-// of the shipped agent image, sealed behind the engine's gateway, and the
-// mock model scripted to solve two. Each case gets a fresh repository, its
-// issue goes from the assignment to a pull request with no person, the
-// check runs on a clone of the pull request's branch in a container, and
-// the report says 3 cases, 2 solved, with the outcome figures and no NaN.
+// and the real Codex of the shipped agent image, sealed behind the
+// engine's gateway, and the mock model (Anthropic and OpenAI) scripted to
+// solve two. Each case gets a fresh repository per adapter, its issue goes
+// from the assignment to a pull request with no person, the check runs on
+// a clone of the pull request's branch in a container, and the report says
+// for each adapter 3 cases, 2 solved, with the outcome figures and no NaN.
 func TestE2EReplay(t *testing.T) {
 	in := giteatest.FromEnv(t, giteatest.Gitea)
 	dockerHost, image, instance := shippedImage(t)
@@ -44,9 +45,14 @@ func TestE2EReplay(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "report.json")
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, b.bin, "replay", "-corpus", "../replay/testdata/corpus", "-adapter", "claude-code",
-		"-person", in.User.Login, "-work", t.TempDir(), "-o", out)
-	cmd.Env = append(b.env, "ANTHROPIC_BASE_URL="+b.model.URL, "ALFRED_REPLAY_ADMIN_TOKEN="+in.Admin.Token, "ALFRED_LOG_FORMAT=text")
+	// gpt-5 for both: Codex's default model calls its tools through
+	// JavaScript (code mode), which the mock does not play; Claude Code
+	// takes any name of the mock's.
+	cmd := exec.CommandContext(ctx, b.bin, "replay", "-corpus", "../replay/testdata/corpus", "-adapter", "claude-code,codex", "-model", "gpt-5",
+		"-person", in.User.Login, "-work", t.TempDir(), "-parallel", "3", "-o", out)
+	cmd.Env = append(b.env, "ANTHROPIC_BASE_URL="+b.model.URL, "ALFRED_REPLAY_ADMIN_TOKEN="+in.Admin.Token, "ALFRED_LOG_FORMAT=text",
+		"ALFRED_AGENT_ENV=ANTHROPIC_BASE_URL,ANTHROPIC_API_KEY,OPENAI_BASE_URL,OPENAI_API_KEY",
+		"OPENAI_BASE_URL="+b.model.URL+"/v1", "OPENAI_API_KEY="+apiKey)
 	started := time.Now()
 	text, err := cmd.CombinedOutput()
 	if err != nil {
@@ -65,40 +71,50 @@ func TestE2EReplay(t *testing.T) {
 		t.Errorf("the report has a NaN: %s", raw)
 	}
 	checkReplayReport(t, rep)
-	if !strings.Contains(string(text), "67% (2 of 3, few)") {
+	if strings.Count(string(text), "67% (2 of 3, few)") != 2 {
 		t.Errorf("the table lacks the merge rate:\n%s", text)
 	}
 	if t.Failed() {
 		t.Logf("alfred replay's output:\n%s", text)
 	}
-	t.Logf("replay of 3 cases: %s wall; %d tokens", time.Since(started).Round(time.Second), rep.Adapters[0].Tokens)
+	t.Logf("replay of 3 cases with 2 adapters: %s wall; Claude Code %d tokens, %s to the pull request (median); Codex %d tokens, %s",
+		time.Since(started).Round(time.Second), rep.Adapters[0].Tokens, rep.Adapters[0].Summary.ToPullRequest.Median.Round(time.Second),
+		rep.Adapters[1].Tokens, rep.Adapters[1].Summary.ToPullRequest.Median.Round(time.Second))
 }
 
-// checkReplayReport checks the figures of the corpus's replay.
+// checkReplayReport checks the figures of the corpus's replay, for each
+// adapter in turn.
 func checkReplayReport(t *testing.T, rep replay.Report) {
 	t.Helper()
-	if len(rep.Adapters) != 1 || len(rep.Results) != 3 {
+	if len(rep.Adapters) != 2 || len(rep.Results) != 6 {
 		t.Fatalf("report: %d adapters, %d results: %+v", len(rep.Adapters), len(rep.Results), rep)
 	}
-	a := rep.Adapters[0]
-	s := a.Summary
-	if a.Adapter != "claude-code" || a.Cases != 3 || a.Solved != 2 || s.MergeRate == nil || s.MergeRate.Count != 2 || s.MergeRate.Of != 3 {
-		t.Errorf("claude-code's figures: %+v", a)
-	}
-	if s.ToPullRequest == nil || s.ToPullRequest.N != 3 || s.ToMerge == nil || s.ToMerge.N != 2 || s.PerMerged == nil || s.Runs < 6 {
-		t.Errorf("the outcome figures: %+v", s)
-	}
-	if a.Tokens == 0 || s.Spend.Source() != outcomes.SourceGateway || a.Wall <= 0 {
-		t.Errorf("the spend: %d tokens, %+v, wall %s", a.Tokens, s.Spend, a.Wall)
+	for i, name := range []string{"claude-code", "codex"} {
+		checkAdapter(t, rep.Adapters[i], name)
 	}
 	want := map[string]bool{"add-double": true, "fix-add": true, "port-to-rust": false}
 	for _, r := range rep.Results {
 		if r.Error != "" || r.PullRequest == 0 || r.Check == nil || r.Solved != want[r.Case] || r.Check.Passed() != want[r.Case] {
-			t.Errorf("case %s: solved %v (want %v), error %q, pull request %d, check %+v", r.Case, r.Solved, want[r.Case], r.Error, r.PullRequest, r.Check)
+			t.Errorf("case %s with %s: solved %v (want %v), error %q, pull request %d, check %+v", r.Case, r.Adapter, r.Solved, want[r.Case], r.Error, r.PullRequest, r.Check)
 		}
-		if r.Outcome.PullRequest.After == nil || r.Outcome.Plan.After == nil || len(r.Outcome.Phases) < 2 {
-			t.Errorf("case %s's outcome: %+v", r.Case, r.Outcome)
+		if r.Outcome.PullRequest.After == nil || r.Outcome.Plan.After == nil || len(r.Outcome.Phases) < 2 || outcomes.AgentOf(r.Outcome).Adapter != r.Adapter {
+			t.Errorf("case %s with %s: outcome %+v", r.Case, r.Adapter, r.Outcome)
 		}
+	}
+}
+
+// checkAdapter checks one adapter's figures: 3 cases, 2 solved.
+func checkAdapter(t *testing.T, a replay.Adapter, name string) {
+	t.Helper()
+	s := a.Summary
+	if a.Adapter != name || a.Model != "gpt-5" || a.Cases != 3 || a.Solved != 2 || s.MergeRate == nil || s.MergeRate.Count != 2 || s.MergeRate.Of != 3 {
+		t.Errorf("%s's figures: %+v", name, a)
+	}
+	if s.ToPullRequest == nil || s.ToPullRequest.N != 3 || s.ToMerge == nil || s.ToMerge.N != 2 || s.PerMerged == nil || s.Runs < 6 {
+		t.Errorf("%s's outcome figures: %+v", name, s)
+	}
+	if a.Tokens == 0 || s.Spend.Source() != outcomes.SourceGateway || a.Wall <= 0 {
+		t.Errorf("%s's spend: %d tokens, %+v, wall %s", name, a.Tokens, s.Spend, a.Wall)
 	}
 }
 
