@@ -43,9 +43,9 @@ const replayAdminTokenEnv = "ALFRED_REPLAY_ADMIN_TOKEN"
 
 // replayFlags are the flags of `alfred replay` beside serve's.
 type replayFlags struct {
-	corpus, adapters, model, out, work   string
-	hookListen, hookURL, person, checkIm string
-	parallel                             int
+	corpus, adapters, model, out, work      string
+	hookListen, hookURL, person, checkImage string
+	parallel                                int
 }
 
 func (f *replayFlags) add(fs *flag.FlagSet) {
@@ -57,7 +57,7 @@ func (f *replayFlags) add(fs *flag.FlagSet) {
 	fs.StringVar(&f.hookListen, "hook-listen", "127.0.0.1:0", "where the replay's engine takes the forge's webhooks")
 	fs.StringVar(&f.hookURL, "hook-url", "", "the webhook URL the forge is given; default http://<hook-listen>/webhooks/<forge>")
 	fs.StringVar(&f.person, "person", "", "the user who opens the issues and owns the repositories (default: the admin)")
-	fs.StringVar(&f.checkIm, "check-image", "", "the image the checks run in (default ALFRED_AGENT_IMAGE)")
+	fs.StringVar(&f.checkImage, "check-image", "", "the image the checks run in (default ALFRED_AGENT_IMAGE)")
 	fs.IntVar(&f.parallel, "parallel", 2, "cases worked at once")
 }
 
@@ -91,6 +91,7 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer st.Close()
 	rep, err := replayWith(ctx, c, &f, st, cases, token, log)
+	log.Info("replay ended: its state and data are kept", "folder", f.work)
 	if werr := writeReport(rep, f.out, stdout); werr != nil {
 		return errors.Join(err, werr)
 	}
@@ -121,7 +122,11 @@ func ownFolders(c *config.Config, f *replayFlags) error {
 	}
 	c.Instance += "-replay-" + hex.EncodeToString(suffix)
 	if len(c.Forges[0].WebhookSecrets) == 0 {
-		c.Forges[0].WebhookSecrets = []string{hex.EncodeToString(suffix) + hex.EncodeToString(suffix)}
+		secret := make([]byte, 16)
+		if _, err := rand.Read(secret); err != nil {
+			return fmt.Errorf("replay: %w", err)
+		}
+		c.Forges[0].WebhookSecrets = []string{hex.EncodeToString(secret)}
 	}
 	return nil
 }
@@ -191,7 +196,7 @@ func replayConfig(ctx context.Context, c *config.Config, f *replayFlags, st *sta
 	if err != nil {
 		return replay.Config{}, err
 	}
-	image := f.checkIm
+	image := f.checkImage
 	if image == "" {
 		image = c.AgentImage
 	}

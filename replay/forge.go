@@ -266,18 +266,6 @@ func (s *Site) labels(ctx context.Context, p forges.Project, names []string) ([]
 	return ids, nil
 }
 
-// Delete deletes the repository p (the report names each one made).
-func (s *Site) Delete(ctx context.Context, p forges.Project) error {
-	c, err := s.client(ctx, "")
-	if err != nil {
-		return err
-	}
-	if _, err := c.DeleteRepo(p.Owner, p.Name); err != nil {
-		return fmt.Errorf("replay: delete %s: %w", p.FullName(), err)
-	}
-	return nil
-}
-
 func randomHex(n int) (string, error) {
 	b := make([]byte, n)
 	if _, err := rand.Read(b); err != nil {

@@ -194,7 +194,11 @@ func wait(ctx context.Context, cfg Config, key state.MailboxKey, limit time.Dura
 		}
 		select {
 		case <-ctx.Done():
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			switch {
+			case !errors.Is(ctx.Err(), context.DeadlineExceeded):
+			case last.ID == "":
+				return last, fmt.Errorf("%w (%s): the bot never took the issue; does the forge reach the webhook at %s?", errTimeLimit, limit, cfg.Hook.URL)
+			default:
 				return last, fmt.Errorf("%w (%s; the mailbox is %q)", errTimeLimit, limit, last.Status)
 			}
 			return last, fmt.Errorf("replay stopped: %w", ctx.Err())
@@ -207,7 +211,7 @@ func wait(ctx context.Context, cfg Config, key state.MailboxKey, limit time.Dura
 // bot never made the mailbox).
 func outcomeOf(rec Records, mb state.Mailbox, now time.Time) (outcomes.Outcome, error) {
 	if mb.ID == "" {
-		return outcomes.Outcome{Status: "", End: outcomes.EndOpen}, nil
+		return outcomes.Outcome{End: outcomes.EndOpen}, nil
 	}
 	runs, err := rec.Runs(mb.ID)
 	if err != nil {

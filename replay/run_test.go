@@ -55,11 +55,11 @@ func TestWait(t *testing.T) {
 		{"pull request", []state.Mailbox{dev, {ID: "m", Status: "in_ci", MergeRequestIID: 4, ActiveRunID: "r1"}, {ID: "m", Status: "in_ci", MergeRequestIID: 4}}, "in_ci", 4, ""},
 		{"blocked", []state.Mailbox{dev, {ID: "m", Status: "blocked"}}, "blocked", 0, ""},
 		{"a stop with a run going", []state.Mailbox{{ID: "m", Status: "blocked", ActiveRunID: "r2"}}, "blocked", 0, "time limit"},
-		{"never made", nil, "", 0, "time limit"},
+		{"never made", nil, "", 0, "the bot never took the issue; does the forge reach the webhook at http://hook?"},
 		{"still developing", []state.Mailbox{dev}, "in_development", 0, `the mailbox is "in_development"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := Config{Records: &script{steps: tc.steps}, Stops: stops, Poll: time.Millisecond}
+			cfg := Config{Records: &script{steps: tc.steps}, Stops: stops, Poll: time.Millisecond, Hook: Hook{URL: "http://hook"}}
 			m, err := wait(context.Background(), cfg, state.MailboxKey{}, 200*time.Millisecond)
 			if m.Status != tc.status || m.MergeRequestIID != tc.mr {
 				t.Errorf("mailbox %+v", m)

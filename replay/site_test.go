@@ -57,8 +57,8 @@ func TestSiteAndCheck(t *testing.T) {
 		func(context.Context, forges.Project) error { synced = true; return nil })
 	if p.Name != "" {
 		defer func() {
-			if err := site.Delete(context.Background(), p); err != nil {
-				t.Error(err)
+			if _, err := in.Client(t, "").DeleteRepo(p.Owner, p.Name); err != nil {
+				t.Errorf("delete %s: %v", p.FullName(), err)
 			}
 		}()
 	}
