@@ -136,8 +136,9 @@ type Opened struct {
 // Repository creates the repository name of the person from the case's
 // snapshot (one commit on main), makes bot an admin collaborator (the bot
 // reads people's permission, which the forge lets only admins do), points
-// its webhook at hook and syncs labels (the bot's catalogue).
-func (s *Site) Repository(ctx context.Context, c Case, name, bot string, hook Hook, sync func(context.Context, forges.Project) error) (forges.Project, error) {
+// its webhook at hook and has prepare ready it for the engine (the bot's
+// labels, the project's settings).
+func (s *Site) Repository(ctx context.Context, c Case, name, bot string, hook Hook, prepare func(context.Context, forges.Project) error) (forges.Project, error) {
 	admin, err := s.client(ctx, "")
 	if err != nil {
 		return forges.Project{}, err
@@ -164,8 +165,8 @@ func (s *Site) Repository(ctx context.Context, c Case, name, bot string, hook Ho
 	if err != nil {
 		return p, fmt.Errorf("replay %s: the webhook of %s: %w", c.Name, p.FullName(), err)
 	}
-	if err := sync(ctx, p); err != nil {
-		return p, fmt.Errorf("replay %s: the bot's labels on %s: %w", c.Name, p.FullName(), err)
+	if err := prepare(ctx, p); err != nil {
+		return p, fmt.Errorf("replay %s: prepare %s for the engine: %w", c.Name, p.FullName(), err)
 	}
 	return p, nil
 }

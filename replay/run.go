@@ -128,7 +128,9 @@ func replayOne(ctx context.Context, cfg Config, c Case, adapter string) (res Res
 		p.Forge = cfg.Forge
 		return cfg.Prepare(ctx, p, adapter)
 	})
-	res.Repository = p.FullName()
+	if p.Name != "" {
+		res.Repository = p.FullName()
+	}
 	if err != nil {
 		return fail(err)
 	}
