@@ -162,11 +162,24 @@ func replayWith(ctx context.Context, c *config.Config, f *replayFlags, st *state
 	}
 	r, hooks, follow := mux.NewRouter(), &webhookRoutes{}, &liveRuns{stopping: make(chan struct{})}
 	det := agents.NewDetector(installations{st}, c.AgentDetectInterval, func() { m.PanicRecovered("detection") }, log)
-	engine, err := startEngine(ctx, c, st, fs, adapters, ranges, det, follow, hooks, r, m, log)
+	// The engine and its detection stop with the replay: its runs and a
+	// detection still going are canceled, and what they left of the
+	// replay's own instance on the daemon is removed (stop).
+	checks, err := newRunner(ctx, c, log)
 	if err != nil {
 		return replay.Report{}, err
 	}
-	defer engine.Close()
+	ectx, cancel := context.WithCancel(ctx)
+	engine, err := startEngine(ectx, c, st, fs, adapters, ranges, det, follow, hooks, r, m, log)
+	if err != nil {
+		cancel()
+		return replay.Report{}, err
+	}
+	defer stopReplay(cancel, engine, checks, log)
+	cfg, err := replayConfig(ctx, c, f, st, fs[0], me.Login, token, checks)
+	if err != nil {
+		return replay.Report{}, err
+	}
 	ln, err := net.Listen("tcp", f.hookListen)
 	if err != nil {
 		return replay.Report{}, fmt.Errorf("replay: listen on %s: %w", f.hookListen, err)
@@ -174,25 +187,30 @@ func replayWith(ctx context.Context, c *config.Config, f *replayFlags, st *state
 	srv := &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	defer srv.Close()
-	cfg, err := replayConfig(ctx, c, f, st, fs[0], me.Login, token, log)
-	if err != nil {
-		return replay.Report{}, err
-	}
-	cfg.Adapters, cfg.Hook.Secret = wanted, c.Forges[0].WebhookSecrets[0]
+	cfg.Adapters, cfg.Hook.Secret, cfg.Log = wanted, c.Forges[0].WebhookSecrets[0], log
 	if cfg.Hook.URL == "" {
 		cfg.Hook.URL = "http://" + ln.Addr().String() + "/webhooks/" + fs[0].cfg.Name
 	}
 	return replay.Run(ctx, cfg, cases)
 }
 
+// stopReplay stops the replay's engine and removes the containers its
+// instance left (a detection of the agent CLIs canceled as it started one):
+// the instance is the replay's alone, no other bot's.
+func stopReplay(cancel context.CancelFunc, engine *bot.Engine, runner sandbox.Runner, log *slog.Logger) {
+	cancel()
+	engine.Close()
+	ctx, done := context.WithTimeout(context.Background(), 30*time.Second)
+	defer done()
+	if err := removeLeftovers(ctx, runner); err != nil {
+		log.Warn("replay: the sandboxes left behind", "err", err)
+	}
+}
+
 // replayConfig is the replay's configuration: the forge as its admin, the
 // bot's git, the checks' runner and image, the statuses a case ends at.
-func replayConfig(ctx context.Context, c *config.Config, f *replayFlags, st *state.Store, fc connected, bot, token string, log *slog.Logger) (replay.Config, error) {
+func replayConfig(ctx context.Context, c *config.Config, f *replayFlags, st *state.Store, fc connected, bot, token string, runner sandbox.Runner) (replay.Config, error) {
 	site, err := replay.NewSite(ctx, replay.SiteOptions{URL: fc.cfg.URL, Token: token, Person: f.person})
-	if err != nil {
-		return replay.Config{}, err
-	}
-	runner, err := newRunner(ctx, c, log)
 	if err != nil {
 		return replay.Config{}, err
 	}
@@ -207,7 +225,7 @@ func replayConfig(ctx context.Context, c *config.Config, f *replayFlags, st *sta
 			Env: map[string]string{"HOME": agents.AgentHome, "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}},
 		Stops:    append(lifecycle.StatusesWaiting(lifecycle.WaitsPerson), lifecycle.StatusesWaiting(lifecycle.WaitsNobody)...),
 		Model:    f.model,
-		Parallel: f.parallel, WorkDir: filepath.Join(f.work, "checks"), Log: log,
+		Parallel: f.parallel, WorkDir: filepath.Join(f.work, "checks"),
 	}, nil
 }
 

@@ -58,6 +58,7 @@ func TestE2EReplay(t *testing.T) {
 	if err != nil {
 		t.Fatalf("alfred replay: %v\n%s", err, text)
 	}
+	noContainerLeft(t, dockerHost, instance)
 	raw, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatalf("the report: %v\n%s", err, text)
@@ -134,4 +135,36 @@ func deleteReplayed(t *testing.T, in *giteatest.Instance, rep replay.Report) {
 			t.Errorf("delete %s: %v", r.Repository, err)
 		}
 	}
+}
+
+// noContainerLeft checks that no container of a replay's instance (the
+// test's, with a suffix of the replay's own) is left on the daemon: not a
+// run's, a check's or a detection's.
+func noContainerLeft(t *testing.T, dockerHost, instance string) {
+	t.Helper()
+	out, err := exec.Command("docker", "-H", dockerHost, "ps", "-a", "--format", `{{.ID}} {{.Label "alfred.instance"}} {{.Command}}`).Output()
+	if err != nil {
+		t.Fatalf("docker ps: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && strings.HasPrefix(f[1], instance+"-replay-") {
+			t.Errorf("a container of the replay left: %s", line)
+		}
+	}
+}
+
+// TestE2EReplayStopsClean: a replay that stops at once (its person cannot
+// be made on the forge), while its engine's first detection of the agent
+// CLIs runs in a container, says why and leaves no container behind.
+func TestE2EReplayStopsClean(t *testing.T) {
+	in := giteatest.FromEnv(t, giteatest.Gitea)
+	dockerHost, image, instance := shippedImage(t)
+	b := newBot(t, []string{"ALFRED_FORGE=forgejo", "ALFRED_FORGE_URL=" + in.URL, "ALFRED_FORGE_TOKEN=" + in.Bot.Token}, dockerHost, image, instance)
+	cmd := exec.Command(b.bin, "replay", "-corpus", "../replay/testdata/corpus", "-person", "no such login!", "-work", t.TempDir())
+	cmd.Env = append(b.env, "ALFRED_REPLAY_ADMIN_TOKEN="+in.Admin.Token)
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "no such login!") {
+		t.Fatalf("alfred replay: %v\n%s", err, out)
+	}
+	noContainerLeft(t, dockerHost, instance)
 }
