@@ -2,7 +2,7 @@
 // coding-agent CLIs in sandboxed containers. This package only parses flags
 // and wires the other packages together, one file per command word: main.go
 // (the words, the logger), serve.go and wiring.go, state.go, settings.go,
-// labels.go, agents.go, doctor.go and config.go; see README.md.
+// labels.go, agents.go, doctor.go, config.go and replay.go; see README.md.
 package main
 
 import (
@@ -42,6 +42,10 @@ Usage:
   alfred settings unset KEY (-org OWNER | -project OWNER/NAME)
   alfred settings list                        the per-project settings, and the overrides in the
                                               state branch (flagging unknown or ill-typed ones)
+  alfred replay -corpus DIR [-adapter A,B] [-model M] [-o FILE]
+                                              replay recorded issues through the engine on a
+                                              Forgejo or Gitea (admin token in ALFRED_REPLAY_ADMIN_TOKEN)
+                                              and report the outcome figures per adapter
   alfred config reference                     the reference of the configuration and of the
                                               per-project settings (Markdown)
   alfred version                              the version
@@ -93,6 +97,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		})
 	case "doctor":
 		err = doctorCmd(ctx, rest, stdout, stderr)
+	case "replay":
+		err = replayCmd(ctx, rest, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, version)
 	case "help", "-h", "--help":
