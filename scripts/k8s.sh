@@ -2,20 +2,24 @@
 # k8s.sh - a real single-node Kubernetes cluster for Alfred's tests, on loopback.
 #
 # Usage (as root):
-#   scripts/k8s.sh start    build the Kubernetes components from the Go module proxy
-#                           (once: the binaries are cached), install the Debian
-#                           packages (etcd-server, containerd, runc,
-#                           containernetworking-plugins, openssl, busybox-static) when
-#                           missing, start etcd, kube-apiserver, kube-controller-manager,
-#                           kube-scheduler, containerd (its CRI plugin) and the kubelet,
-#                           import the test images, run a smoke Pod and print the
-#                           variables the tests read
+#   scripts/k8s.sh start    build the Kubernetes components and kube-router from the Go
+#                           module proxy (once: the binaries are cached), install the
+#                           Debian packages (etcd-server, containerd, runc,
+#                           containernetworking-plugins, openssl, busybox-static,
+#                           iptables, ipset, nftables) when missing, start etcd,
+#                           kube-apiserver, kube-controller-manager, kube-scheduler,
+#                           containerd (its CRI plugin), the kubelet and kube-router's
+#                           NetworkPolicy controller, import the test images, run a
+#                           smoke Pod and print the variables the tests read
 #   scripts/k8s.sh env      print those variables again (the cluster must be running)
 #   scripts/k8s.sh status   tell which components run (exit 1 when one is missing)
 #   scripts/k8s.sh stop     delete the Pods, stop what this script started (each by
 #                           its pidfile PID), undo what it changed on the host and
 #                           delete the state folder (never the cache)
-#   scripts/k8s.sh build    only build (or find cached) the Kubernetes binaries
+#   scripts/k8s.sh build    only build (or find cached) the Kubernetes and kube-router binaries
+#   scripts/k8s.sh netpol start|stop
+#                           start (stop) only the NetworkPolicy enforcer, beside a
+#                           cluster of ours started by an older k8s.sh without it
 #   scripts/k8s.sh import IMAGE...
 #                           copy images of the suite's Docker daemon (ALFRED_TEST_DOCKER_HOST,
 #                           scripts/dockerd.sh) into the running cluster's containerd:
@@ -38,6 +42,9 @@
 # kubelet and kubectl into $ALFRED_K8S_CACHE/k8s-v$VERSION/bin. The first build takes
 # 20-60 minutes on two shared cores (56 min measured under a load of ~10);
 # `scripts/k8s.sh build` can run it ahead. A warm start takes 30-50 s.
+# kube-router: `go install $NETPOL_MODULE/cmd/kube-router@v$NETPOL_VERSION` (its own
+# go.mod, CGO_ENABLED=0, nice, -p 2) into $ALFRED_K8S_CACHE/netpol-kube-router-v$NETPOL_VERSION/bin:
+# NETPOL_BUILD_TIME the first time; NETPOL_START_TIME added to a warm start.
 #
 # What runs, all on 127.0.0.1 (ports picked free), with one CA made by openssl
 # for every certificate:
@@ -54,6 +61,20 @@
 #                            failCgroupV1: false (a cgroup v1 host is refused by default)
 #   CNI                      a bridge alfk8s0 with no address on the host, 10.244.0.0/24
 #                            from host-local: Pods reach each other, nothing routes out
+#   NetworkPolicies          kube-router v2.1.0's network policy controller alone
+#                            (--run-router=false --run-service-proxy=false, no health or
+#                            metrics port, IPv4): iptables chains and ipsets per Pod and
+#                            policy, applied to bridged traffic by br_netfilter
+#                            (bridge-nf-call-iptables=1); an nftables table "ip6
+#                            alfred-k8s-netpol" drops IPv6 on alfk8s0 (bridged too:
+#                            bridge-nf-call-ip6tables=1), since each Pod has a
+#                            link-local address that kube-router would not filter.
+#                            Chosen over SIG Network's kube-network-policies v0.8.0, which
+#                            queues packets with nft's `queue` statement: this kernel has
+#                            NF_TABLES but not NFT_QUEUE (`nft add rule ... queue num 100`
+#                            fails "No such file or directory"). kube-router v2.1.0 has
+#                            security reports against it: it runs here only as this
+#                            test cluster's enforcer, with no port open.
 # No kube-proxy and no DNS: Services do not work; Pods run, log and exit.
 #
 # No registry is reachable: the images are built here (a busybox-static root file
@@ -65,7 +86,11 @@
 #
 # On the host, outside the state folder, a start changes (and stop undoes): the
 # sysctls the kubelet sets (vm.overcommit_memory=1, kernel.panic=10,
-# kernel.panic_on_oops=1, ...: their old values are saved and restored), the
+# kernel.panic_on_oops=1, ...: their old values are saved and restored),
+# net.bridge.bridge-nf-call-iptables and -ip6tables (set to 1, restored),
+# kube-router's KUBE-ROUTER-*, KUBE-POD-FW-* and KUBE-NWPLCY-* chains of the
+# filter table and its KUBE-SRC-*/KUBE-DST-* ipsets, the nftables table ip6
+# alfred-k8s-netpol, the
 # cgroup /alfred-test-k8s in each cgroup v1 hierarchy, the bridge alfk8s0, the
 # folders /var/lib/cni (CNI result cache), /var/lib/kubelet (the device plugin
 # socket: a fixed path) and /var/log/containers (the kubelet's log symlinks)
@@ -78,6 +103,7 @@
 #                            (default /var/cache/alfred)
 #   ALFRED_K8S_STATE         state folder (default /tmp/alfred-test-k8s; keep it short:
 #                            unix socket paths under it must fit 108 bytes)
+#   ALFRED_K8S_NETPOL_VERSION kube-router version (default 2.1.0)
 #   ALFRED_K8S_BUILD_JOBS    go build -p (default 2)
 #   ALFRED_K8S_WAIT          seconds to wait for each component (default 120)
 #   ALFRED_K8S_NAMESPACE     namespace made for the tests (default alfred-test; Pod
@@ -747,7 +773,7 @@ node_ready() {
 # chains (Debian's iptables, nf_tables backend) and ipsets per Pod and policy,
 # which see the bridged Pod traffic through br_netfilter. It handles IPv4 only;
 # the Pods' IPv6 link-local addresses would pass around it, so an nftables table
-# of ours (bridge family) drops every IPv6 frame on the Pod bridge.
+# of ours (ip6 family) drops every IPv6 packet on the Pod bridge.
 
 netpol_cached() { [ -x "$NETPOL_BIN" ]; }
 
@@ -829,11 +855,13 @@ start_netpol() {
 		for s in $BRIDGE_NF; do echo "$s $(cat "/proc/sys/$s")"; done >"$STATE/bridge-nf"
 	fi
 	for s in $BRIDGE_NF; do echo 1 >"/proc/sys/$s"; done
-	nft -f - <<-EOF || fail_start "nft could not make the table bridge $NFT_TABLE"
-		table bridge $NFT_TABLE {
-		  chain forward { type filter hook forward priority 0; policy accept; meta ibrname "$BRIDGE" ether type ip6 drop; }
-		  chain input { type filter hook input priority 0; policy accept; meta ibrname "$BRIDGE" ether type ip6 drop; }
-		  chain output { type filter hook output priority 0; policy accept; meta obrname "$BRIDGE" ether type ip6 drop; }
+	# The IPv6 hooks see the bridged frames through br_netfilter, with the
+	# bridge as their interface (this kernel's bridge family lacks meta ibrname).
+	nft -f - <<-EOF || fail_start "nft could not make the table ip6 $NFT_TABLE"
+		table ip6 $NFT_TABLE {
+		  chain forward { type filter hook forward priority 0; policy accept; iifname "$BRIDGE" drop; oifname "$BRIDGE" drop; }
+		  chain input { type filter hook input priority 0; policy accept; iifname "$BRIDGE" drop; }
+		  chain output { type filter hook output priority 0; policy accept; oifname "$BRIDGE" drop; }
 		}
 	EOF
 	netpol_access
@@ -874,8 +902,8 @@ stop_netpol() {
 	stop_services kube-router
 	[ -f "$STATE/bridge-nf" ] || return 0
 	netpol_cleanup
-	if command -v nft >/dev/null 2>&1 && nft list table bridge "$NFT_TABLE" >/dev/null 2>&1; then
-		nft delete table bridge "$NFT_TABLE" || log "could not delete the nftables table bridge $NFT_TABLE"
+	if command -v nft >/dev/null 2>&1 && nft list table ip6 "$NFT_TABLE" >/dev/null 2>&1; then
+		nft delete table ip6 "$NFT_TABLE" || log "could not delete the nftables table ip6 $NFT_TABLE"
 	fi
 	while read -r s v; do
 		[ "$(cat "/proc/sys/$s")" = "$v" ] || echo "$v" >"/proc/sys/$s" || log "could not restore $s=$v"
@@ -1045,6 +1073,7 @@ write_env() {
 		ALFRED_TEST_K8S_VERSION=v$VERSION
 		ALFRED_TEST_K8S_IMAGE=$IMAGE
 		ALFRED_TEST_K8S_NODE=$NODE
+		ALFRED_TEST_K8S_POD_BRIDGE=$BRIDGE
 	EOF
 	umask 022
 }

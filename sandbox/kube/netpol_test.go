@@ -36,9 +36,10 @@ type netTarget struct {
 	host string // an IPv6 link-local address carries its zone: the Pod's eth0
 	port int
 	// open: an unsealed run reaches it. The others have no route from any
-	// Pod of the test cluster (the bridge has no IPv4 address on the node,
-	// the API server listens on the node's loopback, no kube-proxy, IPv6
-	// dropped on the bridge): a sealed run must fail them all the same.
+	// Pod of the test cluster once scripts/k8s.sh set it up (the bridge has
+	// no IPv4 address on the node, the API server listens on the node's
+	// loopback, no kube-proxy, IPv6 dropped on the bridge); without that
+	// setup a Pod reaches the node over IPv6. A sealed run must fail them all.
 	open bool
 }
 
