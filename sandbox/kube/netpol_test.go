@@ -55,7 +55,7 @@ func TestSealedRunHasNoNetwork(t *testing.T) {
 	r := newTestRunner(t, func(o *Options) { o.Relay = fwd })
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	targets := append(listenerPod(ctx, t, r.c), nodeListener(t), apiServerTarget(t))
+	targets := append(listenerPod(ctx, t, r.c), nodeListener(t), apiServerTarget(t, r.c))
 
 	unsealed := r.spec(probeScript(targets))
 	unsealed.Network = sandbox.NetworkPod
@@ -233,11 +233,11 @@ func nodeListener(t *testing.T) netTarget {
 	return netTarget{name: "node", host: ip.String() + "%eth0", port: ln.Addr().(*net.TCPAddr).Port}
 }
 
-// apiServerTarget is the API server as a Pod would address it: the first
-// address of the Service range (scripts/k8s.sh's 10.96.0.0/24), port 443.
-func apiServerTarget(t *testing.T) netTarget {
+// apiServerTarget is the API server as a Pod addresses it: the Service
+// default/kubernetes (its other address, the kubeconfig's, is the node's
+// loopback, which in a Pod is the Pod's own).
+func apiServerTarget(t *testing.T, c testCluster) netTarget {
 	t.Helper()
-	c := clusterEnv(t)
 	svc, err := c.client.CoreV1().Services("default").Get(context.Background(), "kubernetes", metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("the Service default/kubernetes: %v", err)
