@@ -22,7 +22,7 @@ const (
 	ErrorShapeGoogle ErrorShape = "google"
 	// ErrorShapeGitHub: {"message":…,"documentation_url":…,"status":"403"}
 	// (the GitHub REST API).
-	ErrorShapeGitHub ErrorShape = "github"
+	ErrorShapeGitHub ErrorShape = "github-rest"
 )
 
 // apiError is one kind of answer the gateway gives on a provider's behalf.
