@@ -85,7 +85,9 @@ func (CLI) Descriptor() agents.Descriptor {
 		VerifiedRange: ">=0.43.0, <=0.61.0",
 		// Gemini's per-project sessions, and no credentials.
 		SessionStatePath: agents.AgentHome + "/.gemini/tmp",
-		PromptOnStdin:    true, TakesSessionID: true,
+		Takeover: &agents.Takeover{Argv: []string{Executable, "--resume=" + agents.TakeoverID},
+			Note: "Gemini binds a session to the folder it ran in, /workspace in the sandbox: resume it from a checkout at /workspace"},
+		PromptOnStdin: true, TakesSessionID: true,
 		EnvAllowlist: []string{
 			"GEMINI_MODEL", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_GCA", "GOOGLE_CLOUD_PROJECT",
 			"GOOGLE_CLOUD_LOCATION", "GOOGLE_APPLICATION_CREDENTIALS",
