@@ -99,7 +99,7 @@ func (w *Worktree) changesSince(ctx context.Context, since, botEmail string) (*C
 		return nil, fmt.Errorf("recorded head %q is not a commit id", since)
 	}
 	cache := gitcmd.Cmd{GitDir: w.cache}
-	ch := &Changes{Branch: w.Branch, Since: since, Head: w.start}
+	ch := &Changes{Branch: w.source, Since: since, Head: w.start}
 	rng := []string{w.start, "^" + since}
 	if _, err := git(ctx, cache, "merge-base", "--is-ancestor", since, w.start); err != nil {
 		var gerr *gitcmd.Error

@@ -67,7 +67,7 @@ func TestChangesSince(t *testing.T) {
 			since := commitAs(t, work, "Alfred", bot, "feat: a greeting (#7)")
 			since = c.work(t, work, since)
 			run(t, "", "git", "clone", "--quiet", "--bare", work, bare)
-			w := &Worktree{Branch: "agent/issue-7", cache: bare, start: run(t, work, "git", "rev-parse", "HEAD"), onBranch: true}
+			w := &Worktree{Branch: "alfred/run-1", source: "agent/issue-7", cache: bare, start: run(t, work, "git", "rev-parse", "HEAD"), onBranch: true}
 			ch, err := w.changesSince(context.Background(), since, bot)
 			if err != nil {
 				t.Fatal(err)
@@ -88,7 +88,7 @@ func TestChangesSince(t *testing.T) {
 			if c.want != nil && strings.Join(got, "|") != strings.Join(c.want, "|") {
 				t.Errorf("subjects %q, want %q", got, c.want)
 			}
-			if ch.More != c.more || ch.Rewritten != c.rewritten || ch.Since != since || ch.Head != w.start {
+			if ch.More != c.more || ch.Rewritten != c.rewritten || ch.Since != since || ch.Head != w.start || ch.Branch != "agent/issue-7" {
 				t.Errorf("changes %+v: want more %d, rewritten %v", ch, c.more, c.rewritten)
 			}
 			if c.more > 0 && len(ch.Commits) != MaxChangedCommits {

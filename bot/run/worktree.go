@@ -62,9 +62,11 @@ type Worktree struct {
 	// agent's CLI gets in its home (home.go); removed with the rest.
 	Home  string
 	start string // the commit checked out
-	// onBranch says start is the head of the issue branch (it existed),
-	// not the base a new branch starts from.
+	// onBranch says start is the head of the issue branch source (it
+	// existed), not the base a new branch starts from; Branch is another
+	// name for a read-only run.
 	onBranch bool
+	source   string
 	merged   string // the commit merged in before the agent ran, the commit's second parent
 	head     string // the bot's commit of the change, once made
 	private  string // the bot's repository of this run
@@ -144,7 +146,7 @@ func (r *Repos) Checkout(ctx context.Context, p forges.Project, remote Remote, r
 	if err != nil {
 		return nil, fmt.Errorf("find %s in the cache of %s: %w", start, p.FullName(), err)
 	}
-	w := &Worktree{Dir: dir, Branch: branch, Pushable: push, start: strings.TrimSpace(sha), onBranch: onBranch, private: private, Home: home, cache: cache, remote: remote, repos: r}
+	w := &Worktree{Dir: dir, Branch: branch, Pushable: push, start: strings.TrimSpace(sha), onBranch: onBranch, source: branch, private: private, Home: home, cache: cache, remote: remote, repos: r}
 	if !push {
 		w.Branch = "alfred/run-" + runID
 	}
