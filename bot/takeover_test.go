@@ -39,7 +39,9 @@ func TestTakeoverChangesInPrompt(t *testing.T) {
 
 	first := h.git.commit(t, "alice", "demo", mb.BranchName, "greet_fr.go", "package demo // bonjour\n")
 	h.say(iid, "alice", "@alfred I added the French greeting on the branch: does it fit the plan?")
-	waitUntil(t, func() bool { return len(h.forge.commentKinds(h.issueTarget(iid))) > 0 && h.mailbox(iid).Phase == string(agents.PhaseAnswer) })
+	waitUntil(t, func() bool {
+		return len(h.forge.commentKinds(h.issueTarget(iid))) > 0 && h.mailbox(iid).Phase == string(agents.PhaseAnswer)
+	})
 	mb = h.waitStatus(iid, lifecycle.StatusInCI)
 	ch := changesOf(h.lastPrompt(agents.PhaseAnswer))
 	if !strings.Contains(ch, "> "+first[:12]+" · alice · change greet_fr.go") || !strings.Contains(ch, mb.BranchName) {
@@ -56,7 +58,10 @@ func TestTakeoverChangesInPrompt(t *testing.T) {
 	h.send(forges.Event{Type: forges.EventCommentCreated, Actor: "alice",
 		Target:  forges.Target{Project: h.project, Kind: forges.TargetMergeRequest, Number: mb.MergeRequestIID},
 		Comment: &forges.Comment{ID: 991, Author: "alice", Body: "Please test the French greeting"}})
-	waitUntil(t, func() bool { m := h.mailbox(iid); return m.Phase == string(agents.PhaseReviewFix) && m.ActiveRunID == "" })
+	waitUntil(t, func() bool {
+		m := h.mailbox(iid)
+		return m.Phase == string(agents.PhaseReviewFix) && m.ActiveRunID == ""
+	})
 	mb = h.waitStatus(iid, lifecycle.StatusInCI)
 	if ch := changesOf(h.lastPrompt(agents.PhaseReviewFix)); ch != "" {
 		t.Errorf("the review_fix lists changes the answer already saw:\n%s", ch)
