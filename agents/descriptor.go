@@ -85,6 +85,11 @@ type Takeover struct {
 	// unpacked under that name. Empty: the session folder is unpacked as
 	// it is.
 	PerDirectory string
+	// Adopt is a POSIX shell command run in the checkout once the folder
+	// is unpacked under PerDirectory ("$d" names it) that makes the CLI take
+	// the sessions there as the current directory's (Gemini's .project_root
+	// marker); may be empty.
+	Adopt string
 	// Note is what a person must know beside the command (a CLI that
 	// binds its sessions to the directory they ran in); may be empty.
 	Note string
@@ -247,6 +252,9 @@ func (d Descriptor) Validate() error {
 	}
 	if d.Takeover != nil && d.SessionStatePath == "" {
 		return fmt.Errorf("adapter %s: a takeover needs a session state path", d.ID)
+	}
+	if t := d.Takeover; t != nil && t.Adopt != "" && t.PerDirectory == "" {
+		return fmt.Errorf("adapter %s: the takeover adopts a folder it does not name (no PerDirectory)", d.ID)
 	}
 	if t := d.Takeover; t != nil && !slices.ContainsFunc(t.Argv, func(a string) bool { return strings.Contains(a, TakeoverID) }) {
 		return fmt.Errorf("adapter %s: the takeover's command must name the session, %s", d.ID, TakeoverID)

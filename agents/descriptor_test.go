@@ -68,6 +68,9 @@ func TestDescriptorValidate(t *testing.T) {
 			d.SessionStatePath, d.Takeover = AgentHome+"/.x", &Takeover{Argv: []string{"xcli", "--resume=" + TakeoverID}}
 		}, ""},
 		"takeover without sessions": {func(d *Descriptor) { d.Takeover = &Takeover{Argv: []string{"xcli", TakeoverID}} }, "session state path"},
+		"takeover adopts no folder": {func(d *Descriptor) {
+			d.SessionStatePath, d.Takeover = AgentHome+"/.x", &Takeover{Argv: []string{"xcli", TakeoverID}, Adopt: "true"}
+		}, "PerDirectory"},
 		"takeover without the id": {func(d *Descriptor) {
 			d.SessionStatePath, d.Takeover = AgentHome+"/.x", &Takeover{Argv: []string{"xcli", "--continue"}}
 		}, "must name the session"},

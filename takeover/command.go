@@ -44,6 +44,9 @@ func Command(s Session, file string) (string, error) {
 		strip := len(strings.Split(prefix, "/")) + 1 // the folder of the sandbox's directory too
 		steps = append(steps, `d="$HOME/`+prefix+`/`+t.PerDirectory+`"`, `mkdir -p "$d"`,
 			"tar -xzf "+shellQuote(file)+` -C "$d" --strip-components=`+fmt.Sprint(strip))
+		if t.Adopt != "" {
+			steps = append(steps, t.Adopt)
+		}
 	}
 	argv := make([]string, len(t.Argv))
 	for i, a := range t.Argv {

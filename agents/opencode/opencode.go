@@ -82,7 +82,7 @@ func (CLI) Descriptor() agents.Descriptor {
 		SessionStatePath: agents.AgentHome + "/.local/state/opencode",
 		// OPENCODE_DB finds the database where the session folder put it.
 		Takeover: &agents.Takeover{Argv: []string{"OPENCODE_DB=" + DBEnv, Executable, "--session", agents.TakeoverID},
-			Note: "OpenCode binds a session to the folder it ran in, /workspace in the sandbox: resume it from a checkout at /workspace"},
+			Note: "OpenCode binds a session to the folder it ran in, /workspace in the sandbox (from another folder its resume hangs): resume it from a checkout at /workspace"},
 		PromptOnStdin: true,
 		EnvAllowlist: []string{
 			"OPENCODE_CONFIG", "OPENCODE_CONFIG_CONTENT", "OPENCODE_CONFIG_DIR", "OPENCODE_DISABLE_MODELS_FETCH",
