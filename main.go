@@ -2,7 +2,7 @@
 // coding-agent CLIs in sandboxed containers. This package only parses flags
 // and wires the other packages together, one file per command word: main.go
 // (the words, the logger), serve.go and wiring.go, state.go, settings.go,
-// labels.go, agents.go, doctor.go, config.go and replay.go; see README.md.
+// labels.go, agents.go, doctor.go, session.go, config.go and replay.go; see README.md.
 package main
 
 import (
@@ -37,6 +37,9 @@ Usage:
   alfred state verify                         git fsck, then every record and index entry
   alfred state export [-o FILE]               every record as JSON lines
   alfred state compact [-keep N] [-archive]   bound the history and repack (server stopped)
+  alfred session export -project OWNER/NAME -issue N [-adapter ID] [-o FILE]
+                                              the issue's agent session, secrets scrubbed, and
+                                              the command that continues it on your machine
   alfred settings get KEY -project OWNER/NAME the effective value of a per-project setting
   alfred settings set KEY VALUE (-org OWNER | -project OWNER/NAME)
   alfred settings unset KEY (-org OWNER | -project OWNER/NAME)
@@ -83,6 +86,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			"verify":  func(a []string) error { return stateVerify(ctx, a, stdout, stderr) },
 			"export":  func(a []string) error { return stateExport(ctx, a, stdout, stderr) },
 			"compact": func(a []string) error { return stateCompact(ctx, a, stdout, stderr) },
+		})
+	case "session":
+		err = sub(rest, map[string]func([]string) error{
+			"export": func(a []string) error { return sessionExport(ctx, a, stdout, stderr) },
 		})
 	case "settings":
 		err = sub(rest, map[string]func([]string) error{

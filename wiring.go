@@ -388,6 +388,11 @@ func pageDeps(c *config.Config, st *state.Store, fs []connected, adapters map[st
 	if len(fs) > 0 {
 		d.Access = newAccess(c, fs)
 	}
+	t, err := newSessionTakeover(c, st)
+	if err != nil {
+		return views.Deps{}, err
+	}
+	d.Takeover = t // "continue this session yourself" on the run page
 	return d, nil
 }
 

@@ -81,6 +81,9 @@ func TestDescriptors(t *testing.T) {
 				t.Errorf("ParseVersion(%q) = %v, %v; want %s inside %s", c.version, v, err, c.pinned, d.VerifiedRange)
 			}
 			checkSealed(t, d)
+			if (d.Takeover != nil) != (d.SessionStatePath != "") {
+				t.Errorf("takeover %+v with session state path %q: a CLI that resumes says how a person resumes it", d.Takeover, d.SessionStatePath)
+			}
 		})
 	}
 }

@@ -65,7 +65,38 @@ type Descriptor struct {
 	// gateway (package gateway) in a container with no network; nil: the
 	// CLI does not run sealed yet.
 	Sealed *Sealed
+	// Takeover is how a person continues one of the CLI's sessions on
+	// their own machine (package takeover); nil: nobody can. Only with a
+	// SessionStatePath (Validate); every CLI of Alfred's that resumes
+	// declares one.
+	Takeover *Takeover
 }
+
+// Takeover is how a person continues a CLI's session by hand, in a checkout
+// of the issue branch, once the session folder is unpacked in their home.
+type Takeover struct {
+	// Argv resumes the session interactively; TakeoverID stands for its
+	// native id.
+	Argv []string
+	// PerDirectory is a POSIX shell expression, run in the checkout, that
+	// names the folder under SessionStatePath in which the CLI files the
+	// sessions of the current directory (Claude Code's slug of the working
+	// directory): the one folder the sandbox's /workspace had there is
+	// unpacked under that name. Empty: the session folder is unpacked as
+	// it is.
+	PerDirectory string
+	// Adopt is a POSIX shell command run in the checkout once the folder
+	// is unpacked under PerDirectory ("$d" names it) that makes the CLI take
+	// the sessions there as the current directory's (Gemini's .project_root
+	// marker); may be empty.
+	Adopt string
+	// Note is what a person must know beside the command (a CLI that
+	// binds its sessions to the directory they ran in); may be empty.
+	Note string
+}
+
+// TakeoverID is what Takeover.Argv says in place of the session's id.
+const TakeoverID = "{id}"
 
 // Sealed is how a CLI runs behind the model gateway: which provider it
 // calls, the variables that point it at the forwarder with the run's token
@@ -296,6 +327,15 @@ func (d Descriptor) Validate() error {
 	}
 	if _, err := semver.NewConstraint(d.VerifiedRange); err != nil {
 		return fmt.Errorf("adapter %s: verified range %q: %w", d.ID, d.VerifiedRange, err)
+	}
+	if d.Takeover != nil && d.SessionStatePath == "" {
+		return fmt.Errorf("adapter %s: a takeover needs a session state path", d.ID)
+	}
+	if t := d.Takeover; t != nil && t.Adopt != "" && t.PerDirectory == "" {
+		return fmt.Errorf("adapter %s: the takeover adopts a folder it does not name (no PerDirectory)", d.ID)
+	}
+	if t := d.Takeover; t != nil && !slices.ContainsFunc(t.Argv, func(a string) bool { return strings.Contains(a, TakeoverID) }) {
+		return fmt.Errorf("adapter %s: the takeover's command must name the session, %s", d.ID, TakeoverID)
 	}
 	if d.Sealed != nil {
 		if err := d.Sealed.validate(d); err != nil {

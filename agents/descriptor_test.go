@@ -57,14 +57,24 @@ func TestDescriptorValidate(t *testing.T) {
 		edit func(*Descriptor)
 		want string // "" means valid
 	}{
-		"valid":                    {func(*Descriptor) {}, ""},
-		"no id":                    {func(d *Descriptor) { d.ID = "" }, "no adapter id"},
-		"no executable":            {func(d *Descriptor) { d.Executable = "" }, "no executable"},
-		"version argv instead":     {func(d *Descriptor) { d.Executable, d.VersionArgv = "", []string{"x", "-V"} }, ""},
-		"bad range":                {func(d *Descriptor) { d.VerifiedRange = "not a range" }, "verified range"},
-		"state outside home":       {func(d *Descriptor) { d.SessionStatePath = "/root/.x" }, AgentHome},
-		"bad worktree pattern":     {func(d *Descriptor) { d.WorktreeFiles = []string{"!x"} }, "plain exclude line"},
-		"sealed":                   {func(d *Descriptor) { d.Sealed = sealedX() }, ""},
+		"valid":                {func(*Descriptor) {}, ""},
+		"no id":                {func(d *Descriptor) { d.ID = "" }, "no adapter id"},
+		"no executable":        {func(d *Descriptor) { d.Executable = "" }, "no executable"},
+		"version argv instead": {func(d *Descriptor) { d.Executable, d.VersionArgv = "", []string{"x", "-V"} }, ""},
+		"bad range":            {func(d *Descriptor) { d.VerifiedRange = "not a range" }, "verified range"},
+		"state outside home":   {func(d *Descriptor) { d.SessionStatePath = "/root/.x" }, AgentHome},
+		"bad worktree pattern": {func(d *Descriptor) { d.WorktreeFiles = []string{"!x"} }, "plain exclude line"},
+		"sealed":               {func(d *Descriptor) { d.Sealed = sealedX() }, ""},
+		"takeover": {func(d *Descriptor) {
+			d.SessionStatePath, d.Takeover = AgentHome+"/.x", &Takeover{Argv: []string{"xcli", "--resume=" + TakeoverID}}
+		}, ""},
+		"takeover without sessions": {func(d *Descriptor) { d.Takeover = &Takeover{Argv: []string{"xcli", TakeoverID}} }, "session state path"},
+		"takeover adopts no folder": {func(d *Descriptor) {
+			d.SessionStatePath, d.Takeover = AgentHome+"/.x", &Takeover{Argv: []string{"xcli", TakeoverID}, Adopt: "true"}
+		}, "PerDirectory"},
+		"takeover without the id": {func(d *Descriptor) {
+			d.SessionStatePath, d.Takeover = AgentHome+"/.x", &Takeover{Argv: []string{"xcli", "--continue"}}
+		}, "must name the session"},
 		"sealed, no key var":       {func(d *Descriptor) { d.Sealed = sealedX(); d.Sealed.KeyVar = "" }, "KeyVar"},
 		"sealed, no such provider": {func(d *Descriptor) { d.Sealed = sealedX(); d.Sealed.Provider = "bedrock" }, "catalogue"},
 		"sealed sets a variable the CLI never receives": {

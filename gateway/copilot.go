@@ -20,8 +20,6 @@ const GitHubTokenPrefix = "github_pat_"
 // "<prefix><token>" as the token.
 var TokenPrefixes = []string{GitHubTokenPrefix}
 
-// runTokenPrefix starts every run's token.
-const runTokenPrefix = "alfred-run-"
 
 // IsRunToken tells whether v has the shape of a run's token (Session.Token),
 // bare or behind one of TokenPrefixes: an adapter tells by its CLI's key
@@ -30,7 +28,7 @@ func IsRunToken(v string) bool {
 	for _, p := range TokenPrefixes {
 		v = strings.TrimPrefix(v, p)
 	}
-	return strings.HasPrefix(v, runTokenPrefix) && len(v) > len(runTokenPrefix)
+	return strings.HasPrefix(v, TokenPrefix) && len(v) > len(TokenPrefix)
 }
 
 // The hosts of the Copilot provider: the GitHub API (the CLI's sign-in:

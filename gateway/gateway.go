@@ -352,6 +352,15 @@ func (g *Gateway) Served() []Provider {
 	return out
 }
 
+// TokenPrefix starts every run token.
+const TokenPrefix = "alfred-run-"
+
+// TokenPattern matches every run token Open gives (Session.Token: the
+// prefix and 32 random bytes in unpadded base64url), this run's and any
+// earlier one's: what is scrubbed from a copy of a session folder handed to
+// a person, when the tokens themselves are long gone.
+var TokenPattern = regexp.MustCompile(TokenPrefix + `[A-Za-z0-9_-]{43}`)
+
 // Open starts the session of a run: a fresh 0700 folder under Options.Dir
 // holding the socket (mode SocketMode) the session serves, and a new token.
 // allow adds hosts this run alone may reach through the gateway as an HTTP
@@ -420,7 +429,7 @@ func (g *Gateway) open(runID string, allow []hostRule) (*Session, error) {
 	s := &Session{
 		g:     g,
 		id:    runID,
-		token: runTokenPrefix + base64.RawURLEncoding.EncodeToString(raw[:]),
+		token: TokenPrefix + base64.RawURLEncoding.EncodeToString(raw[:]),
 		dir:   dir,
 		path:  path,
 		ln:    ln,

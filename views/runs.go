@@ -41,6 +41,7 @@ type runView struct {
 	Live     bool               `json:"live"` // still queued or running: the page refreshes itself
 	Stream   bool               `json:"-"`    // Live, and the page follows its output (live.go)
 	Timeline timeline           `json:"-"`    // Run.Steps as the page shows them
+	Takeover *TakeoverOffer     `json:"-"`    // the session offered to a person with write access
 }
 
 // locateRun finds the project of run id from the run's record (a run id
@@ -127,6 +128,7 @@ func readable[V any](d Deps, w http.ResponseWriter, r *http.Request, locate loca
 func (d Deps) runPage(w http.ResponseWriter, r *http.Request) {
 	if v, ok := readable(d, w, r, d.locateRun); ok {
 		v.Stream = v.Live && d.Live != nil
+		v.Takeover = d.takeoverOf(r, v)
 		d.render(w, r, "run.html", v)
 	}
 }

@@ -79,6 +79,9 @@ type Deps struct {
 	Settings ProjectSettings
 	// Clock is the time of the overview's durations and charts; nil: time.Now.
 	Clock func() time.Time
+	// Takeover offers a run's session to people with write access
+	// (takeover.go); nil: the run page offers none.
+	Takeover Takeover
 
 	perms *permCache // the lists' permission cache, made by Register
 	ready *readiness // the last readiness /readyz answered, made by Register
@@ -113,6 +116,7 @@ func Register(r *mux.Router, d Deps) {
 	}
 	r.HandleFunc("/runs/{id}", d.runPage).Methods(get...)
 	r.HandleFunc("/runs/{id}/live", d.runLive).Methods(http.MethodGet)
+	r.HandleFunc("/runs/{id}/session.tar.gz", d.takeoverDownload).Methods(http.MethodGet)
 	r.HandleFunc("/mailboxes/{id:.+}", d.mailboxPage).Methods(get...)
 	r.HandleFunc("/agents", d.agentsPage).Methods(get...)
 	if d.Redetect != nil {

@@ -68,7 +68,12 @@ func (CLI) Descriptor() agents.Descriptor {
 		VerifiedRange: ">=2.1.101, <=2.1.332",
 		// The session transcripts and nothing else.
 		SessionStatePath: agents.AgentHome + "/.claude/projects",
-		PromptOnStdin:    true, TakesSessionID: true,
+		// Sessions are filed under the slug of the working directory: every
+		// character but a letter or a digit becomes "-" (/workspace:
+		// -workspace).
+		Takeover: &agents.Takeover{Argv: []string{Executable, "--resume", agents.TakeoverID},
+			PerDirectory: `$(pwd | sed 's/[^A-Za-z0-9]/-/g')`},
+		PromptOnStdin: true, TakesSessionID: true,
 		EnvAllowlist: []string{
 			"ANTHROPIC_MODEL", "ANTHROPIC_SMALL_FAST_MODEL", "ANTHROPIC_DEFAULT_OPUS_MODEL",
 			"ANTHROPIC_DEFAULT_SONNET_MODEL", "ANTHROPIC_DEFAULT_HAIKU_MODEL", "ANTHROPIC_CUSTOM_HEADERS",

@@ -74,8 +74,10 @@ func (CLI) Descriptor() agents.Descriptor {
 		VerifiedRange: ">=0.117.0, <=0.171.0",
 		// The rollout files and nothing else.
 		SessionStatePath: agents.AgentHome + "/.codex/sessions",
-		PromptOnStdin:    true,
-		EnvAllowlist:     []string{"OPENAI_ORGANIZATION", "OPENAI_PROJECT", "RUST_LOG"},
+		// The interactive `codex resume <id>` finds the rollout by its id.
+		Takeover:      &agents.Takeover{Argv: []string{Executable, "resume", agents.TakeoverID}},
+		PromptOnStdin: true,
+		EnvAllowlist:  []string{"OPENAI_ORGANIZATION", "OPENAI_PROJECT", "RUST_LOG"},
 		Sealed: &agents.Sealed{
 			Provider: gateway.NameOpenAI, BaseURLVar: "OPENAI_BASE_URL", BaseURLPath: "/v1", KeyVar: "OPENAI_API_KEY",
 			Credentials: []string{"OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL", "AZURE_OPENAI_API_KEY"},

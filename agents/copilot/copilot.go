@@ -94,6 +94,7 @@ func (CLI) Descriptor() agents.Descriptor {
 		VerifiedRange: ">=1.0.51, <=1.0.102",
 		// Copilot's sessions, and no credentials.
 		SessionStatePath: agents.AgentHome + "/.copilot/session-state",
+		Takeover:         &agents.Takeover{Argv: []string{Executable, "--resume=" + agents.TakeoverID}},
 		PromptOnStdin:    true, TakesSessionID: true,
 		EnvAllowlist: []string{
 			"GH_HOST", "COPILOT_GH_HOST", "COPILOT_MODEL", "COPILOT_OFFLINE", "COPILOT_PROVIDER_TYPE",

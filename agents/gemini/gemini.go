@@ -85,7 +85,13 @@ func (CLI) Descriptor() agents.Descriptor {
 		VerifiedRange: ">=0.43.0, <=0.61.0",
 		// Gemini's per-project sessions, and no credentials.
 		SessionStatePath: agents.AgentHome + "/.gemini/tmp",
-		PromptOnStdin:    true, TakesSessionID: true,
+		// A project's sessions are in tmp/<short name>/chats, found by the
+		// folder its .project_root names: unpacked under a name of its own,
+		// the marker names the person's checkout.
+		Takeover: &agents.Takeover{Argv: []string{Executable, "--resume=" + agents.TakeoverID},
+			PerDirectory: `alfred-$(basename "$PWD" | sed 's/[^A-Za-z0-9]/-/g')`,
+			Adopt:        `printf '%s' "$PWD" > "$d/.project_root"`},
+		PromptOnStdin: true, TakesSessionID: true,
 		EnvAllowlist: []string{
 			"GEMINI_MODEL", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_GCA", "GOOGLE_CLOUD_PROJECT",
 			"GOOGLE_CLOUD_LOCATION", "GOOGLE_APPLICATION_CREDENTIALS",

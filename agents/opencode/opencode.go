@@ -80,7 +80,10 @@ func (CLI) Descriptor() agents.Descriptor {
 		VerifiedRange: ">=1.15.0, <=1.18.33",
 		// The folder holding the relocated session database.
 		SessionStatePath: agents.AgentHome + "/.local/state/opencode",
-		PromptOnStdin:    true,
+		// OPENCODE_DB finds the database where the session folder put it.
+		Takeover: &agents.Takeover{Argv: []string{"OPENCODE_DB=" + DBEnv, Executable, "--session", agents.TakeoverID},
+			Note: "OpenCode binds a session to the folder it ran in, /workspace in the sandbox (from another folder its resume hangs): resume it from a checkout at /workspace"},
+		PromptOnStdin: true,
 		EnvAllowlist: []string{
 			"OPENCODE_CONFIG", "OPENCODE_CONFIG_CONTENT", "OPENCODE_CONFIG_DIR", "OPENCODE_DISABLE_MODELS_FETCH",
 			"OPENCODE_MODELS_PATH", "OPENCODE_MODELS_URL",

@@ -30,6 +30,9 @@ type PromptInput struct {
 	Review    string                 // review_fix: the review feedback
 	Conflict  []string               // conflict_resolution: files with conflicts
 	Reviews   []forges.ReviewComment // review_fix: line comments
+	// Changes are the commits people pushed to the branch since the bot's
+	// last run (changes.go); nil: none.
+	Changes *Changes
 }
 
 // Markers of the analysis output (lifecycle.ParseAnalysis splits it by them).
@@ -59,6 +62,9 @@ func Prompt(in PromptInput) string {
 		for _, c := range in.Untrusted {
 			fmt.Fprintf(&b, "@%s (not a maintainer) wrote:\n%s\n\n", c.Author, quote(stripMarker(c.Body)))
 		}
+	}
+	if ch := changesSection(in.Changes); ch != "" {
+		b.WriteString(ch + "\n")
 	}
 	b.WriteString("# Your task\n\n")
 	switch in.Phase {

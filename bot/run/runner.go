@@ -119,6 +119,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (Report, error) {
 	if in.Conflict, err = conflicts(ctx, req.Forge, mb, run, wt, phase); err != nil || run.NothingToDo {
 		return Report{Result: &agents.Result{Outcome: agents.OutcomeSucceeded, Text: run.Result}}, err
 	}
+	in.Changes = r.changes(ctx, mb, run, wt)
 	prompt := Prompt(in)
 	spec, creds, err := r.spec(req, wt)
 	if err != nil {

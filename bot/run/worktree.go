@@ -60,14 +60,19 @@ type Worktree struct {
 	Excludes []string
 	// Home is a folder of the bot's for the configuration files the
 	// agent's CLI gets in its home (home.go); removed with the rest.
-	Home    string
-	start   string // the commit checked out
-	merged  string // the commit merged in before the agent ran, the commit's second parent
-	head    string // the bot's commit of the change, once made
-	private string // the bot's repository of this run
-	cache   string
-	remote  Remote
-	repos   *Repos
+	Home  string
+	start string // the commit checked out
+	// onBranch says start is the head of the issue branch source (it
+	// existed), not the base a new branch starts from; Branch is another
+	// name for a read-only run.
+	onBranch bool
+	source   string
+	merged   string // the commit merged in before the agent ran, the commit's second parent
+	head     string // the bot's commit of the change, once made
+	private  string // the bot's repository of this run
+	cache    string
+	remote   Remote
+	repos    *Repos
 }
 
 func (r *Repos) projectLock(key string) *sync.Mutex {
@@ -133,15 +138,15 @@ func (r *Repos) Checkout(ctx context.Context, p forges.Project, remote Remote, r
 		}
 	}
 	cache := r.cacheDir(p)
-	start := base
-	if r.BranchExists(ctx, p, branch) {
+	start, onBranch := base, r.BranchExists(ctx, p, branch)
+	if onBranch {
 		start = branch
 	}
 	sha, err := git(ctx, gitcmd.Cmd{GitDir: cache}, "rev-parse", "--verify", "--quiet", "refs/heads/"+start+"^{commit}")
 	if err != nil {
 		return nil, fmt.Errorf("find %s in the cache of %s: %w", start, p.FullName(), err)
 	}
-	w := &Worktree{Dir: dir, Branch: branch, Pushable: push, start: strings.TrimSpace(sha), private: private, Home: home, cache: cache, remote: remote, repos: r}
+	w := &Worktree{Dir: dir, Branch: branch, Pushable: push, start: strings.TrimSpace(sha), onBranch: onBranch, source: branch, private: private, Home: home, cache: cache, remote: remote, repos: r}
 	if !push {
 		w.Branch = "alfred/run-" + runID
 	}
