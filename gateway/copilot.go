@@ -20,7 +20,6 @@ const GitHubTokenPrefix = "github_pat_"
 // "<prefix><token>" as the token.
 var TokenPrefixes = []string{GitHubTokenPrefix}
 
-
 // IsRunToken tells whether v has the shape of a run's token (Session.Token),
 // bare or behind one of TokenPrefixes: an adapter tells by its CLI's key
 // that it runs behind the gateway.
