@@ -103,6 +103,7 @@ func (s *scenario) mergedOutcome(in *giteatest.Instance) {
 	}
 	t.Logf("the outcome: %s by %s, plan after %s, pull request after %s, merged after %s, %d runs, %d tokens in",
 		o.End, o.By, *o.Plan.After, *o.PullRequest.After, *o.Finished.After, o.Runs, o.Spend.InputTokens)
+	s.outcomesSeen(o)
 }
 
 // withOpenAI offers the mock model as OpenAI too (Codex's provider), with
