@@ -4,12 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -181,9 +183,18 @@ var sizes = []struct {
 	n    int
 }{{"1k", 1_000}, {"10k", 10_000}, {"100k", 100_000}}
 
+var bench1M = flag.Bool("state.1m", false, "BenchmarkWrite also at 1M records (its fixtures take minutes and about 2 GB)")
+
 // BenchmarkWrite: one durable transaction rewriting one mailbox record.
 func BenchmarkWrite(b *testing.B) {
-	for _, size := range sizes {
+	all := sizes
+	if *bench1M {
+		all = append(slices.Clip(all), struct {
+			name string
+			n    int
+		}{"1M", 1_000_000})
+	}
+	for _, size := range all {
 		b.Run("records="+size.name+"/store=git", func(b *testing.B) {
 			s, err := Open(context.Background(), fixtureDir(b, "git", size.n), Options{})
 			if err != nil {
