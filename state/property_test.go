@@ -44,7 +44,8 @@ const propWorkers = 4
 // writing and must leave nothing. The store is compared with the map after
 // every step, reopened at random points (and then compared again, as is a
 // read-only store opened next to it), and checked by git fsck at the end.
-// -state.prop sets how long it runs, -state.seed replays a run.
+// -state.prop sets how long it runs, -state.seed replays a run:
+// go test ./state -run TestRandomTransactions -args -state.prop=5m
 func TestRandomTransactions(t *testing.T) {
 	seed := *propSeed
 	if seed == 0 {
