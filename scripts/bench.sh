@@ -27,8 +27,10 @@ bench state . -timeout 60m
 # columns by store, then each median as a ratio, git's time over SQLite's
 # (below 1 under concurrency: git's throughput is higher). Open's target is
 # absolute (< 1 s); BenchmarkRSS reports the memory idle and with 100k records.
+# WriteFloor's columns (append, gitproto) are the file system's floor of a
+# lone durable write, for SQLite's way and for git's (issue 34).
 vs_sqlite() {
-	local in=$1 filter='.name:(Write OR ConcurrentWrite OR Open)'
+	local in=$1 filter='.name:(Write OR ConcurrentWrite OR WriteFloor OR Open)'
 	benchstat -col /store -filter "$filter" "$in"
 	echo
 	benchstat -format csv -col /store -filter "$filter" "$in" 2>/dev/null |

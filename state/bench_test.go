@@ -4,12 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
+	"golang.org/x/sys/unix"
 	_ "modernc.org/sqlite"
 )
 
@@ -179,9 +183,18 @@ var sizes = []struct {
 	n    int
 }{{"1k", 1_000}, {"10k", 10_000}, {"100k", 100_000}}
 
+var bench1M = flag.Bool("state.1m", false, "BenchmarkWrite also at 1M records (its fixtures take minutes and about 2 GB)")
+
 // BenchmarkWrite: one durable transaction rewriting one mailbox record.
 func BenchmarkWrite(b *testing.B) {
-	for _, size := range sizes {
+	all := sizes
+	if *bench1M {
+		all = append(slices.Clip(all), struct {
+			name string
+			n    int
+		}{"1M", 1_000_000})
+	}
+	for _, size := range all {
 		b.Run("records="+size.name+"/store=git", func(b *testing.B) {
 			s, err := Open(context.Background(), fixtureDir(b, "git", size.n), Options{})
 			if err != nil {
@@ -221,6 +234,121 @@ func BenchmarkWrite(b *testing.B) {
 	}
 }
 
+// BenchmarkWriteFloor: what a lone durable write costs the file system at
+// least, with the bytes of one commit of BenchmarkWrite at 10k records (its
+// pack and its index). store=append appends them to one open file and
+// fdatasyncs it: SQLite's WAL does no less. store=gitproto makes the files
+// a git commit needs, with no store logic: the pack created, its index
+// created and renamed into place, the pack fsynced, the ref's lock created and renamed over the ref, the
+// ref's folder fsynced, and the pack and index removed as a merge later
+// removes them.
+func BenchmarkWriteFloor(b *testing.B) {
+	pack, idx := commitBytes(b)
+	b.Run("store=append", func(b *testing.B) {
+		f, err := os.OpenFile(filepath.Join(b.TempDir(), "wal"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		b.ResetTimer()
+		cpu := cpuTime()
+		for b.Loop() {
+			if _, err := f.Write(pack); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := f.Write(idx); err != nil {
+				b.Fatal(err)
+			}
+			if err := syscall.Fdatasync(int(f.Fd())); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportCPU(b, cpu)
+	})
+	b.Run("store=gitproto", func(b *testing.B) {
+		dir := b.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "ref"), []byte("x\n"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		b.ResetTimer()
+		cpu := cpuTime()
+		for i := 0; b.Loop(); i++ {
+			if err := gitProtoWrite(dir, i, pack, idx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportCPU(b, cpu)
+	})
+}
+
+// gitProtoWrite makes the files of commit i as writeCommitPack and moveRef
+// do, then removes the pack and its index.
+func gitProtoWrite(dir string, i int, pack, idx []byte) error {
+	base := filepath.Join(dir, fmt.Sprintf("pack-%d", i))
+	fd, err := createFile(base+".pack", pack, 0o444)
+	if err != nil {
+		return err
+	}
+	xfd, err := replaceFile(base+".idx", idx, 0o444)
+	if err != nil {
+		unix.Close(fd)
+		return err
+	}
+	unix.Close(xfd)
+	err = fsyncFD(fd, base+".pack")
+	unix.Close(fd)
+	if err != nil {
+		return err
+	}
+	lfd, err := createFile(filepath.Join(dir, "ref.lock"), []byte(plumbing.ZeroHash.String()+"\n"), 0o644)
+	if err != nil {
+		return err
+	}
+	unix.Close(lfd)
+	if err := unix.Rename(filepath.Join(dir, "ref.lock"), filepath.Join(dir, "ref")); err != nil {
+		return err
+	}
+	if err := syncDirFD(dir); err != nil {
+		return err
+	}
+	if err := unix.Unlink(base + ".idx"); err != nil {
+		return err
+	}
+	return unix.Unlink(base + ".pack")
+}
+
+// commitBytes returns the pack and the index of one BenchmarkWrite commit
+// at 10k records, made in a copy of its fixture.
+func commitBytes(b *testing.B) (pack, idx []byte) {
+	b.Helper()
+	dir := filepath.Join(b.TempDir(), "state")
+	if err := os.CopyFS(dir, os.DirFS(fixtureDir(b, "git", 10_000))); err != nil {
+		b.Fatal(err)
+	}
+	s, err := Open(context.Background(), dir, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	m := benchMailbox(7)
+	m.LLMRetries = -1
+	if err := s.Update(context.Background(), func(tx *Tx) error { return tx.PutMailbox(m) }); err != nil {
+		b.Fatal(err)
+	}
+	s.packMu.Lock()
+	name := s.packs[len(s.packs)-1].name
+	s.packMu.Unlock()
+	base := filepath.Join(packDir(dir), name)
+	if pack, err = os.ReadFile(base + ".pack"); err == nil {
+		idx, err = os.ReadFile(base + ".idx")
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("one commit: pack %d bytes, index %d bytes", len(pack), len(idx))
+	return pack, idx
+}
+
 // BenchmarkConcurrentWrite: 8 and 32 writers, each transaction rewriting
 // one mailbox (a different one each time); the store batches concurrent
 // transactions into one commit (group commit), SQLite serializes them on
@@ -230,7 +358,10 @@ func BenchmarkConcurrentWrite(b *testing.B) {
 	const n = 10_000
 	for _, writers := range []int{8, 32} {
 		b.Run(fmt.Sprintf("writers=%d/store=git", writers), func(b *testing.B) {
-			s, err := Open(context.Background(), fixtureDir(b, "git", n), Options{})
+			var commits atomic.Int64
+			s, err := Open(context.Background(), fixtureDir(b, "git", n), Options{
+				Observe: func(time.Duration, error) { commits.Add(1) },
+			})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -240,6 +371,8 @@ func BenchmarkConcurrentWrite(b *testing.B) {
 				m.LLMRetries = i
 				return s.Update(context.Background(), func(tx *Tx) error { return tx.PutMailbox(m) })
 			})
+			// How many transactions a commit carried (group commit).
+			b.ReportMetric(float64(b.N)/float64(max(1, commits.Load())), "tx/commit")
 		})
 		b.Run(fmt.Sprintf("writers=%d/store=sqlite", writers), func(b *testing.B) {
 			db := openSQLite(b, fixtureDir(b, "sqlite", n))

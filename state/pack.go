@@ -173,8 +173,8 @@ func writeCommitPack(repo string, objs []gitObject) (packInfo, error) {
 
 // writePack streams a pack (a merge of others) and its index into
 // objects/pack and syncs the pack, the index and the folder. produce is
-// called with a packWriter expecting count objects.
-func writePack(repo string, count int, produce func(*packWriter) error) (packInfo, error) {
+// called with a packWriter expecting count objects of size bytes in all.
+func writePack(repo string, count int, size int64, produce func(*packWriter) error) (packInfo, error) {
 	dir := packDir(repo)
 	pf, err := os.CreateTemp(dir, "tmp_pack_")
 	if err != nil {
@@ -188,7 +188,7 @@ func writePack(repo string, count int, produce func(*packWriter) error) (packInf
 	}()
 	defer pf.Close()
 	pw := newPackWriter(pf, count)
-	pw.buf = slices.Grow(pw.buf, packFlushAt)
+	pw.buf = slices.Grow(pw.buf, int(min(size+32, packFlushAt))) // a merge of small packs needs less than a flush
 	if err := produce(pw); err != nil {
 		return packInfo{}, fmt.Errorf("write pack: %w", err)
 	}
@@ -348,7 +348,7 @@ func mergePacks(repo string, packs []packInfo) (packInfo, error) {
 	defer func() { closePacks(mapped) }()
 	var all [][]packEntry
 	seen := map[plumbing.Hash]bool{}
-	count := 0
+	count, size := 0, int64(0)
 	for _, p := range packs {
 		mp, err := mapPack(filepath.Join(dir, p.name))
 		if err != nil {
@@ -364,12 +364,13 @@ func mergePacks(repo string, packs []packInfo) (packInfo, error) {
 			if !seen[e.hash] {
 				seen[e.hash] = true
 				kept = append(kept, e)
+				size += e.size
 			}
 		}
 		count += len(kept)
 		all = append(all, kept)
 	}
-	merged, err := writePack(repo, count, func(pw *packWriter) error {
+	merged, err := writePack(repo, count, size, func(pw *packWriter) error {
 		for i, entries := range all {
 			for _, e := range entries {
 				if err := pw.addRaw(e.hash, mapped[i].data[e.off:e.off+e.size], e.crc); err != nil {
