@@ -2,12 +2,10 @@ package kube
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"time"
 
 	"github.com/alchemic-studio/alfred/sandbox"
-	corev1 "k8s.io/api/core/v1"
 )
 
 // drainTimeout bounds the wait for the log stream to end after the agent did.
@@ -42,15 +40,7 @@ func (r *Runner) startOutput(ctx context.Context, p *plan, w *podWatch, log *slo
 	o.stopLog, o.stopTail = stopLog, stopTail
 	go func() {
 		defer close(o.logDone)
-		stream, err := r.client.CoreV1().Pods(r.namespace).GetLogs(p.name, &corev1.PodLogOptions{Container: ctrAgent, Follow: true}).Stream(logCtx)
-		if err != nil {
-			log.Warn("cannot follow the agent's log", "err", err)
-			return
-		}
-		defer stream.Close()
-		if _, err := io.Copy(o.stdout, stream); err != nil && logCtx.Err() == nil {
-			log.Warn("the agent's log stream broke", "err", err)
-		}
+		r.followLog(logCtx, p.name, o.stdout, func() bool { return agentEnded(w) }, log)
 	}()
 	go func() {
 		defer close(o.tailDone)

@@ -228,3 +228,13 @@ func pending(p *corev1.Pod) string {
 	}
 	return b.String()
 }
+
+// agentEnded says whether the latest Pod shows the agent ended (or the Pod
+// gone: nothing more will come).
+func agentEnded(w *podWatch) bool {
+	w.mu.Lock()
+	p, err := w.pod, w.err
+	w.mu.Unlock()
+	done, _ := ended(p)
+	return done || err != nil
+}
