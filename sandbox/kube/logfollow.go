@@ -138,12 +138,20 @@ func (f *logFilter) pass(chunk []byte) error {
 	return err
 }
 
+// logState tells followLog where the agent is.
+type logState struct {
+	ended   func() bool // the agent has ended: a stream that ends is the end
+	pending func() bool // the agent has not started yet, as far as the watch knows
+}
+
 // followLog copies the agent container's log to out from its start, through
 // broken streams: each new stream starts at the last line seen and the
-// filter drops what was passed on already. It returns when a stream ended
-// and ended() holds (the agent has ended), with ctx, or after logRetries
-// attempts in a row that brought nothing.
-func (r *Runner) followLog(ctx context.Context, pod string, out io.Writer, ended func() bool, log *slog.Logger) {
+// filter drops what was passed on already. Before the first line, a stream
+// refused while the agent is pending (not started, or its start not reported
+// yet) is asked again every stageRetry. It returns when a stream ended and
+// ended() holds, with ctx, or after logRetries attempts in a row that
+// brought nothing.
+func (r *Runner) followLog(ctx context.Context, pod string, out io.Writer, st logState, log *slog.Logger) {
 	cur := &logCursor{}
 	backoff := logBackoff
 	for failures := 0; ; {
@@ -152,8 +160,16 @@ func (r *Runner) followLog(ctx context.Context, pod string, out io.Writer, ended
 		if ctx.Err() != nil {
 			return
 		}
-		if err == nil && ended() {
+		if err == nil && st.ended() {
 			return
+		}
+		if err != nil && cur.last.IsZero() && st.pending() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(stageRetry):
+			}
+			continue
 		}
 		if *cur != before {
 			failures, backoff = 0, logBackoff

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/alchemic-studio/alfred/sandbox"
@@ -23,6 +24,8 @@ const tailEndTimeout = 3 * time.Second
 // helper) to the Spec's writers as they come.
 type output struct {
 	stdout, stderr *sandbox.Capture
+	end            *endLine // between the log and stdout
+	tailStarted    atomic.Bool
 	stopLog        context.CancelFunc
 	stopTail       context.CancelFunc
 	logDone        chan struct{}
@@ -38,15 +41,20 @@ func (r *Runner) startOutput(ctx context.Context, p *plan, w *podWatch, log *slo
 	logCtx, stopLog := context.WithCancel(ctx)
 	tailCtx, stopTail := context.WithCancel(ctx)
 	o.stopLog, o.stopTail = stopLog, stopTail
+	o.end = newEndLine(o.stdout, p.endMark)
 	go func() {
 		defer close(o.logDone)
-		r.followLog(logCtx, p.name, o.stdout, func() bool { return agentEnded(w) }, log)
+		r.followLog(logCtx, p.name, o.end, logState{
+			ended:   func() bool { return agentEnded(w) || o.ended() },
+			pending: func() bool { return agentPending(w) },
+		}, log)
 	}()
 	go func() {
 		defer close(o.tailDone)
 		if _, err := w.until(tailCtx, running(ctrHelper)); err != nil {
 			return
 		}
+		o.tailStarted.Store(true)
 		err := r.exec(tailCtx, p.name, ctrHelper, stderrTail, nil, o.stderr)
 		if err != nil && tailCtx.Err() == nil {
 			log.Debug("stderr tail ended", "err", err)
@@ -55,8 +63,19 @@ func (r *Runner) startOutput(ctx context.Context, p *plan, w *podWatch, log *slo
 	return o
 }
 
-// finishLog waits for the log stream to end (the agent has ended).
+// ended says whether the wrapper's end line arrived: the agent has ended
+// and its stdout is whole.
+func (o *output) ended() bool {
+	_, ok := o.end.Code()
+	return ok
+}
+
+// finishLog waits for the log stream to end (the agent has ended); it ends
+// it at once when the end line arrived.
 func (o *output) finishLog(log *slog.Logger) {
+	if o.ended() {
+		o.stopLog()
+	}
 	select {
 	case <-o.logDone:
 	case <-time.After(drainTimeout):
@@ -65,11 +84,16 @@ func (o *output) finishLog(log *slog.Logger) {
 		<-o.logDone
 	}
 	o.stopLog()
+	o.end.Flush()
 }
 
 // finishTail waits for the stderr tail to end, which the copy-out's start
-// asks it to; one still running after tailEndTimeout is cut.
+// asks it to; one still running after tailEndTimeout is cut, one not
+// started at once (the copy-out brought the whole file).
 func (o *output) finishTail() {
+	if !o.tailStarted.Load() {
+		o.stopTail()
+	}
 	select {
 	case <-o.tailDone:
 	case <-time.After(tailEndTimeout):

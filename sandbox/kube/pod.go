@@ -23,18 +23,30 @@ const (
 	ctrAgent  = "agent"
 )
 
-// agentWrapper runs as `/bin/sh -c agentWrapper alfred-run UNSET ARGV...`: it
-// takes stdin from the staged file and sends stderr to a file (so the
+// agentWrapper runs as `/bin/sh -c agentWrapper alfred-run MARK UNSET ARGV...`:
+// it takes stdin from the staged file and sends stderr to a file (so the
 // container's log is stdout only), removes the variables the kubelet and the
-// shell add (KUBERNETES_*, and those of UNSET, e.g. "SHLVL PWD"), then runs
-// ARGV. Nothing of the Spec is parsed by the shell: it is "$@".
+// shell add (KUBERNETES_*, and those of UNSET, e.g. "SHLVL PWD"), runs ARGV,
+// then writes "\nMARK CODE\n" to stdout and exits CODE, ARGV's exit code: the
+// runner learns the end from the log without waiting for the kubelet to
+// notice it (endline.go). Nothing of the Spec is parsed by the shell: it is
+// "$@", exec'd in a subshell (so a name like eval is a program, never a
+// builtin, as with exec alone); m is not exported. The wrapper catches
+// SIGTERM (a caught signal is the default again in ARGV) and waits: the
+// agent alone decides how it ends within the grace period, as its
+// container would end (and kill it) with the wrapper.
 const agentWrapper = `exec <` + runDir + `/stdin 2>>` + runDir + `/stderr || exit 126
 p=${KUBERNETES_SERVICE_PORT:-443}
 case $p in *[!0-9]*) p=443 ;; esac
+m=$1
 unset KUBERNETES_SERVICE_HOST KUBERNETES_SERVICE_PORT KUBERNETES_SERVICE_PORT_HTTPS KUBERNETES_PORT \
-  KUBERNETES_PORT_${p}_TCP KUBERNETES_PORT_${p}_TCP_PROTO KUBERNETES_PORT_${p}_TCP_PORT KUBERNETES_PORT_${p}_TCP_ADDR p $1
-shift
-exec "$@"`
+  KUBERNETES_PORT_${p}_TCP KUBERNETES_PORT_${p}_TCP_PROTO KUBERNETES_PORT_${p}_TCP_PORT KUBERNETES_PORT_${p}_TCP_ADDR p $2
+shift 2
+trap : TERM
+(exec "$@")
+c=$?
+printf '\n%s %d\n' "$m" "$c"
+exit "$c"`
 
 // Control files at the root of the run volume, which the agent does not see
 // (it mounts only its subDir: stdin and stderr). stagedFlag holds the PID of
@@ -113,7 +125,7 @@ func (r *Runner) agentContainer(p *plan, mounts []corev1.VolumeMount) corev1.Con
 			unset = append(unset, v)
 		}
 	}
-	command := append([]string{"/bin/sh", "-c", agentWrapper, "alfred-run", strings.Join(unset, " ")}, p.argv...)
+	command := append([]string{"/bin/sh", "-c", agentWrapper, "alfred-run", p.endMark, strings.Join(unset, " ")}, p.argv...)
 	c := r.container(p, ctrAgent, command, mounts, r.agentResources(p.spec))
 	c.WorkingDir = p.workdir
 	c.Env = envVars(p.spec.Env)

@@ -58,9 +58,9 @@ func (r *Runner) runPod(ctx, teardown context.Context, p *plan, objs *made, log 
 		return nil, err
 	}
 	started := time.Now()
-	log.Debug("agent started", "since_create", started.Sub(t0))
+	log.Debug("staged, the agent starts", "since_create", started.Sub(t0))
 	out := r.startOutput(teardown, p, w, log)
-	outcome, code, waitErr := r.await(ctx, teardown, p, w, log)
+	outcome, code, waitErr := r.await(ctx, teardown, p, w, out, log)
 	relays.stop()
 	out.finishLog(log)
 	duration := time.Since(started)
@@ -108,23 +108,18 @@ func (r *Runner) create(ctx context.Context, p *plan, objs *made) (*podWatch, er
 	return r.watchPod(created), nil
 }
 
-// start waits for the stage container, stages the files and waits for the
-// agent to run, within the start deadline.
+// start stages the files as soon as the stage container takes them, within
+// the start deadline. The agent starts when the stage container ends; the
+// runner does not wait for the kubelet to report it: the log is followed
+// from then on and a container that cannot start fails await.
 func (r *Runner) start(ctx context.Context, p *plan, w *podWatch, log *slog.Logger) error {
 	startCtx, cancel := context.WithTimeout(ctx, r.opts.StartTimeout)
 	defer cancel()
 	t0 := time.Now()
-	if _, err := w.until(startCtx, running(ctrStage)); err != nil {
-		return r.startErr(ctx, startCtx, w, err)
-	}
-	log.Debug("stage container running", "waited", time.Since(t0))
 	if err := r.stage(startCtx, p, w); err != nil {
 		return r.startErr(ctx, startCtx, w, err)
 	}
-	log.Debug("staged", "since_stage_running", time.Since(t0))
-	if _, err := w.until(startCtx, started); err != nil {
-		return r.startErr(ctx, startCtx, w, err)
-	}
+	log.Debug("staged", "took", time.Since(t0))
 	return nil
 }
 
@@ -140,14 +135,33 @@ func (r *Runner) startErr(ctx, startCtx context.Context, w *podWatch, err error)
 	return err
 }
 
-// await waits for the agent's end, its timeout or ctx, and returns how the
-// run ended; at the timeout or on ctx it stops the agent first.
-func (r *Runner) await(ctx, teardown context.Context, p *plan, w *podWatch, log *slog.Logger) (sandbox.Outcome, int, error) {
+// await waits for the agent's end (the wrapper's end line in its stdout, or
+// the kubelet's report, whichever comes first), its timeout or ctx, and
+// returns how the run ended; at the timeout or on ctx it stops the agent
+// first.
+func (r *Runner) await(ctx, teardown context.Context, p *plan, w *podWatch, o *output, log *slog.Logger) (sandbox.Outcome, int, error) {
 	runCtx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	pod, err := w.until(runCtx, ended)
-	if err == nil {
-		return sandbox.OutcomeExited, int(status(pod, ctrAgent).State.Terminated.ExitCode), nil
+	type report struct {
+		pod *corev1.Pod
+		err error
+	}
+	watched := make(chan report, 1)
+	go func() {
+		pod, err := w.until(runCtx, endedOrFailed)
+		watched <- report{pod, err}
+	}()
+	var err error
+	select {
+	case <-o.end.Done():
+		code, _ := o.end.Code()
+		log.Debug("the agent's end line arrived")
+		return sandbox.OutcomeExited, code, nil
+	case rep := <-watched:
+		if rep.err == nil {
+			return sandbox.OutcomeExited, int(status(rep.pod, ctrAgent).State.Terminated.ExitCode), nil
+		}
+		err = rep.err
 	}
 	outcome := sandbox.OutcomeTimeout
 	switch {

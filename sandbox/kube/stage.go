@@ -18,10 +18,46 @@ import (
 // carries (umask 0), then raises the flag that lets the agent start.
 var stageCommand = []string{"/bin/sh", "-c", "umask 0 && tar -xf - -C " + stageDir + " && echo $$ >" + stagedFlag}
 
+// stageRetry is how long an exec into the stage container waits before it
+// is tried again, while the watch does not show the container running.
+const stageRetry = 50 * time.Millisecond
+
 // stage copies stdin, HOME's folders, the worktree, the session folder and
 // the tmpfs folders into the Pod's volumes, through a tar stream extracted
-// in the stage container.
+// in the stage container. It does not wait for the watch to show that
+// container running (the kubelet reports a start at its next relist, up to
+// a second later): once the kubelet has seen the Pod, an exec refused while
+// the watch had not shown the container running is tried again shortly.
 func (r *Runner) stage(ctx context.Context, p *plan, w *podWatch) error {
+	if _, err := w.until(ctx, seen); err != nil {
+		return err
+	}
+	for {
+		pod, werr := w.latest()
+		if done, _ := stageDone(pod); done { // an earlier attempt staged all, its exec cut by the end
+			return nil
+		}
+		up, err := running(ctrStage)(pod)
+		if err != nil {
+			return err
+		}
+		if werr != nil {
+			return werr
+		}
+		err = r.stageOnce(ctx, p)
+		if err == nil || up || errors.Is(err, errStaging) {
+			return r.stageEnd(ctx, w, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("kube: stage the run's files: %w", err)
+		case <-time.After(stageRetry):
+		}
+	}
+}
+
+// stageOnce streams the staging tar into the stage container.
+func (r *Runner) stageOnce(ctx context.Context, p *plan) error {
 	pr, pw := io.Pipe()
 	written := make(chan error, 1)
 	go func() {
@@ -32,8 +68,17 @@ func (r *Runner) stage(ctx context.Context, p *plan, w *podWatch) error {
 	err := r.exec(ctx, p.name, ctrStage, stageCommand, pr, nil)
 	pr.Close() // unblocks the writer when tar ended early
 	if werr := <-written; werr != nil && !errors.Is(werr, io.ErrClosedPipe) {
-		return fmt.Errorf("kube: stage the run's files: %w", werr)
+		return fmt.Errorf("%w: %w", errStaging, werr)
 	}
+	return err
+}
+
+// errStaging: the staging tar could not be written (a host-side error, not
+// worth another attempt).
+var errStaging = errors.New("kube: stage the run's files")
+
+// stageEnd settles the exec's outcome err.
+func (r *Runner) stageEnd(ctx context.Context, w *podWatch, err error) error {
 	if err == nil {
 		return nil
 	}
