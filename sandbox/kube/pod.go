@@ -5,7 +5,9 @@ import (
 	"math"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/alchemic-studio/alfred/sandbox"
 	corev1 "k8s.io/api/core/v1"
@@ -18,8 +20,7 @@ import (
 
 // Container names.
 const (
-	ctrStage  = "stage"  // init: waits while the runner extracts the staging tar in it
-	ctrHelper = "helper" // sleeps beside the agent: stderr, signals, copy-out
+	ctrHelper = "helper" // sleeps beside the agent: staging, stderr, signals, copy-out
 	ctrAgent  = "agent"
 )
 
@@ -58,19 +59,25 @@ const (
 	stderrFile = stageDir + "/" + volRun + "/" + subDir + "/stderr"
 )
 
-// stageWait is the stage container's command: it waits for the staging to
-// be complete and its shell gone (so that the exec ends cleanly before the
-// container does), then ends, which starts the agent. Busybox and coreutils
-// sleep both take fractions.
-var stageWait = []string{"/bin/sh", "-c", "until [ -s " + stagedFlag + " ]; do sleep 0.1; done\n" +
-	"while kill -0 \"$(cat " + stagedFlag + ")\" 2>/dev/null; do sleep 0.02; done\nsleep 0.05"}
+// stageWait is the helper's postStart hook: it waits for the staging to be
+// complete, at most limit/20 ms times 20 ms. The kubelet creates and starts
+// the next container, the agent, only when the hook has returned, so the
+// agent's mounts find the folders the staging made, without an init
+// container whose end the kubelet would notice at its next relist only (up
+// to a second). Busybox and coreutils sleep both take fractions.
+func stageWait(limit time.Duration) []string {
+	n := max(int64(limit/(20*time.Millisecond)), 1)
+	return []string{"/bin/sh", "-c", "i=0\nuntil [ -s " + stagedFlag + " ]; do\n" +
+		"  i=$((i+1)); [ $i -le " + strconv.FormatInt(n, 10) + " ] || exit 1\n  sleep 0.02\ndone"}
+}
 
 // pod is the run's Pod.
 func (r *Runner) pod(p *plan) *corev1.Pod {
 	labels, annotations := r.podLabels(p)
 	vols, stageMounts, agentMounts := volumes(p)
 	helper := r.container(p, ctrHelper, []string{"sleep", "2147483647"}, stageMounts, helperResources())
-	stage := r.container(p, ctrStage, stageWait, stageMounts, helperResources())
+	// Hook commands are not expanded by the kubelet: no escape.
+	helper.Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: stageWait(r.opts.StartTimeout)}}}
 	agent := r.agentContainer(p, agentMounts)
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: p.name, Labels: labels, Annotations: annotations},
@@ -88,8 +95,8 @@ func (r *Runner) pod(p *plan) *corev1.Pod {
 				RunAsGroup:     ptr.To(int64(p.spec.GID)),
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 			},
-			InitContainers: []corev1.Container{stage},
-			// The helper first: the kubelet starts it before the agent.
+			// The helper first: the kubelet starts it, runs its postStart
+			// hook to its end, then starts the agent.
 			Containers: []corev1.Container{helper, agent},
 			Volumes:    vols,
 		},

@@ -246,13 +246,13 @@ func agentPending(w *podWatch) bool {
 	return s == nil || s.State.Running == nil && s.State.Terminated == nil
 }
 
-// seen holds when the kubelet has reported the Pod (its stage container's
-// status is there): its containers may start any moment.
+// seen holds when the kubelet has reported the Pod (its helper's status is
+// there): its containers may start any moment.
 func seen(p *corev1.Pod) (bool, error) {
 	if err := startFailure(p); err != nil {
 		return false, err
 	}
-	return status(p, ctrStage) != nil, nil
+	return status(p, ctrHelper) != nil, nil
 }
 
 // endedOrFailed holds when the agent has ended; it fails when a container
