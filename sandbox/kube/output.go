@@ -3,7 +3,6 @@ package kube
 import (
 	"context"
 	"log/slog"
-	"sync/atomic"
 	"time"
 
 	"github.com/alchemic-studio/alfred/sandbox"
@@ -25,7 +24,6 @@ const tailEndTimeout = 3 * time.Second
 type output struct {
 	stdout, stderr *sandbox.Capture
 	end            *endLine // between the log and stdout
-	tailStarted    atomic.Bool
 	stopLog        context.CancelFunc
 	stopTail       context.CancelFunc
 	logDone        chan struct{}
@@ -51,10 +49,6 @@ func (r *Runner) startOutput(ctx context.Context, p *plan, w *podWatch, log *slo
 	}()
 	go func() {
 		defer close(o.tailDone)
-		if _, err := w.until(tailCtx, running(ctrHelper)); err != nil {
-			return
-		}
-		o.tailStarted.Store(true)
 		err := r.exec(tailCtx, p.name, ctrHelper, stderrTail, nil, o.stderr)
 		if err != nil && tailCtx.Err() == nil {
 			log.Debug("stderr tail ended", "err", err)
@@ -88,12 +82,8 @@ func (o *output) finishLog(log *slog.Logger) {
 }
 
 // finishTail waits for the stderr tail to end, which the copy-out's start
-// asks it to; one still running after tailEndTimeout is cut, one not
-// started at once (the copy-out brought the whole file).
+// asks it to; one still running after tailEndTimeout is cut.
 func (o *output) finishTail() {
-	if !o.tailStarted.Load() {
-		o.stopTail()
-	}
 	select {
 	case <-o.tailDone:
 	case <-time.After(tailEndTimeout):

@@ -50,15 +50,17 @@ func (r *Runner) runPod(ctx, teardown context.Context, p *plan, objs *made, log 
 		return nil, err
 	}
 	defer w.stop()
-	// The relays start with the helper, beside the agent, whose forwarder
-	// waits for their sockets.
-	relays := r.startRelays(teardown, p, w, log)
-	defer relays.stop()
 	if err := r.start(ctx, p, w, log); err != nil {
 		return nil, err
 	}
 	started := time.Now()
 	log.Debug("staged, the agent starts", "since_create", started.Sub(t0))
+	// The helper took the staging: it runs. The relays start beside the
+	// agent, whose forwarder waits for their sockets; the copy-out is
+	// primed.
+	relays := r.startRelays(teardown, p, log)
+	defer relays.stop()
+	primed := r.primeCopy(teardown, p, log)
 	out := r.startOutput(teardown, p, w, log)
 	outcome, code, waitErr := r.await(ctx, teardown, p, w, out, log)
 	relays.stop()
@@ -67,7 +69,7 @@ func (r *Runner) runPod(ctx, teardown context.Context, p *plan, objs *made, log 
 	log.Debug("agent ended", "outcome", outcome, "duration", duration)
 	copyCtx, cancel := context.WithTimeout(teardown, copyTimeout)
 	defer cancel()
-	copied, copyErr := r.copyBack(copyCtx, p, log)
+	copied, copyErr := primed.run(copyCtx)
 	out.finishTail()
 	log.Debug("copied out", "took", time.Since(started)-duration, "err", copyErr)
 	if waitErr != nil {
