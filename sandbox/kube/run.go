@@ -137,33 +137,14 @@ func (r *Runner) startErr(ctx, startCtx context.Context, w *podWatch, err error)
 	return err
 }
 
-// await waits for the agent's end (the wrapper's end line in its stdout, or
-// the kubelet's report, whichever comes first), its timeout or ctx, and
-// returns how the run ended; at the timeout or on ctx it stops the agent
-// first.
+// await waits for the agent's end, its timeout or ctx, and returns how the
+// run ended; at the timeout or on ctx it stops the agent first.
 func (r *Runner) await(ctx, teardown context.Context, p *plan, w *podWatch, o *output, log *slog.Logger) (sandbox.Outcome, int, error) {
 	runCtx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	type report struct {
-		pod *corev1.Pod
-		err error
-	}
-	watched := make(chan report, 1)
-	go func() {
-		pod, err := w.until(runCtx, endedOrFailed)
-		watched <- report{pod, err}
-	}()
-	var err error
-	select {
-	case <-o.end.Done():
-		code, _ := o.end.Code()
-		log.Debug("the agent's end line arrived")
+	code, err := untilEnd(runCtx, w, o)
+	if err == nil {
 		return sandbox.OutcomeExited, code, nil
-	case rep := <-watched:
-		if rep.err == nil {
-			return sandbox.OutcomeExited, int(status(rep.pod, ctrAgent).State.Terminated.ExitCode), nil
-		}
-		err = rep.err
 	}
 	outcome := sandbox.OutcomeTimeout
 	switch {
@@ -173,13 +154,40 @@ func (r *Runner) await(ctx, teardown context.Context, p *plan, w *podWatch, o *o
 		return "", -1, fmt.Errorf("kube: wait for the agent: %w", err)
 	}
 	log.Debug("stopping the agent", "outcome", outcome)
-	r.stop(teardown, p, w, log)
+	r.stop(teardown, p, w, o, log)
 	return outcome, -1, nil
 }
 
+// untilEnd waits for the agent's end, whichever comes first: the wrapper's
+// end line in its stdout, or the kubelet's report (when a container cannot
+// start, an error). It returns the agent's exit code.
+func untilEnd(ctx context.Context, w *podWatch, o *output) (int, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type report struct {
+		pod *corev1.Pod
+		err error
+	}
+	watched := make(chan report, 1)
+	go func() {
+		pod, err := w.until(ctx, endedOrFailed)
+		watched <- report{pod, err}
+	}()
+	select {
+	case <-o.end.Done():
+		code, _ := o.end.Code()
+		return code, nil
+	case rep := <-watched:
+		if rep.err != nil {
+			return -1, rep.err
+		}
+		return int(status(rep.pod, ctrAgent).State.Terminated.ExitCode), nil
+	}
+}
+
 // stop sends SIGTERM to the agent's processes, then SIGKILL after the grace
-// period, and waits for the agent container's end.
-func (r *Runner) stop(ctx context.Context, p *plan, w *podWatch, log *slog.Logger) {
+// period, and waits for the agent's end.
+func (r *Runner) stop(ctx context.Context, p *plan, w *podWatch, o *output, log *slog.Logger) {
 	for _, sig := range []string{"TERM", "KILL"} {
 		sigCtx, cancel := context.WithTimeout(ctx, teardownTimeout)
 		if err := r.signal(sigCtx, p.name, sig); err != nil {
@@ -191,7 +199,7 @@ func (r *Runner) stop(ctx context.Context, p *plan, w *podWatch, log *slog.Logge
 			wait = teardownTimeout
 		}
 		waitCtx, cancel := context.WithTimeout(ctx, wait)
-		_, err := w.until(waitCtx, ended)
+		_, err := untilEnd(waitCtx, w, o)
 		cancel()
 		if err == nil {
 			return
