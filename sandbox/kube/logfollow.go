@@ -148,13 +148,13 @@ type logState struct {
 // broken streams: each new stream starts at the last line seen and the
 // filter drops what was passed on already. Before the first line, a stream
 // refused while the agent is pending (not started, or its start not reported
-// yet) is asked again every stageRetry. It returns when a stream ended and
+// yet) is asked again after stageRetry. It returns when a stream ended and
 // ended() holds, with ctx, or after logRetries attempts in a row that
 // brought nothing.
 func (r *Runner) followLog(ctx context.Context, pod string, out io.Writer, st logState, log *slog.Logger) {
 	cur := &logCursor{}
 	backoff := logBackoff
-	for failures := 0; ; {
+	for failures, waits := 0, 0; ; {
 		before := *cur
 		err := r.readLog(ctx, pod, cur, out)
 		if ctx.Err() != nil {
@@ -167,8 +167,9 @@ func (r *Runner) followLog(ctx context.Context, pod string, out io.Writer, st lo
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(stageRetry):
+			case <-time.After(stageRetry(waits)):
 			}
+			waits++
 			continue
 		}
 		if *cur != before {

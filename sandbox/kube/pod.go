@@ -66,9 +66,9 @@ const (
 // container whose end the kubelet would notice at its next relist only (up
 // to a second). Busybox and coreutils sleep both take fractions.
 func stageWait(limit time.Duration) []string {
-	n := max(int64(limit/(20*time.Millisecond)), 1)
+	n := max(int64(limit/(50*time.Millisecond)), 1)
 	return []string{"/bin/sh", "-c", "i=0\nuntil [ -s " + stagedFlag + " ]; do\n" +
-		"  i=$((i+1)); [ $i -le " + strconv.FormatInt(n, 10) + " ] || exit 1\n  sleep 0.02\ndone"}
+		"  i=$((i+1)); [ $i -le " + strconv.FormatInt(n, 10) + " ] || exit 1\n  sleep 0.05\ndone"}
 }
 
 // pod is the run's Pod.

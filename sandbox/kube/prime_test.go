@@ -16,10 +16,14 @@ func TestRunnerPrimedCopyFails(t *testing.T) {
 	t.Parallel()
 	r := newTestRunner(t)
 	worktree := ownedDir(t)
-	// The pattern is split so that the agent's own command line lacks it.
-	spec := r.spec(`n=0; p="read -r"
-for d in /proc/[0-9]*; do
-  if grep -q "$p go &&" "$d/cmdline" 2>/dev/null; then kill "${d#/proc/}" && n=$((n+1)); fi
+	// The pattern is split so that the agent's own command line lacks it;
+	// the primed exec opens beside the agent's start: it is waited for.
+	spec := r.spec(`n=0; p="read -r"; i=0
+while [ $n = 0 ] && [ $i -lt 200 ]; do
+  for d in /proc/[0-9]*; do
+    if grep -q "$p go &&" "$d/cmdline" 2>/dev/null; then kill "${d#/proc/}" && n=$((n+1)); fi
+  done
+  i=$((i+1)); [ $n = 0 ] && sleep 0.05
 done
 echo "killed $n"; echo written >out.txt; echo to-stderr >&2`)
 	spec.Worktree = &sandbox.Mount{Host: worktree, Container: sandbox.WorkspacePath}

@@ -19,8 +19,15 @@ var stageCommand = []string{"/bin/sh", "-c", "[ -s " + stagedFlag + " ] && exit 
 	"umask 0 && tar -xf - -C " + stageDir + " && echo $$ >" + stagedFlag}
 
 // stageRetry is how long an exec into the helper waits before it is tried
-// again, while the watch does not show the container running.
-const stageRetry = 50 * time.Millisecond
+// again, while the watch does not show the container running: 50 ms for
+// about the first second (a Pod's containers start in about that), then
+// 250 ms, to spare a busy API server and kubelet.
+func stageRetry(attempt int) time.Duration {
+	if attempt < 20 {
+		return 50 * time.Millisecond
+	}
+	return 250 * time.Millisecond
+}
 
 // stage copies stdin, HOME's folders, the worktree, the session folder and
 // the tmpfs folders into the Pod's volumes, through a tar stream extracted
@@ -33,7 +40,7 @@ func (r *Runner) stage(ctx context.Context, p *plan, w *podWatch) error {
 	if _, err := w.until(ctx, seen); err != nil {
 		return err
 	}
-	for {
+	for attempt := 0; ; attempt++ {
 		pod, werr := w.latest()
 		up, err := running(ctrHelper)(pod)
 		if err != nil {
@@ -52,7 +59,7 @@ func (r *Runner) stage(ctx context.Context, p *plan, w *podWatch) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("kube: stage the run's files: %w", err)
-		case <-time.After(stageRetry):
+		case <-time.After(stageRetry(attempt)):
 		}
 	}
 }
