@@ -60,7 +60,8 @@
 #   kubelet                  node "127.0.0.1" (a kubelet refuses a loopback --node-ip,
 #                            but takes a node name that is an IP as its address),
 #                            cgroupfs driver, Pods under the cgroup /alfred-test-k8s,
-#                            failCgroupV1: false (a cgroup v1 host is refused by default)
+#                            failCgroupV1: false (a cgroup v1 host is refused by default),
+#                            podPidsLimit $ALFRED_K8S_POD_PIDS_LIMIT (default 1024)
 #   CNI                      a bridge alfk8s0 with no address on the host, 10.244.0.0/24
 #                            from host-local: Pods reach each other, nothing routes out
 #   NetworkPolicies          kube-router v2.1.0's network policy controller alone
@@ -146,6 +147,9 @@ BRIDGE=alfk8s0
 POD_SUBNET=10.244.0.0/24
 SERVICE_RANGE=10.96.0.0/24
 CGROUP_ROOT=alfred-test-k8s
+# Processes (threads) a Pod may have at once, all its containers together:
+# the kubelet's podPidsLimit, the only per-Pod PIDs limit Kubernetes has.
+POD_PIDS_LIMIT=${ALFRED_K8S_POD_PIDS_LIMIT:-1024}
 IMAGE=alfred-test/busybox:latest
 PAUSE_IMAGE=alfred-test/pause:1
 HOST_DIRS="/var/lib/cni /var/lib/kubelet /var/log/containers"
@@ -746,6 +750,7 @@ start_kubelet() {
 		podLogsDir: $STATE/pod-logs
 		resolvConf: /etc/resolv.conf
 		maxPods: 50
+		podPidsLimit: $POD_PIDS_LIMIT
 		registerNode: true
 		imageGCHighThresholdPercent: 100
 		imageGCLowThresholdPercent: 99
@@ -1078,6 +1083,7 @@ write_env() {
 		ALFRED_TEST_K8S_IMAGE=$IMAGE
 		ALFRED_TEST_K8S_NODE=$NODE
 		ALFRED_TEST_K8S_POD_BRIDGE=$BRIDGE
+		ALFRED_TEST_K8S_POD_PIDS_LIMIT=$POD_PIDS_LIMIT
 	EOF
 	umask 022
 }
@@ -1090,6 +1096,9 @@ running() {
 
 start() {
 	[ "$(id -u)" = 0 ] || die "start needs root (containerd, the kubelet and cgroups)"
+	case $POD_PIDS_LIMIT in
+	'' | *[!0-9]* | 0*) die "ALFRED_K8S_POD_PIDS_LIMIT=$POD_PIDS_LIMIT: want a positive number of processes" ;;
+	esac
 	if running && [ -f "$ENVFILE" ]; then
 		log "cluster already running (state $STATE)"
 		print_env

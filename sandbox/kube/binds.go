@@ -125,13 +125,14 @@ type relaySet struct {
 	ends []func()
 }
 
-// startRelays starts the relay of each socket bind once the helper runs.
-func (r *Runner) startRelays(ctx context.Context, p *plan, w *podWatch, log *slog.Logger) *relaySet {
+// startRelays starts the relay of each socket bind; the helper runs (it took
+// the staging).
+func (r *Runner) startRelays(ctx context.Context, p *plan, log *slog.Logger) *relaySet {
 	set := &relaySet{}
 	for _, bd := range p.binds {
 		for _, s := range bd.sockets {
 			target := stageDir + "/" + bd.name + "/" + subDir + "/" + s.base
-			set.ends = append(set.ends, r.relay(ctx, p.name, target, s.host, w, log))
+			set.ends = append(set.ends, r.relay(ctx, p.name, target, s.host, log))
 		}
 	}
 	return set
@@ -139,7 +140,7 @@ func (r *Runner) startRelays(ctx context.Context, p *plan, w *podWatch, log *slo
 
 // relay carries the socket at target in the Pod to host; the returned
 // function ends it.
-func (r *Runner) relay(ctx context.Context, pod, target, host string, w *podWatch, log *slog.Logger) func() {
+func (r *Runner) relay(ctx context.Context, pod, target, host string, log *slog.Logger) func() {
 	inR, inW := io.Pipe()   // to the relay's stdin
 	outR, outW := io.Pipe() // from its stdout
 	done := make(chan struct{})
@@ -149,9 +150,6 @@ func (r *Runner) relay(ctx context.Context, pod, target, host string, w *podWatc
 	go func() {
 		defer close(done)
 		defer outW.Close()
-		if _, err := w.until(ctx, running(ctrHelper)); err != nil {
-			return
-		}
 		if err := r.exec(ctx, pod, ctrHelper, r.relayCommand(target), inR, outW); err != nil {
 			log.Warn("the model gateway's relay ended", "socket", target, "err", err)
 		}

@@ -566,3 +566,20 @@ func TestNewMissingNamespace(t *testing.T) {
 		t.Fatalf("New error = %v, want one naming the server and the namespace", err)
 	}
 }
+
+// TestRunnerTimeoutLetsTheAgentEnd: at the timeout the agent gets SIGTERM
+// and the grace period to end as it chooses; the wrapper around it does not
+// end the container first.
+func TestRunnerTimeoutLetsTheAgentEnd(t *testing.T) {
+	t.Parallel()
+	r := newTestRunner(t)
+	spec := r.spec(`trap 'sleep 0.5; echo saved; exit 0' TERM; echo started; while :; do sleep 0.1; done`)
+	spec.Timeout = 2 * time.Second
+	res := r.run(t, spec)
+	if res.Outcome != sandbox.OutcomeTimeout {
+		t.Errorf("outcome %s, want timeout", res.Outcome)
+	}
+	if string(res.Stdout) != "started\nsaved\n" {
+		t.Errorf("stdout %q, want the agent's own end after SIGTERM", res.Stdout)
+	}
+}

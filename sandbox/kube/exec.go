@@ -80,8 +80,12 @@ others() {
 `
 
 // killScript, run in the helper as `sh -c killScript kill SIGNAL`, sends
-// SIGNAL to the agent's processes.
-const killScript = others + `for pid in $(others); do kill -s "$1" "$pid" 2>/dev/null; done
+// SIGNAL to the agent's processes. Before a KILL they are all stopped, so
+// that none sees another die first (a shell would report it on stderr).
+const killScript = others + `s=$1
+set -- $(others)
+if [ "$s" = KILL ]; then for pid; do kill -s STOP "$pid" 2>/dev/null; done; fi
+for pid; do kill -s "$s" "$pid" 2>/dev/null; done
 exit 0`
 
 // tailScript, run in the helper, copies the agent's stderr file as it grows

@@ -36,8 +36,18 @@ type copyOut struct {
 // exec ends) with an error. Host entries the Pod no longer has are removed
 // only when the whole stream arrived and every entry applied.
 func (r *Runner) copyBack(ctx context.Context, p *plan, log *slog.Logger) (copyOut, error) {
+	return r.copyBackAfter(ctx, p, nil, log)
+}
+
+// copyBackAfter is copyBack; when start is not nil, the copy-out begins
+// only when a line can be read from it (a primed copy-out, prime.go).
+func (r *Runner) copyBackAfter(ctx context.Context, p *plan, start io.Reader, log *slog.Logger) (copyOut, error) {
 	// The copy-out first raises doneFlag, which ends the stderr tail.
-	args := []string{"/bin/sh", "-c", ": >" + doneFlag + " && exec tar -cf - -C " + stageDir + ` "$@"`, "tar", volRun + "/" + subDir + "/stderr"}
+	script := ": >" + doneFlag + " && exec tar -cf - -C " + stageDir + ` "$@"`
+	if start != nil {
+		script = "read -r go && " + script
+	}
+	args := []string{"/bin/sh", "-c", script, "tar", volRun + "/" + subDir + "/stderr"}
 	var mirrors []*mirror
 	if wt := p.worktree; wt != nil && !wt.ReadOnly {
 		args = append(args, volWorkspace+"/"+subDir)
@@ -65,7 +75,7 @@ func (r *Runner) copyBack(ctx context.Context, p *plan, log *slog.Logger) (copyO
 		pr.CloseWithError(err)
 		read <- readResult{out, err}
 	}()
-	err := r.exec(execCtx, p.name, ctrHelper, args, nil, pw)
+	err := r.exec(execCtx, p.name, ctrHelper, args, start, pw)
 	pw.CloseWithError(err)
 	res := <-read
 	if res.err != nil {

@@ -2,12 +2,10 @@ package kube
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"time"
 
 	"github.com/alchemic-studio/alfred/sandbox"
-	corev1 "k8s.io/api/core/v1"
 )
 
 // drainTimeout bounds the wait for the log stream to end after the agent did.
@@ -25,6 +23,7 @@ const tailEndTimeout = 3 * time.Second
 // helper) to the Spec's writers as they come.
 type output struct {
 	stdout, stderr *sandbox.Capture
+	end            *endLine // between the log and stdout
 	stopLog        context.CancelFunc
 	stopTail       context.CancelFunc
 	logDone        chan struct{}
@@ -40,23 +39,16 @@ func (r *Runner) startOutput(ctx context.Context, p *plan, w *podWatch, log *slo
 	logCtx, stopLog := context.WithCancel(ctx)
 	tailCtx, stopTail := context.WithCancel(ctx)
 	o.stopLog, o.stopTail = stopLog, stopTail
+	o.end = newEndLine(o.stdout, p.endMark)
 	go func() {
 		defer close(o.logDone)
-		stream, err := r.client.CoreV1().Pods(r.namespace).GetLogs(p.name, &corev1.PodLogOptions{Container: ctrAgent, Follow: true}).Stream(logCtx)
-		if err != nil {
-			log.Warn("cannot follow the agent's log", "err", err)
-			return
-		}
-		defer stream.Close()
-		if _, err := io.Copy(o.stdout, stream); err != nil && logCtx.Err() == nil {
-			log.Warn("the agent's log stream broke", "err", err)
-		}
+		r.followLog(logCtx, p.name, o.end, logState{
+			ended:   func() bool { return agentEnded(w) || o.ended() },
+			pending: func() bool { return agentPending(w) },
+		}, log)
 	}()
 	go func() {
 		defer close(o.tailDone)
-		if _, err := w.until(tailCtx, running(ctrHelper)); err != nil {
-			return
-		}
 		err := r.exec(tailCtx, p.name, ctrHelper, stderrTail, nil, o.stderr)
 		if err != nil && tailCtx.Err() == nil {
 			log.Debug("stderr tail ended", "err", err)
@@ -65,8 +57,19 @@ func (r *Runner) startOutput(ctx context.Context, p *plan, w *podWatch, log *slo
 	return o
 }
 
-// finishLog waits for the log stream to end (the agent has ended).
+// ended says whether the wrapper's end line arrived: the agent has ended
+// and its stdout is whole.
+func (o *output) ended() bool {
+	_, ok := o.end.Code()
+	return ok
+}
+
+// finishLog waits for the log stream to end (the agent has ended); it ends
+// it at once when the end line arrived.
 func (o *output) finishLog(log *slog.Logger) {
+	if o.ended() {
+		o.stopLog()
+	}
 	select {
 	case <-o.logDone:
 	case <-time.After(drainTimeout):
@@ -75,6 +78,7 @@ func (o *output) finishLog(log *slog.Logger) {
 		<-o.logDone
 	}
 	o.stopLog()
+	o.end.Flush()
 }
 
 // finishTail waits for the stderr tail to end, which the copy-out's start

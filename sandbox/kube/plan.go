@@ -52,6 +52,7 @@ type plan struct {
 	tmpfs    []tmpfsVolume
 	binds    []bindDir
 	homeDirs []string // folders to make under HOME (relative, parents first), mode 0700
+	endMark  string   // the wrapper's last line of stdout starts with it (endline.go)
 }
 
 // plan validates spec and works out the run.
@@ -63,7 +64,7 @@ func (r *Runner) plan(spec *sandbox.Spec) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &plan{spec: spec, name: "alfred-run-" + randomHex(6), timeout: r.opts.Timeout}
+	p := &plan{spec: spec, name: "alfred-run-" + randomHex(6), timeout: r.opts.Timeout, endMark: "alfred-end-" + randomHex(8)}
 	if spec.Timeout > 0 {
 		p.timeout = spec.Timeout
 	}

@@ -5,7 +5,9 @@ import (
 	"math"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/alchemic-studio/alfred/sandbox"
 	corev1 "k8s.io/api/core/v1"
@@ -18,23 +20,34 @@ import (
 
 // Container names.
 const (
-	ctrStage  = "stage"  // init: waits while the runner extracts the staging tar in it
-	ctrHelper = "helper" // sleeps beside the agent: stderr, signals, copy-out
+	ctrHelper = "helper" // sleeps beside the agent: staging, stderr, signals, copy-out
 	ctrAgent  = "agent"
 )
 
-// agentWrapper runs as `/bin/sh -c agentWrapper alfred-run UNSET ARGV...`: it
-// takes stdin from the staged file and sends stderr to a file (so the
+// agentWrapper runs as `/bin/sh -c agentWrapper alfred-run MARK UNSET ARGV...`:
+// it takes stdin from the staged file and sends stderr to a file (so the
 // container's log is stdout only), removes the variables the kubelet and the
-// shell add (KUBERNETES_*, and those of UNSET, e.g. "SHLVL PWD"), then runs
-// ARGV. Nothing of the Spec is parsed by the shell: it is "$@".
+// shell add (KUBERNETES_*, and those of UNSET, e.g. "SHLVL PWD"), runs ARGV,
+// then writes "\nMARK CODE\n" to stdout and exits CODE, ARGV's exit code: the
+// runner learns the end from the log without waiting for the kubelet to
+// notice it (endline.go). Nothing of the Spec is parsed by the shell: it is
+// "$@", exec'd in a subshell (so a name like eval is a program, never a
+// builtin, as with exec alone); m is not exported. The wrapper catches
+// SIGTERM (a caught signal is the default again in ARGV) and waits: the
+// agent alone decides how it ends within the grace period, as its
+// container would end (and kill it) with the wrapper.
 const agentWrapper = `exec <` + runDir + `/stdin 2>>` + runDir + `/stderr || exit 126
 p=${KUBERNETES_SERVICE_PORT:-443}
 case $p in *[!0-9]*) p=443 ;; esac
+m=$1
 unset KUBERNETES_SERVICE_HOST KUBERNETES_SERVICE_PORT KUBERNETES_SERVICE_PORT_HTTPS KUBERNETES_PORT \
-  KUBERNETES_PORT_${p}_TCP KUBERNETES_PORT_${p}_TCP_PROTO KUBERNETES_PORT_${p}_TCP_PORT KUBERNETES_PORT_${p}_TCP_ADDR p $1
-shift
-exec "$@"`
+  KUBERNETES_PORT_${p}_TCP KUBERNETES_PORT_${p}_TCP_PROTO KUBERNETES_PORT_${p}_TCP_PORT KUBERNETES_PORT_${p}_TCP_ADDR p $2
+shift 2
+trap : TERM
+(exec "$@")
+c=$?
+printf '\n%s %d\n' "$m" "$c"
+exit "$c"`
 
 // Control files at the root of the run volume, which the agent does not see
 // (it mounts only its subDir: stdin and stderr). stagedFlag holds the PID of
@@ -46,19 +59,25 @@ const (
 	stderrFile = stageDir + "/" + volRun + "/" + subDir + "/stderr"
 )
 
-// stageWait is the stage container's command: it waits for the staging to
-// be complete and its shell gone (so that the exec ends cleanly before the
-// container does), then ends, which starts the agent. Busybox and coreutils
-// sleep both take fractions.
-var stageWait = []string{"/bin/sh", "-c", "until [ -s " + stagedFlag + " ]; do sleep 0.1; done\n" +
-	"while kill -0 \"$(cat " + stagedFlag + ")\" 2>/dev/null; do sleep 0.02; done\nsleep 0.05"}
+// stageWait is the helper's postStart hook: it waits for the staging to be
+// complete, at most limit/20 ms times 20 ms. The kubelet creates and starts
+// the next container, the agent, only when the hook has returned, so the
+// agent's mounts find the folders the staging made, without an init
+// container whose end the kubelet would notice at its next relist only (up
+// to a second). Busybox and coreutils sleep both take fractions.
+func stageWait(limit time.Duration) []string {
+	n := max(int64(limit/(50*time.Millisecond)), 1)
+	return []string{"/bin/sh", "-c", "i=0\nuntil [ -s " + stagedFlag + " ]; do\n" +
+		"  i=$((i+1)); [ $i -le " + strconv.FormatInt(n, 10) + " ] || exit 1\n  sleep 0.05\ndone"}
+}
 
 // pod is the run's Pod.
 func (r *Runner) pod(p *plan) *corev1.Pod {
 	labels, annotations := r.podLabels(p)
 	vols, stageMounts, agentMounts := volumes(p)
 	helper := r.container(p, ctrHelper, []string{"sleep", "2147483647"}, stageMounts, helperResources())
-	stage := r.container(p, ctrStage, stageWait, stageMounts, helperResources())
+	// Hook commands are not expanded by the kubelet: no escape.
+	helper.Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: stageWait(r.opts.StartTimeout)}}}
 	agent := r.agentContainer(p, agentMounts)
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: p.name, Labels: labels, Annotations: annotations},
@@ -76,8 +95,8 @@ func (r *Runner) pod(p *plan) *corev1.Pod {
 				RunAsGroup:     ptr.To(int64(p.spec.GID)),
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 			},
-			InitContainers: []corev1.Container{stage},
-			// The helper first: the kubelet starts it before the agent.
+			// The helper first: the kubelet starts it, runs its postStart
+			// hook to its end, then starts the agent.
 			Containers: []corev1.Container{helper, agent},
 			Volumes:    vols,
 		},
@@ -113,7 +132,7 @@ func (r *Runner) agentContainer(p *plan, mounts []corev1.VolumeMount) corev1.Con
 			unset = append(unset, v)
 		}
 	}
-	command := append([]string{"/bin/sh", "-c", agentWrapper, "alfred-run", strings.Join(unset, " ")}, p.argv...)
+	command := append([]string{"/bin/sh", "-c", agentWrapper, "alfred-run", p.endMark, strings.Join(unset, " ")}, p.argv...)
 	c := r.container(p, ctrAgent, command, mounts, r.agentResources(p.spec))
 	c.WorkingDir = p.workdir
 	c.Env = envVars(p.spec.Env)

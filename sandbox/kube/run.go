@@ -50,24 +50,26 @@ func (r *Runner) runPod(ctx, teardown context.Context, p *plan, objs *made, log 
 		return nil, err
 	}
 	defer w.stop()
-	// The relays start with the helper, beside the agent, whose forwarder
-	// waits for their sockets.
-	relays := r.startRelays(teardown, p, w, log)
-	defer relays.stop()
 	if err := r.start(ctx, p, w, log); err != nil {
 		return nil, err
 	}
 	started := time.Now()
-	log.Debug("agent started", "since_create", started.Sub(t0))
+	log.Debug("staged, the agent starts", "since_create", started.Sub(t0))
+	// The helper took the staging: it runs. The relays start beside the
+	// agent, whose forwarder waits for their sockets; the copy-out is
+	// primed.
+	relays := r.startRelays(teardown, p, log)
+	defer relays.stop()
+	primed := r.primeCopy(teardown, p, log)
 	out := r.startOutput(teardown, p, w, log)
-	outcome, code, waitErr := r.await(ctx, teardown, p, w, log)
+	outcome, code, waitErr := r.await(ctx, teardown, p, w, out, log)
 	relays.stop()
 	out.finishLog(log)
 	duration := time.Since(started)
 	log.Debug("agent ended", "outcome", outcome, "duration", duration)
 	copyCtx, cancel := context.WithTimeout(teardown, copyTimeout)
 	defer cancel()
-	copied, copyErr := r.copyBack(copyCtx, p, log)
+	copied, copyErr := primed.run(copyCtx)
 	out.finishTail()
 	log.Debug("copied out", "took", time.Since(started)-duration, "err", copyErr)
 	if waitErr != nil {
@@ -108,23 +110,18 @@ func (r *Runner) create(ctx context.Context, p *plan, objs *made) (*podWatch, er
 	return r.watchPod(created), nil
 }
 
-// start waits for the stage container, stages the files and waits for the
-// agent to run, within the start deadline.
+// start stages the files as soon as the stage container takes them, within
+// the start deadline. The agent starts when the stage container ends; the
+// runner does not wait for the kubelet to report it: the log is followed
+// from then on and a container that cannot start fails await.
 func (r *Runner) start(ctx context.Context, p *plan, w *podWatch, log *slog.Logger) error {
 	startCtx, cancel := context.WithTimeout(ctx, r.opts.StartTimeout)
 	defer cancel()
 	t0 := time.Now()
-	if _, err := w.until(startCtx, running(ctrStage)); err != nil {
-		return r.startErr(ctx, startCtx, w, err)
-	}
-	log.Debug("stage container running", "waited", time.Since(t0))
 	if err := r.stage(startCtx, p, w); err != nil {
 		return r.startErr(ctx, startCtx, w, err)
 	}
-	log.Debug("staged", "since_stage_running", time.Since(t0))
-	if _, err := w.until(startCtx, started); err != nil {
-		return r.startErr(ctx, startCtx, w, err)
-	}
+	log.Debug("staged", "took", time.Since(t0))
 	return nil
 }
 
@@ -142,12 +139,12 @@ func (r *Runner) startErr(ctx, startCtx context.Context, w *podWatch, err error)
 
 // await waits for the agent's end, its timeout or ctx, and returns how the
 // run ended; at the timeout or on ctx it stops the agent first.
-func (r *Runner) await(ctx, teardown context.Context, p *plan, w *podWatch, log *slog.Logger) (sandbox.Outcome, int, error) {
+func (r *Runner) await(ctx, teardown context.Context, p *plan, w *podWatch, o *output, log *slog.Logger) (sandbox.Outcome, int, error) {
 	runCtx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	pod, err := w.until(runCtx, ended)
+	code, err := untilEnd(runCtx, w, o)
 	if err == nil {
-		return sandbox.OutcomeExited, int(status(pod, ctrAgent).State.Terminated.ExitCode), nil
+		return sandbox.OutcomeExited, code, nil
 	}
 	outcome := sandbox.OutcomeTimeout
 	switch {
@@ -157,13 +154,40 @@ func (r *Runner) await(ctx, teardown context.Context, p *plan, w *podWatch, log 
 		return "", -1, fmt.Errorf("kube: wait for the agent: %w", err)
 	}
 	log.Debug("stopping the agent", "outcome", outcome)
-	r.stop(teardown, p, w, log)
+	r.stop(teardown, p, w, o, log)
 	return outcome, -1, nil
 }
 
+// untilEnd waits for the agent's end, whichever comes first: the wrapper's
+// end line in its stdout, or the kubelet's report (when a container cannot
+// start, an error). It returns the agent's exit code.
+func untilEnd(ctx context.Context, w *podWatch, o *output) (int, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type report struct {
+		pod *corev1.Pod
+		err error
+	}
+	watched := make(chan report, 1)
+	go func() {
+		pod, err := w.until(ctx, endedOrFailed)
+		watched <- report{pod, err}
+	}()
+	select {
+	case <-o.end.Done():
+		code, _ := o.end.Code()
+		return code, nil
+	case rep := <-watched:
+		if rep.err != nil {
+			return -1, rep.err
+		}
+		return int(status(rep.pod, ctrAgent).State.Terminated.ExitCode), nil
+	}
+}
+
 // stop sends SIGTERM to the agent's processes, then SIGKILL after the grace
-// period, and waits for the agent container's end.
-func (r *Runner) stop(ctx context.Context, p *plan, w *podWatch, log *slog.Logger) {
+// period, and waits for the agent's end.
+func (r *Runner) stop(ctx context.Context, p *plan, w *podWatch, o *output, log *slog.Logger) {
 	for _, sig := range []string{"TERM", "KILL"} {
 		sigCtx, cancel := context.WithTimeout(ctx, teardownTimeout)
 		if err := r.signal(sigCtx, p.name, sig); err != nil {
@@ -175,7 +199,7 @@ func (r *Runner) stop(ctx context.Context, p *plan, w *podWatch, log *slog.Logge
 			wait = teardownTimeout
 		}
 		waitCtx, cancel := context.WithTimeout(ctx, wait)
-		_, err := w.until(waitCtx, ended)
+		_, err := untilEnd(waitCtx, w, o)
 		cancel()
 		if err == nil {
 			return

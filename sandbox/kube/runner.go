@@ -128,10 +128,12 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		log = slog.Default()
 	}
 	id := randomHex(8)
-	return &Runner{
-		client: client, config: config, namespace: namespace, opts: opts, id: id,
-		log: log.With("runner", "kubernetes", "runner_id", id, "namespace", namespace),
-	}, nil
+	log = log.With("runner", "kubernetes", "runner_id", id, "namespace", namespace)
+	// No API shows a node's podPidsLimit to a namespaced user (the kubelet's
+	// configz needs nodes/proxy), nor does a container see its Pod's cgroup:
+	// the runner can only say where the limit comes from.
+	log.Info("each run's processes are bounded by the nodes' kubelet podPidsLimit only (a Pod has no PIDs field); set it in their KubeletConfiguration, e.g. 1024")
+	return &Runner{client: client, config: config, namespace: namespace, opts: opts, id: id, log: log}, nil
 }
 
 // loadConfig reads the kubeconfig (or the in-cluster configuration) and

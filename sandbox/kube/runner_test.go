@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -31,6 +32,8 @@ func newTestRunner(t testing.TB, edit ...func(*Options)) *testRunner {
 		KillGrace:       time.Second,
 		ImagePullPolicy: corev1.PullNever, // no registry: the image was imported into containerd
 		StartTimeout:    time.Minute,
+		// Warnings only: New's notice on every test would drown the output.
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 	for _, e := range edit {
 		e(&opts)

@@ -10,18 +10,62 @@ import (
 	"os"
 	"path"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
 )
 
 // stageCommand extracts the staging tar under stageDir with the modes it
-// carries (umask 0), then raises the flag that lets the agent start.
-var stageCommand = []string{"/bin/sh", "-c", "umask 0 && tar -xf - -C " + stageDir + " && echo $$ >" + stagedFlag}
+// carries (umask 0), then raises the flag that lets the agent start; once
+// the flag is up it takes nothing more (the agent may run).
+var stageCommand = []string{"/bin/sh", "-c", "[ -s " + stagedFlag + " ] && exit 0\n" +
+	"umask 0 && tar -xf - -C " + stageDir + " && echo $$ >" + stagedFlag}
+
+// stageRetry is how long an exec into the helper waits before it is tried
+// again, while the watch does not show the container running: 50 ms for
+// about the first second (a Pod's containers start in about that), then
+// 250 ms, to spare a busy API server and kubelet.
+func stageRetry(attempt int) time.Duration {
+	if attempt < 20 {
+		return 50 * time.Millisecond
+	}
+	return 250 * time.Millisecond
+}
 
 // stage copies stdin, HOME's folders, the worktree, the session folder and
 // the tmpfs folders into the Pod's volumes, through a tar stream extracted
-// in the stage container.
+// in the helper, whose postStart hook holds the agent back until then. It
+// does not wait for the watch to show the helper running (the kubelet
+// reports it after the hook, and a start at its next relist, up to a second
+// later): once the kubelet has seen the Pod, an exec refused while the watch
+// had not shown the helper running is tried again shortly.
 func (r *Runner) stage(ctx context.Context, p *plan, w *podWatch) error {
+	if _, err := w.until(ctx, seen); err != nil {
+		return err
+	}
+	for attempt := 0; ; attempt++ {
+		pod, werr := w.latest()
+		up, err := running(ctrHelper)(pod)
+		if err != nil {
+			return err
+		}
+		if werr != nil {
+			return werr
+		}
+		err = r.stageOnce(ctx, p)
+		if err == nil {
+			return nil
+		}
+		if up || errors.Is(err, errStaging) {
+			return fmt.Errorf("kube: stage the run's files: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("kube: stage the run's files: %w", err)
+		case <-time.After(stageRetry(attempt)):
+		}
+	}
+}
+
+// stageOnce streams the staging tar into the helper.
+func (r *Runner) stageOnce(ctx context.Context, p *plan) error {
 	pr, pw := io.Pipe()
 	written := make(chan error, 1)
 	go func() {
@@ -29,28 +73,17 @@ func (r *Runner) stage(ctx context.Context, p *plan, w *podWatch) error {
 		pw.CloseWithError(err)
 		written <- err
 	}()
-	err := r.exec(ctx, p.name, ctrStage, stageCommand, pr, nil)
+	err := r.exec(ctx, p.name, ctrHelper, stageCommand, pr, nil)
 	pr.Close() // unblocks the writer when tar ended early
 	if werr := <-written; werr != nil && !errors.Is(werr, io.ErrClosedPipe) {
-		return fmt.Errorf("kube: stage the run's files: %w", werr)
+		return fmt.Errorf("%w: %w", errStaging, werr)
 	}
-	if err == nil {
-		return nil
-	}
-	// The stage container ends as soon as the flag appears, which may cut
-	// the exec's own end short: its clean exit proves the staging complete.
-	waitCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if _, werr := w.until(waitCtx, stageDone); werr == nil {
-		return nil
-	}
-	return fmt.Errorf("kube: stage the run's files: %w", err)
+	return err
 }
 
-func stageDone(p *corev1.Pod) (bool, error) {
-	s := status(p, ctrStage)
-	return s != nil && s.State.Terminated != nil && s.State.Terminated.ExitCode == 0, nil
-}
+// errStaging: the staging tar could not be written (a host-side error, not
+// worth another attempt).
+var errStaging = errors.New("kube: stage the run's files")
 
 // writeStaging writes the staging tar of p: names are relative to stageDir.
 func (r *Runner) writeStaging(out io.Writer, p *plan) error {

@@ -164,15 +164,6 @@ func running(name string) func(*corev1.Pod) (bool, error) {
 	}
 }
 
-// started holds when the agent runs or has already ended.
-func started(p *corev1.Pod) (bool, error) {
-	if err := startFailure(p); err != nil {
-		return false, err
-	}
-	s := status(p, ctrAgent)
-	return s != nil && (s.State.Running != nil || s.State.Terminated != nil), nil
-}
-
 // ended holds when the agent has ended.
 func ended(p *corev1.Pod) (bool, error) {
 	s := status(p, ctrAgent)
@@ -227,4 +218,48 @@ func pending(p *corev1.Pod) string {
 		}
 	}
 	return b.String()
+}
+
+// latest is the latest Pod and the watch's final error, if any.
+func (w *podWatch) latest() (*corev1.Pod, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.pod, w.err
+}
+
+// agentEnded says whether the latest Pod shows the agent ended (or the Pod
+// gone: nothing more will come).
+func agentEnded(w *podWatch) bool {
+	p, err := w.latest()
+	done, _ := ended(p)
+	return done || err != nil
+}
+
+// agentPending says whether the latest Pod shows the agent not started yet
+// and able to start.
+func agentPending(w *podWatch) bool {
+	p, err := w.latest()
+	if err != nil || startFailure(p) != nil {
+		return false
+	}
+	s := status(p, ctrAgent)
+	return s == nil || s.State.Running == nil && s.State.Terminated == nil
+}
+
+// seen holds when the kubelet has reported the Pod (its helper's status is
+// there): its containers may start any moment.
+func seen(p *corev1.Pod) (bool, error) {
+	if err := startFailure(p); err != nil {
+		return false, err
+	}
+	return status(p, ctrHelper) != nil, nil
+}
+
+// endedOrFailed holds when the agent has ended; it fails when a container
+// of the Pod cannot start.
+func endedOrFailed(p *corev1.Pod) (bool, error) {
+	if err := startFailure(p); err != nil {
+		return false, err
+	}
+	return ended(p)
 }
