@@ -206,9 +206,9 @@ func TestRunnerNetwork(t *testing.T) {
 			spec := r.spec(`echo up; ls /sys/class/net`)
 			spec.Network = network
 			spec.Stdout = onFirstWrite(func() {
-				// The test CNI (a plain bridge) does not enforce
-				// NetworkPolicies: the test checks the policy exists and
-				// selects the Pod, not that traffic is dropped.
+				// This checks the policy exists and selects the Pod;
+				// that its traffic is dropped is TestSealedRunHasNoNetwork's
+				// (the suite's cluster enforces policies with kube-router).
 				policies = r.runPolicies(t)
 			})
 			res := r.run(t, spec)
