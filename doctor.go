@@ -171,6 +171,10 @@ func (d *doctor) checkSealed() []checkLine {
 		}
 		out = append(out, okLine("sealed "+l.ID(), sealedOf(d.c, l.Descriptor(), served)))
 	}
+	for _, why := range gateway.Unusable(offeredBy(d.c)) { // "VAR holds what: fix"
+		what, fix, _ := strings.Cut(why, ": ")
+		out = append(out, failLine("gateway key", what+"; the gateway does not hold it", fix))
+	}
 	return out
 }
 

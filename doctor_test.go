@@ -15,6 +15,7 @@ import (
 	"github.com/alchemic-studio/alfred/forges/forgejo/forgejotest"
 	"github.com/alchemic-studio/alfred/forges/gitlab"
 	"github.com/alchemic-studio/alfred/forges/gitlab/gitlabtest"
+	"github.com/alchemic-studio/alfred/gateway"
 	"github.com/alchemic-studio/alfred/state"
 )
 
@@ -325,5 +326,40 @@ func TestDoctorSaysWhichCLIsRunSealed(t *testing.T) {
 	c.Gateway = "off"
 	if got := (&doctor{c: c}).checkSealed(); len(got) != 1 || !strings.Contains(got[0].String(), "off (ALFRED_GATEWAY off, runner image): agents run with their keys") {
 		t.Errorf("gateway off: %v", got)
+	}
+}
+
+// TestDoctorSaysAKeyTheProviderRefuses: a classic GitHub token (ghp_)
+// offered for Copilot's sign-in is not held by the gateway (Copilot
+// refuses that kind), Copilot is not sealed by it, and the doctor fails a
+// line naming the variable and what to offer instead.
+func TestDoctorSaysAKeyTheProviderRefuses(t *testing.T) {
+	t.Setenv("GITHUB_TOKEN", "ghp_classic1234")
+	c := &config.Config{Runner: "image", Gateway: "auto", AgentEnv: []string{"GITHUB_TOKEN"}}
+	if served := servedProviders(c); slices.Contains(served, gateway.NameCopilot) {
+		t.Errorf("the gateway holds the classic token: serves %v", served)
+	}
+	var copilot, refused string
+	for _, l := range (&doctor{c: c}).checkSealed() {
+		switch l.Name {
+		case "sealed copilot":
+			copilot = l.String()
+		case "gateway key":
+			if l.OK {
+				t.Errorf("the refused key's line passes: %s", l)
+			}
+			refused = l.String()
+		}
+	}
+	if !strings.Contains(copilot, "no: the gateway holds no github-copilot credential") {
+		t.Errorf("sealed copilot: %q", copilot)
+	}
+	for _, want := range []string{"GITHUB_TOKEN holds a classic personal access token (ghp_), which Copilot refuses; the gateway does not hold it", "fine-grained token (github_pat_)"} {
+		if !strings.Contains(refused, want) {
+			t.Errorf("the doctor's line %q lacks %q", refused, want)
+		}
+	}
+	if strings.Contains(refused, "ghp_classic1234") {
+		t.Errorf("the doctor's line shows the token: %q", refused)
 	}
 }

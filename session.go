@@ -105,12 +105,12 @@ func newSessionTakeover(c *config.Config, h takeover.History) (sessionTakeover, 
 }
 
 // takeoverSecrets are what no archive holds: every secret the service
-// holds, the sign-in cookies' keys and the state remote's URL, and every
+// holds (secrets: the sign-in cookies' keys among them), the state
+// remote's whole URL, and every
 // value of ALFRED_AGENT_ENV, secret-named or not (the gateway's keys among
 // them).
 func takeoverSecrets(c *config.Config) []string {
-	out := append(secrets(c), c.SessionKeys...)
-	out = append(out, c.StateRemote)
+	out := append(secrets(c), c.StateRemote)
 	for _, k := range c.AgentEnv {
 		out = append(out, os.Getenv(k))
 	}

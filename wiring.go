@@ -223,12 +223,17 @@ func sealedCredentials(served []string) []string {
 // gatewayProviders are the providers the gateway serves (gateway.Served,
 // from its catalogue), from the variables ALFRED_AGENT_ENV offers.
 func gatewayProviders(c *config.Config) []gateway.Provider {
-	return gateway.Served(func(name string) string {
+	return gateway.Served(offeredBy(c))
+}
+
+// offeredBy reads a variable ALFRED_AGENT_ENV offers ("" for another).
+func offeredBy(c *config.Config) func(name string) string {
+	return func(name string) string {
 		if !slices.Contains(c.AgentEnv, name) {
 			return ""
 		}
 		return os.Getenv(name)
-	})
+	}
 }
 
 // servedProviders names gatewayProviders.
@@ -344,7 +349,7 @@ func settingDefaults(c *config.Config) map[string]string {
 // secrets lists every secret value the service holds, for the engine and
 // the pages to hide wherever they show what an agent wrote.
 func secrets(c *config.Config) []string {
-	out := []string{c.APIKey, c.MetricsToken}
+	out := append([]string{c.APIKey, c.MetricsToken, remotePassword(c.StateRemote)}, c.SessionKeys...)
 	for _, f := range c.Forges {
 		out = append(out, f.Token, f.OAuthClientSecret)
 		out = append(out, f.WebhookSecrets...)
@@ -355,6 +360,17 @@ func secrets(c *config.Config) []string {
 		}
 	}
 	return slices.DeleteFunc(out, func(s string) bool { return s == "" })
+}
+
+// remotePassword is the password (a token, as a rule) in the userinfo of
+// the state remote's URL, if it names one.
+func remotePassword(remote string) string {
+	u, err := url.Parse(remote)
+	if err != nil || u.User == nil {
+		return ""
+	}
+	p, _ := u.User.Password()
+	return p
 }
 
 // pageDeps is what the pages need: the records, the adapters for the agents

@@ -23,14 +23,17 @@ import (
 
 // TestSecretsListsEverySecretHeld: the engine and the pages hide the same
 // values: the forge token, the API key, the OAuth client secret, every
-// webhook secret and the secret-named variables offered to the agents.
+// webhook secret, the metrics token, the sign-in cookies' keys, the
+// password in the state remote's URL and the secret-named variables
+// offered to the agents.
 func TestSecretsListsEverySecretHeld(t *testing.T) {
 	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-1234")
 	t.Setenv("AGENT_LANGUAGE", "fr")
 	c := &config.Config{APIKey: "api-1234", Forges: []config.Forge{{Token: "tok-1234", OAuthClientSecret: "oauth-1234",
-		WebhookSecrets: []string{"old-1234", "new-1234"}}}, AgentEnv: []string{"ANTHROPIC_API_KEY", "AGENT_LANGUAGE"}}
+		WebhookSecrets: []string{"old-1234", "new-1234"}}}, AgentEnv: []string{"ANTHROPIC_API_KEY", "AGENT_LANGUAGE"},
+		MetricsToken: "metrics-1234", SessionKeys: []string{"cookie-1234"}, StateRemote: "https://alfred:remote-1234@forge.example/a/state.git"}
 	got := secrets(c)
-	for _, want := range []string{"tok-1234", "api-1234", "oauth-1234", "old-1234", "new-1234", "sk-ant-1234"} {
+	for _, want := range []string{"tok-1234", "api-1234", "oauth-1234", "old-1234", "new-1234", "sk-ant-1234", "metrics-1234", "cookie-1234", "remote-1234"} {
 		if !slices.Contains(got, want) {
 			t.Errorf("secrets lack %q: %q", want, got)
 		}

@@ -482,19 +482,7 @@ func sealingEngine(t *testing.T, runner sandbox.Runner, fwd, provider, mockURL s
 		t.Fatalf("no gateway provider %q", provider)
 	}
 	g, _ := testGateway(t, p)
-	h := newHarness(t)
-	h.engine.Close()
-	cfg := h.engine.cfg
-	cfg.Runner, cfg.Seal = runner, &botrun.Seal{Gateway: g, Forwarder: fwd}
-	e, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Close)
-	return e, g
+	return engineSealedBy(t, g, runner, fwd), g
 }
 
 // testGateway is a gateway serving p and the folder of its sockets, short

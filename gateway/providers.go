@@ -28,6 +28,15 @@ type Credential struct {
 	// subscription's OAuth token is accepted with anthropic-beta
 	// oauth-2025-04-20, which Claude Code sends with that token only.
 	Flags http.Header
+	// Refused are prefixes of keys the provider is known to refuse, each
+	// with why and what to offer instead: Served passes such a key by and
+	// Unusable says so.
+	Refused []RefusedKey
+}
+
+// RefusedKey is a kind of key a provider refuses, known by its prefix.
+type RefusedKey struct {
+	Prefix, Why string
 }
 
 // Catalogued is one provider of the catalogue: everything Alfred knows of
@@ -82,8 +91,21 @@ var Catalogue = []Catalogued{
 }
 
 // gitHub is a GitHub token of variable v, sent with the CLI's own scheme.
+// Copilot refuses classic personal access tokens (the CLI says so and
+// stops), so the gateway does not hold one.
 func gitHub(v string) Credential {
-	return Credential{Var: v, Header: "Authorization", Scheme: SchemeAsSent}
+	return Credential{Var: v, Header: "Authorization", Scheme: SchemeAsSent, Refused: []RefusedKey{{Prefix: "ghp_",
+		Why: "a classic personal access token (ghp_), which Copilot refuses: offer a fine-grained token (github_pat_) or an OAuth token (gho_)"}}}
+}
+
+// refusal is why the provider refuses key, or "".
+func (cr Credential) refusal(key string) string {
+	for _, r := range cr.Refused {
+		if strings.HasPrefix(key, r.Prefix) {
+			return r.Why
+		}
+	}
+	return ""
 }
 
 // bearer is a key of variable v sent as a Bearer token.
@@ -144,12 +166,30 @@ func Served(offered func(name string) string) []Provider {
 		if c.URLVar != "" {
 			base = strings.TrimSuffix(strings.TrimRight(offered(c.URLVar), "/"), "/v1")
 		}
-		i := slices.IndexFunc(c.Credentials, func(cr Credential) bool { return offered(cr.Var) != "" })
+		i := slices.IndexFunc(c.Credentials, func(cr Credential) bool {
+			key := offered(cr.Var)
+			return key != "" && cr.refusal(key) == ""
+		})
 		switch {
 		case i >= 0:
 			out = append(out, c.provider(base, offered(c.Credentials[i].Var), c.Credentials[i]))
 		case c.Keyless:
 			out = append(out, c.Provider(base, ""))
+		}
+	}
+	return out
+}
+
+// Unusable says, for each key offered that its provider is known to refuse
+// (Credential.Refused), which variable holds it and why: Served passed it
+// by, and the doctor says so.
+func Unusable(offered func(name string) string) []string {
+	var out []string
+	for _, c := range Catalogue {
+		for _, cr := range c.Credentials {
+			if why := cr.refusal(offered(cr.Var)); offered(cr.Var) != "" && why != "" {
+				out = append(out, cr.Var+" holds "+why)
+			}
 		}
 	}
 	return out

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -89,5 +90,40 @@ func checkIntercepted(t *testing.T, c Catalogued) {
 	}
 	if _, err := newProvider(c.Provider("", "k")); err != nil {
 		t.Errorf("%s: %v", c.Name, err)
+	}
+}
+
+// TestServedPassesARefusedKeyBy: a key of a kind its provider refuses (a
+// classic GitHub token for Copilot) is not served, a later variable's is,
+// and Unusable names the variable and why, never the key.
+func TestServedPassesARefusedKeyBy(t *testing.T) {
+	for _, tc := range []struct {
+		offered  map[string]string
+		key      string // Copilot's key served, "" for none
+		unusable int
+	}{
+		{map[string]string{"GH_TOKEN": "ghp_classic"}, "", 1},
+		{map[string]string{"COPILOT_GITHUB_TOKEN": "ghp_classic", "GITHUB_TOKEN": "github_pat_fine"}, "github_pat_fine", 1},
+		{map[string]string{"GH_TOKEN": "gho_oauth"}, "gho_oauth", 0},
+	} {
+		offered := func(name string) string { return tc.offered[name] }
+		key := ""
+		for _, p := range Served(offered) {
+			if p.Name == NameCopilot {
+				key = p.Key
+			}
+		}
+		if key != tc.key {
+			t.Errorf("offered %v: Copilot's key %q, want %q", tc.offered, key, tc.key)
+		}
+		un := Unusable(offered)
+		if len(un) != tc.unusable {
+			t.Errorf("offered %v: unusable %q, want %d", tc.offered, un, tc.unusable)
+		}
+		for _, u := range un {
+			if !strings.Contains(u, "classic personal access token (ghp_)") || strings.Contains(u, "ghp_classic") {
+				t.Errorf("offered %v: unusable says %q", tc.offered, u)
+			}
+		}
 	}
 }

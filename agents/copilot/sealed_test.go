@@ -3,14 +3,11 @@ package copilot
 import (
 	"context"
 	"io/fs"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -51,10 +48,10 @@ func TestRealSealedSignIn(t *testing.T) {
 	if sd.Provider != gateway.NameCopilot {
 		t.Fatalf("with a GitHub token served, Copilot runs sealed to %s", sd.Provider)
 	}
-	port := freePort(t)
+	port := clitest.FreePort(t)
 	env := sd.Environment(offered, sd.BaseURL(port), sess.Token())
 	env[sd.CAVar] = sess.CAPath() // on the host, the mount's source is the file
-	runner := &prefixed{inner: clitest.Host(t)}
+	runner := &clitest.Prefixed{Inner: clitest.Host(t)}
 	a, err := agents.NewLocal(CLI{})
 	if err != nil {
 		t.Fatal(err)
@@ -137,12 +134,13 @@ func checkUpstream(t *testing.T, seen []string, mock *mockllm.Server, token stri
 
 // checkNoToken: the real token is in no environment the CLI got (the run's
 // token is, behind github_pat_), no file of its home, no output.
-func checkNoToken(t *testing.T, r *prefixed, res *agents.Result) {
+func checkNoToken(t *testing.T, r *clitest.Prefixed, res *agents.Result) {
 	t.Helper()
-	if len(r.envs) == 0 {
+	envs := r.Envs()
+	if len(envs) == 0 {
 		t.Fatal("the CLI never ran")
 	}
-	for i, env := range r.envs {
+	for i, env := range envs {
 		for k, v := range env {
 			if strings.Contains(v, realGitHubToken) {
 				t.Errorf("attempt %d: the CLI's environment holds the real token in %s", i, k)
@@ -153,7 +151,7 @@ func checkNoToken(t *testing.T, r *prefixed, res *agents.Result) {
 		}
 	}
 	files := 0
-	err := filepath.WalkDir(r.inner.Home, func(path string, e fs.DirEntry, err error) error {
+	err := filepath.WalkDir(r.Inner.Home, func(path string, e fs.DirEntry, err error) error {
 		if err != nil || !e.Type().IsRegular() {
 			return err
 		}
@@ -175,34 +173,4 @@ func checkNoToken(t *testing.T, r *prefixed, res *agents.Result) {
 			t.Error("the CLI printed the real token")
 		}
 	}
-}
-
-// prefixed runs Spec.Prefix + Spec.Argv on the host, as the image runner
-// runs a sealed container's command, and keeps each run's environment.
-type prefixed struct {
-	inner *clitest.HomeRunner
-	mu    sync.Mutex
-	envs  []map[string]string
-}
-
-func (p *prefixed) Name() string { return p.inner.Name() }
-
-func (p *prefixed) Run(ctx context.Context, spec sandbox.Spec) (*sandbox.Result, error) {
-	p.mu.Lock()
-	p.envs = append(p.envs, spec.Env)
-	p.mu.Unlock()
-	spec.Argv = append(slices.Clone(spec.Prefix), spec.Argv...)
-	spec.Prefix = nil
-	return p.inner.Run(ctx, spec)
-}
-
-// freePort is a loopback port free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }

@@ -103,7 +103,7 @@ func (s Sealed) Run(t *testing.T) *SealedRun {
 		t.Fatalf("%s does not run sealed", d.ID)
 	}
 	bin := Bin(t, d.Executable)
-	port := freePort(t)
+	port := FreePort(t)
 	opts := mockllm.Options{Reply: SealedReply}
 	if s.Inject {
 		opts.Shell = mockllm.ExfilCommand(port)
@@ -115,8 +115,8 @@ func (s Sealed) Run(t *testing.T) *SealedRun {
 	for _, k := range d.Sealed.Credentials {
 		offered[k] = RealKey
 	}
-	runner := &prefixed{inner: Host(t)}
-	runner.inner.Setup = s.Setup
+	runner := &Prefixed{Inner: Host(t)}
+	runner.Inner.Setup = s.Setup
 	req := agents.Request{
 		Prompt: "Say hello.", Phase: agents.PhaseDevelopment, Provider: s.Provider, Model: s.Model,
 		Timeout: or(s.Timeout, 3*time.Minute), Runner: runner,
@@ -136,7 +136,7 @@ func (s Sealed) Run(t *testing.T) *SealedRun {
 	}
 	t.Logf("%s sealed: outcome %s, %d model requests, gateway %+v, refused %v, text %q",
 		d.ID, res.Outcome, len(mock.Requests()), sess.Usage(), sess.Refused(), res.Text)
-	return &SealedRun{Result: res, Mock: mock, Session: sess, Envs: runner.envs()}
+	return &SealedRun{Result: res, Mock: mock, Session: sess, Envs: runner.Envs()}
 }
 
 func or[T comparable](v, def T) T {
@@ -173,8 +173,8 @@ func openGateway(t *testing.T, provider, mockURL string) *gateway.Session {
 	return s
 }
 
-// freePort is a loopback port free a moment ago.
-func freePort(t *testing.T) int {
+// FreePort is a loopback port free a moment ago.
+func FreePort(t *testing.T) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -184,27 +184,28 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// prefixed runs Spec.Prefix + Spec.Argv on the host (which refuses a
+// Prefixed runs Spec.Prefix + Spec.Argv on the host (which refuses a
 // Prefix), as the image runner runs a sealed container's command, and keeps
-// the environment of every run.
-type prefixed struct {
-	inner *HomeRunner
+// the environment of every run (Envs).
+type Prefixed struct {
+	Inner *HomeRunner
 	mu    sync.Mutex
 	seen  []map[string]string
 }
 
-func (p *prefixed) Name() string { return p.inner.Name() }
+func (p *Prefixed) Name() string { return p.Inner.Name() }
 
-func (p *prefixed) Run(ctx context.Context, spec sandbox.Spec) (*sandbox.Result, error) {
+func (p *Prefixed) Run(ctx context.Context, spec sandbox.Spec) (*sandbox.Result, error) {
 	p.mu.Lock()
 	p.seen = append(p.seen, spec.Env)
 	p.mu.Unlock()
 	spec.Argv = append(append([]string(nil), spec.Prefix...), spec.Argv...)
 	spec.Prefix = nil
-	return p.inner.Run(ctx, spec)
+	return p.Inner.Run(ctx, spec)
 }
 
-func (p *prefixed) envs() []map[string]string {
+// Envs are the environments of the runs so far, in order.
+func (p *Prefixed) Envs() []map[string]string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]map[string]string(nil), p.seen...)
