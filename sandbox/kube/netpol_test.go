@@ -68,7 +68,7 @@ func TestSealedRunHasNoNetwork(t *testing.T) {
 	}
 
 	sock, seen := gatewaySocket(t)
-	sealed := r.spec(`wget -qO- http://127.0.0.1:47080/anthropic/v1/messages; echo; ` + probeScript(targets))
+	sealed := r.spec(`wget -qO- http://127.0.0.1:47080/anthropic/v1/messages; echo; ` + settleScript(targets[0]) + probeScript(targets))
 	sealed.Network = sandbox.NetworkNone
 	sealed.Binds = []sandbox.Mount{
 		{Host: sock, Container: "/run/alfred/gateway.sock"},
@@ -80,12 +80,26 @@ func TestSealedRunHasNoNetwork(t *testing.T) {
 		t.Errorf("the sealed run did not get the gateway's answer through the relay (%d requests seen): stdout %q, stderr %q", seen.Load(), res.Stdout, res.Stderr)
 	}
 	got = probeResults(t, "sealed", res)
+	t.Logf("the policy took hold %s ms after the sealed agent started", got["settle"])
 	for _, tg := range targets {
 		if !strings.HasPrefix(got[tg.name], "closed") {
 			t.Errorf("the sealed run reached %s (%s): %s", tg.name, net.JoinHostPort(tg.host, strconv.Itoa(tg.port)), got[tg.name])
 		}
 	}
 }
+
+// settleScript waits, at most policySettle, until the listener Pod tg is
+// no longer reached, and prints "probe settle MS" (counted in steps of
+// 100 ms, the open attempts' own time left out): the enforcer (kube-router)
+// programs a new Pod's rules after it sees the Pod's address, so the agent's
+// first moments may be open (README: the window, measured here).
+func settleScript(tg netTarget) string {
+	return fmt.Sprintf(`i=0; while [ $i -lt %d ] && [ "$(nc -w 1 %s %d </dev/null 2>/dev/null)" = %s ]; do sleep 0.1; i=$((i+1)); done; echo "probe settle $((i*100))"`+"\n",
+		policySettle/(100*time.Millisecond), tg.host, tg.port, listenerHello)
+}
+
+// policySettle bounds the wait for the enforcer to take hold of a new Pod.
+const policySettle = 5 * time.Second
 
 // probeScript tries each target with busybox nc (2 s to connect) and prints
 // "probe NAME open|closed OUTPUT" lines.
