@@ -75,7 +75,7 @@ func TestE2EReplay(t *testing.T) {
 	if strings.Count(string(text), "67% (2 of 3, few)") != 2 {
 		t.Errorf("the table lacks the merge rate:\n%s", text)
 	}
-	if t.Failed() {
+	if t.Failed() || testing.Verbose() {
 		t.Logf("alfred replay's output:\n%s", text)
 	}
 	t.Logf("replay of 3 cases with 2 adapters: %s wall; Claude Code %d tokens, %s to the pull request (median); Codex %d tokens, %s",
