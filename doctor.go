@@ -543,6 +543,14 @@ func (d *doctor) checkSettings(ctx context.Context) []checkLine {
 	for _, p := range problems {
 		out = append(out, failLine("settings", p.Error(), p.Fix()))
 	}
+	trials, err := unavailableTrials(ctx, d.c, all)
+	if err != nil {
+		out = append(out, failLine("settings", err.Error(), "see the state line"))
+	}
+	for _, why := range trials {
+		out = append(out, failLine("settings", why+"; its issues' runs fail at start",
+			"alfred agents detect, or set AGENT_TRIAL again with available adapters (alfred settings set)"))
+	}
 	if len(out) == 0 {
 		out = append(out, okLine("settings", fmt.Sprintf("%d overrides in the state branch, all of known settings and well typed", len(all))))
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -48,4 +49,32 @@ func checkTrialArms(c *config.Config, st *state.Store, value string) error {
 		}
 	}
 	return nil
+}
+
+// unavailableTrials says, for each AGENT_TRIAL stored in the state branch
+// (all) that parses but names an adapter this Alfred no longer has
+// available (an undetected CLI, an API no longer configured), what is
+// wrong: its issues' runs would fail at start. Doctor's lines.
+func unavailableTrials(ctx context.Context, c *config.Config, all []bot.StoredOverride) ([]string, error) {
+	var trials []bot.StoredOverride
+	for _, o := range all {
+		if _, err := bot.ParseTrial(o.Value); o.Key == bot.AgentTrial.Key() && o.Value != "" && err == nil {
+			trials = append(trials, o)
+		}
+	}
+	if len(trials) == 0 {
+		return nil, nil
+	}
+	st, err := openReadOnly(ctx, c)
+	if err != nil {
+		return nil, fmt.Errorf("AGENT_TRIAL: open the state: %w", err)
+	}
+	defer st.Close()
+	var out []string
+	for _, o := range trials {
+		if err := checkTrialArms(c, st, o.Value); err != nil {
+			out = append(out, fmt.Sprintf("%s: %v", o.Scope, err))
+		}
+	}
+	return out, nil
 }

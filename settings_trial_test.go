@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alchemic-studio/alfred/config"
 	"github.com/alchemic-studio/alfred/state"
 )
 
@@ -82,5 +83,39 @@ func detect(t *testing.T, dir string, list ...state.AgentInstallation) {
 	})
 	if err := errors.Join(err, st.Close()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDoctorSaysATrialArmIsUnavailable: an AGENT_TRIAL set while its
+// adapters were available, read by the doctor of an Alfred where one is
+// not (here: on another runner, where only codex was detected), fails a
+// settings line naming the scope, the arm and what is available; with its
+// adapters available, the settings line passes.
+func TestDoctorSaysATrialArmIsUnavailable(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state.git")
+	env := map[string]string{"ALFRED_STATE_DIR": dir, "ALFRED_FORGE": "forgejo", "ALFRED_FORGE_URL": "http://127.0.0.1:1", "ALFRED_RUNNER": "image"}
+	detect(t, dir,
+		state.AgentInstallation{AdapterID: "claude-code", Runner: "image", Image: "alfred-agent", Version: "2.1.200"},
+		state.AgentInstallation{AdapterID: "opencode", Runner: "image", Image: "alfred-agent", Version: "1.0.0"},
+		state.AgentInstallation{AdapterID: "codex", Runner: "kubernetes", Image: "alfred-agent", Version: "0.50.0"},
+	)
+	if code, out, errOut := alfred(t, env, "settings", "set", "AGENT_TRIAL", "claude-code:1,opencode:1", "-project", "alice/demo"); code != 0 {
+		t.Fatalf("settings set: %d %q %q", code, out, errOut)
+	}
+	lines := func(runner string) (fail []string) {
+		for _, l := range (&doctor{c: &config.Config{StateDir: dir, Runner: runner}}).checkSettings(context.Background()) {
+			if !l.OK {
+				fail = append(fail, l.String())
+			}
+		}
+		return fail
+	}
+	if fail := lines("image"); len(fail) != 0 {
+		t.Errorf("with its adapters available: %q", fail)
+	}
+	fail := lines("kubernetes")
+	want := "AGENT_TRIAL: arm claude-code: adapter claude-code is not detected on the kubernetes runner (alfred agents detect; available: codex); its issues' runs fail at start"
+	if len(fail) != 1 || !strings.Contains(fail[0], "alice/demo") || !strings.Contains(fail[0], want) {
+		t.Errorf("the doctor's settings lines %q, want one naming alice/demo and %q", fail, want)
 	}
 }
