@@ -268,7 +268,11 @@ func (e *Engine) handle(ctx context.Context, key string, m message) {
 	case m.runDone != "":
 		e.handleMessageRunDone(ctx, key, m)
 	case m.poll:
-		if err := e.safely("poll", func() error { return e.handlePoll(ctx, key) }, "mailbox", key); err != nil {
+		err := e.safely("poll", func() error { return e.handlePoll(ctx, key) }, "mailbox", key)
+		switch {
+		case err != nil && ctx.Err() != nil: // closing: the next start polls again
+			e.log.Debug("poll stopped by the close", "mailbox", key, "err", err)
+		case err != nil:
 			e.log.Warn("poll", "mailbox", key, "err", err)
 		}
 	}
