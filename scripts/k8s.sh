@@ -844,7 +844,6 @@ start_kubelet() {
 	wait_for kubelet "Ready node $NODE" node_ready "$NODE"
 }
 
-
 # start_kubelet2 starts the second node's kubelet, "$NODE2". A kubelet refuses
 # a loopback --node-ip and takes its address from a node name that is an IP:
 # a name of 127.0.0.2 would give the node that address, and the Pods on it
@@ -853,9 +852,10 @@ start_kubelet() {
 # delete the other's iptables chains. So this kubelet runs with
 # --cloud-provider=external, which makes it register with no address and
 # the taint node.cloudprovider.kubernetes.io/uninitialized and then keep the
-# addresses set on its Node: this script sets 127.0.0.1 (where the kubelet
-# listens, on a port of its own) and removes the taint, as a cloud
-# controller would. Both nodes' Pods then have the host IP 127.0.0.1 and the
+# addresses set on its Node: this script sets the InternalIP 127.0.0.1
+# (where the kubelet listens, on a port of its own; no Hostname address,
+# which the API server would prefer and fail to resolve) and removes the
+# taint, as a cloud controller would. Both nodes' Pods then have the host IP 127.0.0.1 and the
 # one kube-router guards them all.
 start_kubelet2() {
 	kubelet_config "$NODE2_DIR" "$KUBELET2_PORT" kubelet2-server "$CTRD2_SOCK" "$CGROUP_ROOT2"
@@ -864,7 +864,7 @@ start_kubelet2() {
 		--kubeconfig="$STATE/kubelet2.kubeconfig" --hostname-override="$NODE2" --cloud-provider=external
 	wait_for kubelet2 "Node $NODE2" kubectl get node "$NODE2"
 	kubectl patch node "$NODE2" --subresource=status --type=merge \
-		-p "{\"status\":{\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"127.0.0.1\"},{\"type\":\"Hostname\",\"address\":\"$NODE2\"}]}}" >/dev/null ||
+		-p '{"status":{"addresses":[{"type":"InternalIP","address":"127.0.0.1"}]}}' >/dev/null ||
 		fail_start "setting the addresses of the node $NODE2" kubelet2
 	kubectl taint node "$NODE2" node.cloudprovider.kubernetes.io/uninitialized- >/dev/null ||
 		fail_start "removing the taint node.cloudprovider.kubernetes.io/uninitialized of $NODE2" kubelet2
@@ -1096,8 +1096,9 @@ smoke_pod() {
 	EOF
 }
 
-# smoke_wait POD waits for the Pod to succeed and reads its log back through
-# the API server (and so its node's kubelet), then deletes it.
+# smoke_wait POD KUBELET waits for the Pod to succeed and reads its log back
+# through the API server (and so its node's kubelet, the service KUBELET),
+# then deletes it.
 smoke_wait() {
 	pod=$1
 	deadline=$(($(date +%s) + WAIT))
@@ -1107,12 +1108,12 @@ smoke_wait() {
 		Succeeded) break ;;
 		Failed)
 			kubectl -n "$NAMESPACE" describe pod "$pod" >&2 || true
-			fail_start "the smoke Pod $pod failed" kubelet
+			fail_start "the smoke Pod $pod failed" "$2"
 			;;
 		esac
 		if [ "$(date +%s)" -ge "$deadline" ]; then
 			kubectl -n "$NAMESPACE" describe pod "$pod" >&2 || true
-			fail_start "the smoke Pod $pod did not succeed within ${WAIT}s (phase '$phase')" kubelet
+			fail_start "the smoke Pod $pod did not succeed within ${WAIT}s (phase '$phase')" "$2"
 		fi
 		sleep 0.3
 	done
@@ -1125,8 +1126,8 @@ smoke_wait() {
 smoke_test() {
 	smoke_pod alfred-smoke "$NODE"
 	smoke_pod alfred-smoke-2 "$NODE2"
-	smoke_wait alfred-smoke
-	smoke_wait alfred-smoke-2
+	smoke_wait alfred-smoke kubelet
+	smoke_wait alfred-smoke-2 kubelet2
 }
 
 # ---------------------------------------------------------------- import
