@@ -43,8 +43,11 @@
 # machine is shared) of kube-apiserver, kube-controller-manager, kube-scheduler,
 # kubelet and kubectl into $ALFRED_K8S_CACHE/k8s-v$VERSION/bin. The first build takes
 # 20-60 minutes on two shared cores (56 min measured under a load of ~10);
-# `scripts/k8s.sh build` can run it ahead. A warm start takes 12-50 s (the
-# second node adds WARM_NODE2 of it).
+# `scripts/k8s.sh build` can run it ahead. A warm start takes 13-50 s; the
+# second node adds about 1.1 s to it (14.2 s against 13.1 s for main's
+# one-node script, medians of 4 on two shared cores: its containerd 0.1 s,
+# the images imported twice 0.3 s, its kubelet Ready 1.1 s; both smoke Pods
+# run at once). A stop takes 9-13 s either way.
 # kube-router: `go install $NETPOL_MODULE/cmd/kube-router@v$NETPOL_VERSION` (its own
 # go.mod, CGO_ENABLED=0, nice, -p 2) into $ALFRED_K8S_CACHE/netpol-kube-router-v$NETPOL_VERSION/bin:
 # 11 min the first time (645 s measured under a load of ~20, its modules
