@@ -54,6 +54,9 @@ type scenario struct {
 	sessions       []state.LLMSession
 	native         string // the agent's session id
 	webhookToAgent time.Duration
+	// beforeDevelopment, when set, runs between the analysis and the
+	// development of toPullRequest (the two-node test moves the runs there).
+	beforeDevelopment func()
 }
 
 // startOption changes how the bot runs (where its agents run, what its
@@ -286,6 +289,9 @@ func (s *scenario) toPullRequest() {
 	}
 
 	// ai::validate_plan: development resumes the session, pushes, opens the pull request.
+	if s.beforeDevelopment != nil {
+		s.beforeDevelopment()
+	}
 	w.label(s.n, []string{"ai::validate_plan"}, nil)
 	s.waitStatus("in_ci")
 	if l := s.lastSession(); s.lastRun().Phase != "development" || !l.Resumed || l.NativeSessionID == nil || *l.NativeSessionID != s.native {

@@ -18,7 +18,7 @@ import (
 )
 
 // TestE2EKubernetes plays the scenario with ALFRED_RUNNER=kubernetes on the
-// single-node cluster make test starts (scripts/k8s.sh): every run is a Pod
+// two-node cluster make test starts (scripts/k8s.sh): every run is a Pod
 // of its own, sealed (no network: the gateway's socket relayed through the
 // API server), its worktree and session copied in and back. The session the
 // analysis creates is resumed by the development in another Pod; a Pod
@@ -86,42 +86,53 @@ func (k *kube) pods(instance string) []corev1.Pod {
 // wrapper to wait), deletes its Pod while the agent runs, and checks that
 // the run failed, was retried, and the retry resumed the session.
 func (k *kube) podDeletedMidRun(s *scenario) {
+	k.podGoneMidRun(s, func(victim corev1.Pod) {
+		if err := k.client.CoreV1().Pods(k.namespace).Delete(context.Background(), victim.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+			s.t.Fatalf("delete Pod %s: %v", victim.Name, err)
+		}
+	})
+}
+
+// podGoneMidRun holds a ci_fix run, has remove end its Pod while the agent
+// runs, checks that the run failed, was retried, and the retry resumed the
+// session, and returns the failed run and the retry.
+func (k *kube) podGoneMidRun(s *scenario, remove func(corev1.Pod)) (failed, retry state.Run) {
 	t := s.t
 	slow := filepath.Join(s.stateDir(), "e2e-slow")
 	os.WriteFile(slow, nil, 0o644)
 	s.w.status(s.mb.HeadSHA, "failure", "1 test failed")
-	var victim string
+	var victim *corev1.Pod
 	waitFor(t, 2*time.Minute, "the held ci_fix run's Pod", func() bool {
 		for _, p := range k.pods(s.instance) {
 			for _, c := range p.Status.ContainerStatuses {
 				if c.Name == "agent" && c.State.Running != nil {
-					victim = p.Name
+					victim = &p
 				}
 			}
 		}
-		return victim != ""
+		return victim != nil
 	})
-	os.Remove(slow) // the retry runs at once; the deleted Pod had its own copy
-	if err := k.client.CoreV1().Pods(k.namespace).Delete(context.Background(), victim, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
-		t.Fatalf("delete Pod %s: %v", victim, err)
-	}
+	os.Remove(slow) // the retry runs at once; the removed Pod had its own copy
+	remove(*victim)
 	waitFor(t, 3*time.Minute, "the ci_fix retried", func() bool {
 		s.waitStatus("in_ci")
 		return s.mb.CIFixAttempts == 1 && s.lastRun().Phase == "ci_fix" && s.lastRun().Status == state.RunSucceeded
 	})
-	var failed int
+	var fails int
 	for _, r := range s.runs {
 		if r.Phase == "ci_fix" && r.Status == state.RunFailed {
-			failed++
-			t.Logf("the run whose Pod was deleted: %s", r.Outcome)
+			fails++
+			failed = r
+			t.Logf("the run whose Pod was removed: %s", r.Outcome)
 		}
 	}
-	if failed != 1 {
-		t.Errorf("ci_fix runs failed: %d, want the one whose Pod was deleted", failed)
+	if fails != 1 {
+		t.Errorf("ci_fix runs failed: %d, want the one whose Pod was removed", fails)
 	}
 	if l := s.lastSession(); !l.Resumed || l.NativeSessionID == nil || *l.NativeSessionID != s.native {
 		t.Errorf("the retry's session: %+v, want %s resumed", l, s.native)
 	}
+	return failed, s.lastRun()
 }
 
 // nothingLeft checks that no Pod, Secret or NetworkPolicy of the instance is

@@ -1,5 +1,5 @@
 #!/bin/sh
-# k8s.sh - a real single-node Kubernetes cluster for Alfred's tests, on loopback.
+# k8s.sh - a real two-node Kubernetes cluster for Alfred's tests, on loopback.
 #
 # Usage (as root):
 #   scripts/k8s.sh start    build the Kubernetes components and kube-router from the Go
@@ -8,11 +8,13 @@
 #                           containernetworking-plugins, openssl, busybox-static,
 #                           iptables, ipset, nftables) when missing, start etcd,
 #                           kube-apiserver, kube-controller-manager, kube-scheduler,
-#                           containerd (its CRI plugin), the kubelet and kube-router's
-#                           NetworkPolicy controller, import the test images, run a
-#                           smoke Pod and print the variables the tests read
+#                           a containerd (its CRI plugin) and a kubelet per node, and
+#                           kube-router's NetworkPolicy controller, import the test
+#                           images into both nodes, run a smoke Pod on each and print
+#                           the variables the tests read
 #   scripts/k8s.sh env      print those variables again (the cluster must be running)
-#   scripts/k8s.sh status   tell which components run (exit 1 when one is missing)
+#   scripts/k8s.sh status   tell which components (both nodes') run and show the two
+#                           Nodes (exit 1 when one is missing)
 #   scripts/k8s.sh stop     delete the Pods, stop what this script started (each by
 #                           its pidfile PID), undo what it changed on the host and
 #                           delete the state folder (never the cache)
@@ -22,7 +24,7 @@
 #                           cluster of ours started by an older k8s.sh without it
 #   scripts/k8s.sh import IMAGE...
 #                           copy images of the suite's Docker daemon (ALFRED_TEST_DOCKER_HOST,
-#                           scripts/dockerd.sh) into the running cluster's containerd:
+#                           scripts/dockerd.sh) into both nodes' containerd:
 #                           `docker save`, then `ctr -n k8s.io images import`; Pods use
 #                           them by the same name with imagePullPolicy: Never (alfred:abc
 #                           is docker.io/library/alfred:abc to both). Timings on stderr.
@@ -41,7 +43,11 @@
 # machine is shared) of kube-apiserver, kube-controller-manager, kube-scheduler,
 # kubelet and kubectl into $ALFRED_K8S_CACHE/k8s-v$VERSION/bin. The first build takes
 # 20-60 minutes on two shared cores (56 min measured under a load of ~10);
-# `scripts/k8s.sh build` can run it ahead. A warm start takes 30-50 s.
+# `scripts/k8s.sh build` can run it ahead. A warm start takes 13-50 s; the
+# second node adds about 1.1 s to it (14.2 s against 13.1 s for main's
+# one-node script, medians of 4 on two shared cores: its containerd 0.1 s,
+# the images imported twice 0.3 s, its kubelet Ready 1.1 s; both smoke Pods
+# run at once). A stop takes 9-13 s either way.
 # kube-router: `go install $NETPOL_MODULE/cmd/kube-router@v$NETPOL_VERSION` (its own
 # go.mod, CGO_ENABLED=0, nice, -p 2) into $ALFRED_K8S_CACHE/netpol-kube-router-v$NETPOL_VERSION/bin:
 # 11 min the first time (645 s measured under a load of ~20, its modules
@@ -49,22 +55,41 @@
 # warm start (its first sync).
 #
 # What runs, all on 127.0.0.1 (ports picked free), with one CA made by openssl
-# for every certificate:
+# for every certificate; the two nodes are two kubelets on this host, each
+# with a containerd of its own (two kubelets on one CRI would each
+# garbage-collect the other's Pods):
 #   etcd                     Debian's etcd-server, TLS with client certificates
 #   kube-apiserver           Node,RBAC authorization, NodeRestriction, no privileged Pods
 #   kube-controller-manager  and kube-scheduler, no leader election
 #   containerd               Debian's 1.6 (the kubelet falls back from the RuntimeConfig
-#                            call it lacks), our own instance (config, root, state, socket
-#                            under the state folder), CRI plugin, runc;
-#                            restrict_oom_score_adj, since root may lack CAP_SYS_RESOURCE
+#                            call it lacks), our own instances (config, root, state, socket
+#                            under the state folder; the second node's under node2/),
+#                            CRI plugin, runc; restrict_oom_score_adj, since root may
+#                            lack CAP_SYS_RESOURCE
 #   kubelet                  node "127.0.0.1" (a kubelet refuses a loopback --node-ip,
 #                            but takes a node name that is an IP as its address),
 #                            cgroupfs driver, Pods under the cgroup /alfred-test-k8s,
 #                            failCgroupV1: false (a cgroup v1 host is refused by default),
 #                            podPidsLimit $ALFRED_K8S_POD_PIDS_LIMIT (default 1024)
-#   CNI                      a bridge alfk8s0 with no address on the host, 10.244.0.0/24
-#                            from host-local: Pods reach each other, nothing routes out
-#   NetworkPolicies          kube-router v2.1.0's network policy controller alone
+#   kubelet (2nd node)       node "alfred-test-node2", root folder node2/kubelet, Pods
+#                            under the cgroup /alfred-test-k8s-2 (each kubelet cleans
+#                            up the Pod cgroups under its own parent), a port of its own,
+#                            the same settings otherwise; --cloud-provider=external, and
+#                            this script sets its address, 127.0.0.1, as a cloud
+#                            controller would (start_kubelet2 says why: the one
+#                            NetworkPolicy enforcer guards the Pods whose host IP is its
+#                            node's address)
+#   CNI                      one bridge alfk8s0 with no address on the host, the Pod
+#                            subnet 10.244.0.0/23 from host-local: node 127.0.0.1 hands
+#                            out 10.244.0.2-254, the second node 10.244.1.1-254 (its own
+#                            range and IPAM folder). One bridge, not one per node: Pods
+#                            of both nodes reach each other as in a real cluster (two
+#                            bridges without host addresses or routes would cut the nodes
+#                            apart), and the bridge's netfilter and IPv6 rules cover
+#                            both. Nothing routes out.
+#   NetworkPolicies          kube-router v2.1.0's network policy controller alone, one
+#                            for both nodes (as node 127.0.0.1, whose address is the
+#                            host IP of every Pod: two would delete each other's chains)
 #                            (--run-router=false --run-service-proxy=false, no health or
 #                            metrics port, IPv4): iptables chains and ipsets per Pod and
 #                            policy, applied to bridged traffic by br_netfilter
@@ -90,15 +115,17 @@
 #   alfred-test/pause:1          the Pod sandbox image (a shell waiting for SIGTERM)
 #
 # On the host, outside the state folder, a start changes (and stop undoes): the
-# sysctls the kubelet sets (vm.overcommit_memory=1, kernel.panic=10,
+# sysctls the kubelets set (vm.overcommit_memory=1, kernel.panic=10,
 # kernel.panic_on_oops=1, ...: their old values are saved and restored),
 # net.bridge.bridge-nf-call-iptables and -ip6tables (set to 1, restored),
 # kube-router's KUBE-ROUTER-*, KUBE-POD-FW-* and KUBE-NWPLCY-* chains of the
 # filter table and its KUBE-SRC-*/KUBE-DST-* ipsets, the nftables table ip6
 # alfred-k8s-netpol, the
-# cgroup /alfred-test-k8s in each cgroup v1 hierarchy, the bridge alfk8s0, the
-# folders /var/lib/cni (CNI result cache), /var/lib/kubelet (the device plugin
-# socket: a fixed path) and /var/log/containers (the kubelet's log symlinks)
+# cgroups /alfred-test-k8s and /alfred-test-k8s-2 in each cgroup v1 hierarchy,
+# the bridge alfk8s0, the folders /var/lib/cni (CNI result cache),
+# /var/lib/kubelet (the device plugin socket: a fixed path, which the second
+# kubelet takes over; no device plugin is used) and /var/log/containers (the
+# kubelets' log symlinks)
 # when they did not exist (else only our files in them), and containerd's shim
 # sockets in /run/containerd/s (removed by the shims themselves).
 #
@@ -143,10 +170,20 @@ PKI=$STATE/pki
 LOGS=$STATE/logs
 CTRD_SOCK=$STATE/containerd.sock
 NODE=127.0.0.1
+# The second node, on the same host (the *_node2 functions): a kubelet and a
+# containerd of its own under $NODE2_DIR, its own cgroup parent and its own
+# half of the Pod network. Its address is 127.0.0.1 too (see start_kubelet2).
+NODE2=alfred-test-node2
+NODE2_DIR=$STATE/node2
+CTRD2_SOCK=$NODE2_DIR/containerd.sock
 BRIDGE=alfk8s0
-POD_SUBNET=10.244.0.0/24
+# One Pod network on one bridge; each node's host-local hands out its own range.
+POD_SUBNET=10.244.0.0/23
+POD_RANGE="10.244.0.2 10.244.0.254"
+POD_RANGE2="10.244.1.1 10.244.1.254"
 SERVICE_RANGE=10.96.0.0/24
 CGROUP_ROOT=alfred-test-k8s
+CGROUP_ROOT2=alfred-test-k8s-2
 # Processes (threads) a Pod may have at once, all its containers together:
 # the kubelet's podPidsLimit, the only per-Pod PIDs limit Kubernetes has.
 POD_PIDS_LIMIT=${ALFRED_K8S_POD_PIDS_LIMIT:-1024}
@@ -155,7 +192,7 @@ PAUSE_IMAGE=alfred-test/pause:1
 HOST_DIRS="/var/lib/cni /var/lib/kubelet /var/log/containers"
 SYSCTLS="vm/overcommit_memory vm/panic_on_oom kernel/panic kernel/panic_on_oops kernel/keys/root_maxkeys kernel/keys/root_maxbytes"
 # Started in this order, stopped in the reverse one.
-SERVICES="etcd kube-apiserver containerd kube-controller-manager kube-scheduler kubelet kube-router"
+SERVICES="etcd kube-apiserver containerd containerd2 kube-controller-manager kube-scheduler kubelet kubelet2 kube-router"
 # The NetworkPolicy enforcer (see start_netpol).
 NETPOL_VERSION=${ALFRED_K8S_NETPOL_VERSION:-2.1.0}
 NETPOL_VERSION=${NETPOL_VERSION#v}
@@ -335,6 +372,8 @@ make_pki() {
 	cert scheduler system:kube-scheduler
 	cert kubelet "system:node:$NODE" system:nodes
 	cert kubelet-server "$NODE" "" "$loop"
+	cert kubelet2 "system:node:$NODE2" system:nodes
+	cert kubelet2-server "$NODE2" "" "$loop"
 	# The service account token signing key (ES256).
 	openssl ecparam -name prime256v1 -genkey -noout -out "$PKI/sa.key" 2>/dev/null
 	openssl ec -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub" 2>/dev/null
@@ -432,6 +471,7 @@ blob() {
 }
 
 ctr_k8s() { ctr --address "$CTRD_SOCK" --namespace k8s.io "$@"; }
+ctr_node2() { ctr --address "$CTRD2_SOCK" --namespace k8s.io "$@"; }
 
 # ---------------------------------------------------------------- processes
 
@@ -444,9 +484,11 @@ mark() {
 	etcd) echo "--data-dir=$STATE/etcd" ;;
 	kube-apiserver) echo "--etcd-keyfile=$PKI/apiserver-etcd-client.key" ;;
 	containerd) echo "--config=$STATE/containerd.toml" ;;
+	containerd2) echo "--config=$NODE2_DIR/containerd.toml" ;;
 	kube-controller-manager) echo "--kubeconfig=$STATE/controller-manager.kubeconfig" ;;
 	kube-scheduler) echo "--kubeconfig=$STATE/scheduler.kubeconfig" ;;
 	kubelet) echo "--root-dir=$STATE/kubelet" ;;
+	kubelet2) echo "--root-dir=$NODE2_DIR/kubelet" ;;
 	kube-router) echo "--kubeconfig=$STATE/netpol.kubeconfig" ;;
 	esac
 }
@@ -565,22 +607,28 @@ wait_apiserver() {
 		--key "$PKI/admin.key" "https://127.0.0.1:$APISERVER_PORT/readyz"
 }
 
-start_containerd() {
-	mkdir -p "$STATE/containerd/root" "$STATE/containerd/state" "$STATE/cni/net.d" "$STATE/cni/ipam" "$STATE/runc"
-	cat >"$STATE/containerd.toml" <<-EOF
+# containerd_files DIR SOCKET NETWORK "FIRST LAST" writes a containerd
+# configuration (DIR/containerd.toml: root, state, runc and CNI folders under
+# DIR) and its CNI network NETWORK on the Pod bridge, whose host-local hands
+# out the addresses FIRST to LAST of the Pod subnet.
+containerd_files() {
+	dir=$1 sock=$2 net=$3
+	first=${4% *} last=${4#* }
+	mkdir -p "$dir/containerd/root" "$dir/containerd/state" "$dir/cni/net.d" "$dir/cni/ipam" "$dir/runc"
+	cat >"$dir/containerd.toml" <<-EOF
 		# Written by scripts/k8s.sh; deleted by its stop.
 		version = 2
-		root = "$STATE/containerd/root"
-		state = "$STATE/containerd/state"
+		root = "$dir/containerd/root"
+		state = "$dir/containerd/state"
 		disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
 		[grpc]
-		  address = "$CTRD_SOCK"
+		  address = "$sock"
 		[ttrpc]
-		  address = "$STATE/containerd-ttrpc.sock"
+		  address = "$dir/containerd-ttrpc.sock"
 		[debug]
 		  level = "warn"
 		[plugins."io.containerd.internal.v1.opt"]
-		  path = "$STATE/containerd/opt"
+		  path = "$dir/containerd/opt"
 		[plugins."io.containerd.grpc.v1.cri"]
 		  sandbox_image = "docker.io/$PAUSE_IMAGE"
 		  disable_tcp_service = true
@@ -600,19 +648,20 @@ start_containerd() {
 		      runtime_type = "io.containerd.runc.v2"
 		      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
 		        BinaryName = "$(command -v runc)"
-		        Root = "$STATE/runc"
+		        Root = "$dir/runc"
 		        SystemdCgroup = false
 		  [plugins."io.containerd.grpc.v1.cri".cni]
 		    bin_dir = "/usr/lib/cni"
-		    conf_dir = "$STATE/cni/net.d"
+		    conf_dir = "$dir/cni/net.d"
 		    max_conf_num = 1
 	EOF
 	# A bridge with no address on the host and no gateway for the Pods: they
-	# reach each other and nothing else; no IP forwarding, no masquerading.
-	cat >"$STATE/cni/net.d/10-alfred-test.conflist" <<-EOF
+	# reach each other (on both nodes) and nothing else; no IP forwarding, no
+	# masquerading.
+	cat >"$dir/cni/net.d/10-$net.conflist" <<-EOF
 		{
 		  "cniVersion": "1.0.0",
-		  "name": "alfred-test",
+		  "name": "$net",
 		  "plugins": [
 		    {
 		      "type": "bridge",
@@ -622,14 +671,18 @@ start_containerd() {
 		      "hairpinMode": false,
 		      "ipam": {
 		        "type": "host-local",
-		        "dataDir": "$STATE/cni/ipam",
-		        "ranges": [[{"subnet": "$POD_SUBNET"}]]
+		        "dataDir": "$dir/cni/ipam",
+		        "ranges": [[{"subnet": "$POD_SUBNET", "rangeStart": "$first", "rangeEnd": "$last"}]]
 		      }
 		    },
 		    {"type": "loopback"}
 		  ]
 		}
 	EOF
+}
+
+start_containerd() {
+	containerd_files "$STATE" "$CTRD_SOCK" alfred-test "$POD_RANGE"
 	# Folders containerd's CNI library and the kubelet make outside the state
 	# folder whatever their configuration says (the CNI result cache, the
 	# device plugin socket, the legacy log symlinks): stop deletes those that
@@ -639,13 +692,26 @@ start_containerd() {
 	wait_for containerd "answer on $CTRD_SOCK" ctr --address "$CTRD_SOCK" version
 }
 
+# start_containerd2 starts the second node's containerd: its own
+# configuration, root, state, sockets and runc root under $NODE2_DIR (two
+# kubelets on one CRI would each garbage-collect the other's Pods), and its
+# own half of the Pod network on the same bridge.
+start_containerd2() {
+	containerd_files "$NODE2_DIR" "$CTRD2_SOCK" alfred-test-2 "$POD_RANGE2"
+	launch containerd2 containerd "$(mark containerd2)"
+	wait_for containerd2 "answer on $CTRD2_SOCK" ctr --address "$CTRD2_SOCK" version
+}
+
+# import_images imports the cluster's own images into each node's containerd.
 import_images() {
 	make_images
-	ctr_k8s images import "$STATE/images/images.tar" >"$LOGS/import.log" 2>&1 ||
-		{ cat "$LOGS/import.log" >&2; fail_start "ctr images import of $STATE/images/images.tar"; }
-	for i in "$IMAGE" "$PAUSE_IMAGE"; do
-		ctr_k8s images check "name==docker.io/$i" | grep -q complete ||
-			fail_start "image docker.io/$i missing after the import: $(cat "$LOGS/import.log")"
+	for c in ctr_k8s ctr_node2; do
+		$c images import "$STATE/images/images.tar" >"$LOGS/import.log" 2>&1 ||
+			{ cat "$LOGS/import.log" >&2; fail_start "$c images import of $STATE/images/images.tar"; }
+		for i in "$IMAGE" "$PAUSE_IMAGE"; do
+			$c images check "name==docker.io/$i" | grep -q complete ||
+				fail_start "image docker.io/$i missing after the import ($c): $(cat "$LOGS/import.log")"
+		done
 	done
 	rm -rf "$STATE/images"
 }
@@ -680,27 +746,29 @@ cgroup_dirs() {
 	done
 }
 
-# make_cgroups creates the cgroup the kubelet puts the Pods under (it requires
-# it to exist in every hierarchy).
+# make_cgroups ROOT creates the cgroup a kubelet puts its Pods under (it
+# requires it to exist in every hierarchy).
 make_cgroups() {
 	for d in $(cgroup_dirs); do
-		mkdir -p "$d/$CGROUP_ROOT"
+		mkdir -p "$d/$1"
 		if [ -f "$d/cpuset.cpus" ]; then
-			[ -n "$(cat "$d/$CGROUP_ROOT/cpuset.cpus")" ] || cat "$d/cpuset.cpus" >"$d/$CGROUP_ROOT/cpuset.cpus"
-			[ -n "$(cat "$d/$CGROUP_ROOT/cpuset.mems")" ] || cat "$d/cpuset.mems" >"$d/$CGROUP_ROOT/cpuset.mems"
+			[ -n "$(cat "$d/$1/cpuset.cpus")" ] || cat "$d/cpuset.cpus" >"$d/$1/cpuset.cpus"
+			[ -n "$(cat "$d/$1/cpuset.mems")" ] || cat "$d/cpuset.mems" >"$d/$1/cpuset.mems"
 		fi
 	done
 }
 
-# remove_cgroups removes our cgroup tree, deepest first (after the kubelet and
+# remove_cgroups removes our cgroup trees (both nodes'), deepest first (after the kubelet and
 # the Pods are gone; a cgroup that still holds a process stays, and is named).
 remove_cgroups() {
 	# runc also mirrors the containers into the cgroup v2 hierarchy of a
 	# hybrid host (/sys/fs/cgroup/unified).
 	for d in $(cgroup_dirs) /sys/fs/cgroup/unified; do
-		[ -d "$d/$CGROUP_ROOT" ] || continue
-		find "$d/$CGROUP_ROOT" -depth -type d -exec rmdir {} \; 2>/dev/null ||
-			log "could not remove all of the cgroup $d/$CGROUP_ROOT (processes left in it?)"
+		for r in $CGROUP_ROOT $CGROUP_ROOT2; do
+			[ -d "$d/$r" ] || continue
+			find "$d/$r" -depth -type d -exec rmdir {} \; 2>/dev/null ||
+				log "could not remove all of the cgroup $d/$r (processes left in it?)"
+		done
 	done
 }
 
@@ -717,20 +785,22 @@ restore_sysctls() {
 	rm -f "$STATE/sysctls"
 }
 
-start_kubelet() {
-	mkdir -p "$STATE/kubelet" "$STATE/pod-logs"
-	make_cgroups
-	save_sysctls
-	cat >"$STATE/kubelet.yaml" <<-EOF
+# kubelet_config DIR PORT CERT SOCKET CGROUP writes DIR/kubelet.yaml: a
+# kubelet serving on 127.0.0.1:PORT with the certificate CERT, its Pods on
+# the containerd at SOCKET, under the cgroup /CGROUP, their logs in
+# DIR/pod-logs.
+kubelet_config() {
+	mkdir -p "$1/kubelet" "$1/pod-logs"
+	cat >"$1/kubelet.yaml" <<-EOF
 		# Written by scripts/k8s.sh; deleted by its stop.
 		apiVersion: kubelet.config.k8s.io/v1beta1
 		kind: KubeletConfiguration
 		address: 127.0.0.1
-		port: $KUBELET_PORT
+		port: $2
 		readOnlyPort: 0
 		healthzPort: 0
-		tlsCertFile: $PKI/kubelet-server.crt
-		tlsPrivateKeyFile: $PKI/kubelet-server.key
+		tlsCertFile: $PKI/$3.crt
+		tlsPrivateKeyFile: $PKI/$3.key
 		rotateCertificates: false
 		serverTLSBootstrap: false
 		authentication:
@@ -742,12 +812,12 @@ start_kubelet() {
 		    clientCAFile: $PKI/ca.crt
 		authorization:
 		  mode: Webhook
-		containerRuntimeEndpoint: unix://$CTRD_SOCK
+		containerRuntimeEndpoint: unix://$4
 		cgroupDriver: cgroupfs
-		cgroupRoot: /$CGROUP_ROOT
+		cgroupRoot: /$5
 		failCgroupV1: false
 		failSwapOn: false
-		podLogsDir: $STATE/pod-logs
+		podLogsDir: $1/pod-logs
 		resolvConf: /etc/resolv.conf
 		maxPods: 50
 		podPidsLimit: $POD_PIDS_LIMIT
@@ -766,13 +836,46 @@ start_kubelet() {
 		logging:
 		  verbosity: 1
 	EOF
+}
+
+start_kubelet() {
+	kubelet_config "$STATE" "$KUBELET_PORT" kubelet-server "$CTRD_SOCK" "$CGROUP_ROOT"
+	make_cgroups "$CGROUP_ROOT"
+	save_sysctls
 	launch kubelet "$BIN/kubelet" "$(mark kubelet)" --config="$STATE/kubelet.yaml" \
 		--kubeconfig="$STATE/kubelet.kubeconfig" --hostname-override="$NODE"
-	wait_for kubelet "Ready node $NODE" node_ready
+	wait_for kubelet "Ready node $NODE" node_ready "$NODE"
+}
+
+# start_kubelet2 starts the second node's kubelet, "$NODE2". A kubelet refuses
+# a loopback --node-ip and takes its address from a node name that is an IP:
+# a name of 127.0.0.2 would give the node that address, and the Pods on it
+# that host IP. kube-router's NetworkPolicy controller guards the Pods whose
+# host IP is its node's address, and two of them on one host would each
+# delete the other's iptables chains. So this kubelet runs with
+# --cloud-provider=external, which makes it register with no address and
+# the taint node.cloudprovider.kubernetes.io/uninitialized and then keep the
+# addresses set on its Node: this script sets the InternalIP 127.0.0.1
+# (where the kubelet listens, on a port of its own; no Hostname address,
+# which the API server would prefer and fail to resolve) and removes the
+# taint, as a cloud controller would. Both nodes' Pods then have the host IP 127.0.0.1 and the
+# one kube-router guards them all.
+start_kubelet2() {
+	kubelet_config "$NODE2_DIR" "$KUBELET2_PORT" kubelet2-server "$CTRD2_SOCK" "$CGROUP_ROOT2"
+	make_cgroups "$CGROUP_ROOT2"
+	launch kubelet2 "$BIN/kubelet" "$(mark kubelet2)" --config="$NODE2_DIR/kubelet.yaml" \
+		--kubeconfig="$STATE/kubelet2.kubeconfig" --hostname-override="$NODE2" --cloud-provider=external
+	wait_for kubelet2 "Node $NODE2" kubectl get node "$NODE2"
+	kubectl patch node "$NODE2" --subresource=status --type=merge \
+		-p '{"status":{"addresses":[{"type":"InternalIP","address":"127.0.0.1"}]}}' >/dev/null ||
+		fail_start "setting the addresses of the node $NODE2" kubelet2
+	kubectl taint node "$NODE2" node.cloudprovider.kubernetes.io/uninitialized- >/dev/null ||
+		fail_start "removing the taint node.cloudprovider.kubernetes.io/uninitialized of $NODE2" kubelet2
+	wait_for kubelet2 "Ready node $NODE2" node_ready "$NODE2"
 }
 
 node_ready() {
-	[ "$(kubectl get node "$NODE" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
+	[ "$(kubectl get node "$1" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
 }
 
 # ---------------------------------------------------------------- NetworkPolicy enforcement
@@ -963,10 +1066,10 @@ setup_namespace() {
 	wait_for kube-controller-manager "ServiceAccount $NAMESPACE/default" kubectl -n "$NAMESPACE" get serviceaccount default
 }
 
-# smoke_test runs `echo ok` in a restricted Pod of the test image and reads its
-# log back through the API server (and so the kubelet).
-smoke_test() {
-	pod=alfred-smoke
+# smoke_pod POD NODE creates a restricted Pod of the test image that runs
+# `echo ok` on NODE (a node selector: the scheduler places it).
+smoke_pod() {
+	pod=$1
 	kubectl -n "$NAMESPACE" delete pod "$pod" --ignore-not-found --wait=true >/dev/null 2>&1 || true
 	kubectl -n "$NAMESPACE" apply -f - >/dev/null <<-EOF || fail_start "creation of the smoke Pod"
 		apiVersion: v1
@@ -975,6 +1078,8 @@ smoke_test() {
 		  name: $pod
 		spec:
 		  restartPolicy: Never
+		  nodeSelector:
+		    kubernetes.io/hostname: "$2"
 		  automountServiceAccountToken: false
 		  securityContext:
 		    runAsNonRoot: true
@@ -992,6 +1097,13 @@ smoke_test() {
 		      capabilities:
 		        drop: ["ALL"]
 	EOF
+}
+
+# smoke_wait POD KUBELET waits for the Pod to succeed and reads its log back
+# through the API server (and so its node's kubelet, the service KUBELET),
+# then deletes it.
+smoke_wait() {
+	pod=$1
 	deadline=$(($(date +%s) + WAIT))
 	while :; do
 		phase=$(kubectl -n "$NAMESPACE" get pod "$pod" -o 'jsonpath={.status.phase}' 2>/dev/null) || phase=""
@@ -999,18 +1111,26 @@ smoke_test() {
 		Succeeded) break ;;
 		Failed)
 			kubectl -n "$NAMESPACE" describe pod "$pod" >&2 || true
-			fail_start "the smoke Pod failed" kubelet
+			fail_start "the smoke Pod $pod failed" "$2"
 			;;
 		esac
 		if [ "$(date +%s)" -ge "$deadline" ]; then
 			kubectl -n "$NAMESPACE" describe pod "$pod" >&2 || true
-			fail_start "the smoke Pod did not succeed within ${WAIT}s (phase '$phase')" kubelet
+			fail_start "the smoke Pod $pod did not succeed within ${WAIT}s (phase '$phase')" "$2"
 		fi
 		sleep 0.3
 	done
-	out=$(kubectl -n "$NAMESPACE" logs "$pod" 2>&1) || fail_start "kubectl logs of the smoke Pod: $out" kube-apiserver
-	[ "$out" = ok ] || fail_start "the smoke Pod logged '$out', not 'ok'"
+	out=$(kubectl -n "$NAMESPACE" logs "$pod" 2>&1) || fail_start "kubectl logs of the smoke Pod $pod: $out" kube-apiserver
+	[ "$out" = ok ] || fail_start "the smoke Pod $pod logged '$out', not 'ok'"
 	kubectl -n "$NAMESPACE" delete pod "$pod" --wait=false >/dev/null 2>&1 || true
+}
+
+# smoke_test runs a smoke Pod on each node at once.
+smoke_test() {
+	smoke_pod alfred-smoke "$NODE"
+	smoke_pod alfred-smoke-2 "$NODE2"
+	smoke_wait alfred-smoke kubelet
+	smoke_wait alfred-smoke-2 kubelet2
 }
 
 # ---------------------------------------------------------------- import
@@ -1060,12 +1180,14 @@ import_docker_images() {
 		size=$(($(stat -c %s "$archive") / 1048576))
 		t_save=$(($(now_ms) - t))
 		t=$(now_ms)
-		out=$(ctr_k8s images import "$archive" 2>&1) || die "import: ctr images import of $image failed: $out"
 		ref=$(image_ref "$image")
-		ctr_k8s images check "name==$ref" | grep -q complete ||
-			die "import: $ref is missing from the cluster's containerd after the import: $out"
+		for c in ctr_k8s ctr_node2; do
+			out=$($c images import "$archive" 2>&1) || die "import: $c images import of $image failed: $out"
+			$c images check "name==$ref" | grep -q complete ||
+				die "import: $ref is missing from a node's containerd ($c) after the import: $out"
+		done
 		rm -f "$archive"
-		log "imported $image ($size MiB) as $ref: docker save $t_save ms, ctr import $(($(now_ms) - t)) ms"
+		log "imported $image ($size MiB) as $ref: docker save $t_save ms, ctr import into both nodes $(($(now_ms) - t)) ms"
 	done
 	rm -f "$archive"
 	trap - EXIT INT TERM HUP
@@ -1082,6 +1204,7 @@ write_env() {
 		ALFRED_TEST_K8S_VERSION=v$VERSION
 		ALFRED_TEST_K8S_IMAGE=$IMAGE
 		ALFRED_TEST_K8S_NODE=$NODE
+		ALFRED_TEST_K8S_NODES='$NODE $NODE2'
 		ALFRED_TEST_K8S_POD_BRIDGE=$BRIDGE
 		ALFRED_TEST_K8S_POD_PIDS_LIMIT=$POD_PIDS_LIMIT
 	EOF
@@ -1121,11 +1244,12 @@ start() {
 	: >"$MARKER"
 	t=$(now_ms)
 	make_pki
-	for p in ETCD_PORT ETCD_PEER_PORT APISERVER_PORT KCM_PORT SCHED_PORT KUBELET_PORT; do pick_port $p; done
+	for p in ETCD_PORT ETCD_PEER_PORT APISERVER_PORT KCM_PORT SCHED_PORT KUBELET_PORT KUBELET2_PORT; do pick_port $p; done
 	kubeconfig admin admin
 	kubeconfig controller-manager controller-manager
 	kubeconfig scheduler scheduler
 	kubeconfig kubelet kubelet
+	kubeconfig kubelet2 kubelet2
 	log "certificates and kubeconfigs made in $(($(now_ms) - t)) ms"
 	t=$(now_ms)
 	start_etcd
@@ -1138,8 +1262,11 @@ start() {
 	start_containerd
 	log "containerd $(containerd --version | cut -d' ' -f3) ready in $(($(now_ms) - t)) ms"
 	t=$(now_ms)
+	start_containerd2
+	log "containerd of node $NODE2 ready in $(($(now_ms) - t)) ms"
+	t=$(now_ms)
 	import_images
-	log "imported $IMAGE and $PAUSE_IMAGE in $(($(now_ms) - t)) ms"
+	log "imported $IMAGE and $PAUSE_IMAGE into both nodes in $(($(now_ms) - t)) ms"
 	wait_apiserver
 	log "kube-apiserver v$VERSION ready in $(($(now_ms) - t_api)) ms on https://127.0.0.1:$APISERVER_PORT"
 	t=$(now_ms)
@@ -1149,43 +1276,55 @@ start() {
 	start_kubelet
 	log "kubelet ready, node $NODE Ready in $(($(now_ms) - t)) ms"
 	t=$(now_ms)
+	start_kubelet2
+	log "kubelet ready, node $NODE2 Ready in $(($(now_ms) - t)) ms"
+	t=$(now_ms)
 	start_netpol
 	log "kube-router v$NETPOL_VERSION (NetworkPolicies) ready in $(($(now_ms) - t)) ms"
 	t=$(now_ms)
 	setup_namespace
 	smoke_test
-	log "smoke Pod ran 'echo ok' in $NAMESPACE in $(($(now_ms) - t)) ms"
+	log "smoke Pods ran 'echo ok' in $NAMESPACE on $NODE and $NODE2 in $(($(now_ms) - t)) ms"
 	write_env
 	log "cluster ready in $(($(now_ms) - T0)) ms (state $STATE, kubeconfig $STATE/admin.kubeconfig)"
 	print_env
 }
 
-# drain_pods deletes every Pod while the kubelet still runs, so that it stops
-# the containers and tears their network down itself.
+# node_tasks lists what runs in the containerd of either node.
+node_tasks() {
+	if ours containerd >/dev/null; then ctr_k8s tasks ls -q 2>/dev/null || true; fi
+	if ours containerd2 >/dev/null; then ctr_node2 tasks ls -q 2>/dev/null || true; fi
+}
+
+# drain_pods deletes every Pod while the kubelets still run, so that they stop
+# the containers and tear their network down themselves.
 drain_pods() {
-	ours kube-apiserver >/dev/null && ours kubelet >/dev/null && ours containerd >/dev/null || return 0
+	ours kube-apiserver >/dev/null || return 0
+	{ ours kubelet >/dev/null && ours containerd >/dev/null; } ||
+		{ ours kubelet2 >/dev/null && ours containerd2 >/dev/null; } || return 0
 	[ -f "$STATE/admin.kubeconfig" ] || return 0
 	kubectl delete pods --all --all-namespaces --grace-period=2 --wait=false >/dev/null 2>&1 || return 0
 	i=0
 	while [ $i -lt 100 ]; do
-		[ -z "$(ctr_k8s tasks ls -q 2>/dev/null)" ] && return 0
+		[ -z "$(node_tasks)" ] && return 0
 		sleep 0.3
 		i=$((i + 1))
 	done
 	log "some containers still run after deleting the Pods; killing them"
 }
 
-# kill_tasks kills whatever still runs in our containerd and deletes it.
+# kill_tasks SERVICE CTR kills whatever still runs in the containerd SERVICE
+# of ours (ctr function CTR) and deletes it.
 kill_tasks() {
-	ours containerd >/dev/null || return 0
-	for t in $(ctr_k8s tasks ls -q 2>/dev/null); do
-		ctr_k8s tasks kill -s SIGKILL "$t" >/dev/null 2>&1 || true
+	ours "$1" >/dev/null || return 0
+	for t in $($2 tasks ls -q 2>/dev/null); do
+		$2 tasks kill -s SIGKILL "$t" >/dev/null 2>&1 || true
 	done
-	for t in $(ctr_k8s tasks ls -q 2>/dev/null); do
-		ctr_k8s tasks delete -f "$t" >/dev/null 2>&1 || true
+	for t in $($2 tasks ls -q 2>/dev/null); do
+		$2 tasks delete -f "$t" >/dev/null 2>&1 || true
 	done
-	for c in $(ctr_k8s containers ls -q 2>/dev/null); do
-		ctr_k8s containers delete "$c" >/dev/null 2>&1 || true
+	for c in $($2 containers ls -q 2>/dev/null); do
+		$2 containers delete "$c" >/dev/null 2>&1 || true
 	done
 }
 
@@ -1194,15 +1333,18 @@ kill_tasks() {
 teardown() {
 	drain_pods
 	stop_netpol
-	stop_services kubelet kube-scheduler kube-controller-manager
-	kill_tasks
-	stop_services containerd kube-apiserver
+	stop_services kubelet kubelet2 kube-scheduler kube-controller-manager
+	kill_tasks containerd ctr_k8s
+	kill_tasks containerd2 ctr_node2
+	stop_services containerd containerd2 kube-apiserver
 	stop_services etcd
 	# Shims outlive containerd: a shim of ours runs with our state folder in its
-	# command line (-address $CTRD_SOCK).
-	for p in $(pgrep -f "containerd-shim-runc-v2 -namespace k8s.io -address $CTRD_SOCK" 2>/dev/null || true); do
-		log "killing the leftover containerd shim pid $p"
-		kill -KILL "$p" 2>/dev/null || true
+	# command line (-address $CTRD_SOCK or $CTRD2_SOCK).
+	for sock in "$CTRD_SOCK" "$CTRD2_SOCK"; do
+		for p in $(pgrep -f "containerd-shim-runc-v2 -namespace k8s.io -address $sock" 2>/dev/null || true); do
+			log "killing the leftover containerd shim pid $p"
+			kill -KILL "$p" 2>/dev/null || true
+		done
 	done
 	restore_sysctls
 	remove_cgroups
@@ -1262,7 +1404,7 @@ status() {
 		fi
 	done
 	if [ $rc = 0 ]; then
-		kubectl get node "$NODE" -o wide || rc=1
+		kubectl get node "$NODE" "$NODE2" -o wide || rc=1
 	fi
 	return $rc
 }

@@ -7,7 +7,7 @@
 # registry on the Node.js pinned with them (scripts/agent-clis.sh; Debian's
 # Node.js and npm only fetch it), and the previous pins of scripts/agent-clis.sh
 # --previous, builds the bot and agent images on a Debian root filesystem made
-# with debootstrap (scripts/images.sh), starts a single-node Kubernetes cluster
+# with debootstrap (scripts/images.sh), starts a two-node Kubernetes cluster
 # (scripts/k8s.sh; its components are built from the Go module proxy in the
 # background from the start, the first time, then cached), runs every test and
 # stops the daemon, the forges and the cluster it started.

@@ -55,7 +55,7 @@ func TestSealedRunHasNoNetwork(t *testing.T) {
 	r := newTestRunner(t, func(o *Options) { o.Relay = fwd })
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	targets := append(listenerPod(ctx, t, r.c), nodeListener(t), apiServerTarget(t, r.c))
+	targets := append(listenerPod(ctx, t, r.c, ""), nodeListener(t), apiServerTarget(t, r.c))
 
 	unsealed := r.spec(probeScript(targets))
 	unsealed.Network = sandbox.NetworkPod
@@ -129,33 +129,15 @@ func probeResults(t *testing.T, which string, res *sandbox.Result) map[string]st
 	return got
 }
 
-// listenerPod runs a Pod answering listenerHello on listenerPort, deleted when
-// the test ends, and returns its IPv4 address and (when it has one) its IPv6
-// link-local one, which an IPv4-only policy would not cover.
-func listenerPod(ctx context.Context, t *testing.T, c testCluster) []netTarget {
+// listenerPod runs a Pod answering listenerHello on listenerPort (on node,
+// when it is set), deleted when the test ends, and returns its IPv4 address
+// and (when it has one) its IPv6 link-local one, which an IPv4-only policy
+// would not cover.
+func listenerPod(ctx context.Context, t *testing.T, c testCluster, node string) []netTarget {
 	t.Helper()
 	pods := c.client.CoreV1().Pods(c.namespace)
 	script := fmt.Sprintf(`echo "ipv6 $(ip -6 -o addr show dev eth0 scope link | sed -n 's/.* inet6 \([^/]*\)\/.*/\1/p')"; exec nc -ll -p %d -e echo %s`, listenerPort, listenerHello)
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "alfred-netpol-listener-", Labels: map[string]string{"alfred.test": "netpol-listener"}},
-		Spec: corev1.PodSpec{
-			RestartPolicy:                 corev1.RestartPolicyNever,
-			AutomountServiceAccountToken:  ptr.To(false),
-			TerminationGracePeriodSeconds: ptr.To[int64](0),
-			SecurityContext: &corev1.PodSecurityContext{
-				RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](agentUID), RunAsGroup: ptr.To[int64](agentUID),
-				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-			},
-			Containers: []corev1.Container{{
-				Name: "listen", Image: c.image, ImagePullPolicy: corev1.PullNever,
-				Command: []string{"/bin/sh", "-c", script},
-				SecurityContext: &corev1.SecurityContext{
-					AllowPrivilegeEscalation: ptr.To(false),
-					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-				},
-			}},
-		},
-	}
+	pod := restrictedPod(c, "alfred-netpol-listener-", map[string]string{"alfred.test": "netpol-listener"}, node, script)
 	created, err := pods.Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create the listener Pod: %v", err)
@@ -183,6 +165,33 @@ func listenerPod(ctx context.Context, t *testing.T, c testCluster) []netTarget {
 		targets = append(targets, netTarget{name: "pod-ipv6", host: v6 + "%eth0", port: listenerPort})
 	}
 	return targets
+}
+
+// restrictedPod is a Pod of the test image that runs script under Pod
+// Security "restricted"; on node when it is set (spec.nodeName: no scheduler,
+// so no cordon matters).
+func restrictedPod(c testCluster, prefix string, labels map[string]string, node, script string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: prefix, Labels: labels},
+		Spec: corev1.PodSpec{
+			NodeName:                      node,
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			AutomountServiceAccountToken:  ptr.To(false),
+			TerminationGracePeriodSeconds: ptr.To[int64](0),
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](agentUID), RunAsGroup: ptr.To[int64](agentUID),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Containers: []corev1.Container{{
+				Name: "main", Image: c.image, ImagePullPolicy: corev1.PullNever,
+				Command: []string{"/bin/sh", "-c", script},
+				SecurityContext: &corev1.SecurityContext{
+					AllowPrivilegeEscalation: ptr.To(false),
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				},
+			}},
+		},
+	}
 }
 
 // listenerIPv6 reads the link-local address the listener Pod logged first.
