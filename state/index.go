@@ -9,11 +9,11 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 )
 
-// record is one file of the branch tip: its blob, raw JSON and decoded value
-// (nil for generic records), or why it could not be decoded.
+// record is one file of the branch tip: its blob and decoded value (nil for
+// generic records), or why it could not be decoded. Its JSON stays in the
+// packs (snapshot.body reads it).
 type record struct {
 	hash plumbing.Hash
-	raw  []byte
 	val  any
 	err  *UnreadableError
 }
@@ -22,6 +22,7 @@ type record struct {
 // them. The committer mutates it only under Store.mu, after the ref moved.
 type snapshot struct {
 	tip   plumbing.Hash
+	blobs *blobReader // reads the records' JSON
 	files map[string]*record
 	trees map[string]*treeNode
 

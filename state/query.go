@@ -41,7 +41,11 @@ func (s *Store) Get(path string) ([]byte, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	return append([]byte(nil), r.raw...), nil
+	raw, err := s.snap.body(r)
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", path, err)
+	}
+	return raw, nil
 }
 
 // List returns the record paths under dir, recursively, in path order.

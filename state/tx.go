@@ -55,7 +55,11 @@ func (tx *Tx) Get(path string) ([]byte, error) {
 	case r.err != nil:
 		return nil, r.err
 	}
-	return r.raw, nil
+	raw, err := tx.snap.body(r)
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", path, err)
+	}
+	return raw, nil
 }
 
 // value returns the decoded typed record at path.
