@@ -504,14 +504,17 @@ func BenchmarkRSS(b *testing.B) {
 	b.ReportMetric(cpuMS, "open-cpu-ms")
 }
 
-const rssChildEnv = "ALFRED_STATE_RSS_CHILD"
+const (
+	rssChildEnv    = "ALFRED_STATE_RSS_CHILD"
+	rssWritableEnv = "ALFRED_STATE_RSS_WRITABLE" // "1": open writable, as the bot does
+)
 
 // rssChild prints its resident memory idle and with the store at dir open,
 // and how long the open took.
 func rssChild(dir string) {
 	idle := settledRSS()
 	start, cpu := time.Now(), cpuTime()
-	s, err := Open(context.Background(), dir, Options{ReadOnly: true})
+	s, err := Open(context.Background(), dir, Options{ReadOnly: os.Getenv(rssWritableEnv) != "1"})
 	if err != nil {
 		fmt.Println("open:", err)
 		os.Exit(2)
