@@ -129,3 +129,36 @@ func (s *snapshot) body(r *record) ([]byte, error) {
 	}
 	return s.blobs.read(r.hash)
 }
+
+// lighten replaces a run's value by a copy without its bulk: its log (up
+// to MaxRunLog), input, result, steps, transcript and held files. What the
+// indexes and the lifecycle ask of a run stays.
+func lighten(r *record) {
+	run, ok := r.val.(*Run)
+	if !ok || r.err != nil || r.light {
+		return
+	}
+	if run.Log == "" && run.Input == "" && run.Result == "" && run.Steps == nil && run.Transcript == nil && run.Held == nil {
+		return
+	}
+	light := *run
+	light.Log, light.Input, light.Result, light.Steps, light.Transcript, light.Held = "", "", "", nil, nil, nil
+	r.val, r.light = &light, true
+}
+
+// run returns the whole run at path, its bulk read back from its body when
+// its value was lightened.
+func (s *snapshot) run(path string, r *record) (Run, error) {
+	if !r.light {
+		return *r.val.(*Run), nil
+	}
+	raw, err := s.body(r)
+	if err != nil {
+		return Run{}, fmt.Errorf("read run %s: %w", path, err)
+	}
+	v, err := decodeRecord(path, raw)
+	if err != nil {
+		return Run{}, fmt.Errorf("read run %s: %w", path, err)
+	}
+	return *v.(*Run), nil
+}

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestBodiesOnDemand: the records' JSON is not kept in memory but read from
@@ -85,4 +87,81 @@ func TestBodiesOnDemand(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRunsWhole: a run's value in memory is kept without its bulk (log,
+// input, result, steps, transcript, held files); every query that returns
+// runs must give them whole, whether the run was indexed by a commit or by
+// Open.
+func TestRunsWhole(t *testing.T) {
+	ctx := context.Background()
+	m := testMailbox(3)
+	id := m.Key().ID()
+	at := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+	want := Run{FormatVersion: FormatVersion, ID: "r1", MailboxID: id, Phase: "development", Runner: "image", AdapterID: "codex",
+		Status: RunSucceeded, CreatedAt: at, Log: "agent output\nmore\n", Input: "the prompt", Result: "done it",
+		Steps:      []RunStep{{Kind: "tool", At: at, Tool: "bash", Args: "ls"}},
+		Transcript: &RunTranscript{From: 1, Total: 3}, Held: &RunHeld{Files: []HeldFile{{Path: ".env", Reason: "secret"}}, Patch: "diff"}}
+	ls := LLMSession{ID: "ls1", RunID: "r1", MailboxID: id, AdapterID: "codex", CreatedAt: at}
+	reads := []struct {
+		name string
+		get  func(s *Store) (Run, error)
+	}{
+		{"Runs", func(s *Store) (Run, error) {
+			runs, err := s.Runs(id)
+			if len(runs) != 1 {
+				return Run{}, fmt.Errorf("%d runs, %v", len(runs), err)
+			}
+			return runs[0], err
+		}},
+		{"RunWithSessions", func(s *Store) (Run, error) { r, _, err := s.RunWithSessions("r1"); return r, err }},
+		{"ListRuns", func(s *Store) (Run, error) {
+			runs, _, err := s.ListRuns(RunFilter{}, "", 10)
+			if len(runs) != 1 {
+				return Run{}, fmt.Errorf("%d runs, %v", len(runs), err)
+			}
+			return runs[0], err
+		}},
+		{"ListMailboxes' last run", func(s *Store) (Run, error) {
+			rows, _, err := s.ListMailboxes(MailboxFilter{}, "", 10)
+			if len(rows) != 1 || rows[0].LastRun == nil {
+				return Run{}, fmt.Errorf("%d rows, %v", len(rows), err)
+			}
+			return *rows[0].LastRun, err
+		}},
+		{"Tx.Run", func(s *Store) (r Run, err error) {
+			err = s.Update(ctx, func(tx *Tx) error { r, err = tx.Run(id, "r1"); return err })
+			return r, err
+		}},
+	}
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	err := s.Update(ctx, func(tx *Tx) error {
+		if err := tx.PutMailbox(m); err != nil {
+			return err
+		}
+		if err := tx.PutRun(want); err != nil {
+			return err
+		}
+		return tx.PutLLMSession(ls)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, when := range []string{"committed", "reopened"} {
+		if when == "reopened" {
+			s.Close()
+			s = openStore(t, dir)
+		}
+		if f := s.snap.files[s.snap.runs["r1"]]; !f.light || f.val.(*Run).Log != "" {
+			t.Fatalf("%s: the run in memory is whole (light %v)", when, f.light)
+		}
+		for _, rd := range reads {
+			got, err := rd.get(s)
+			if err != nil || !reflect.DeepEqual(got, want) {
+				t.Errorf("%s, %s = %+v, %v\nwant %+v", when, rd.name, got, err, want)
+			}
+		}
+	}
+	s.Close()
 }

@@ -11,11 +11,14 @@ import (
 
 // record is one file of the branch tip: its blob and decoded value (nil for
 // generic records), or why it could not be decoded. Its JSON stays in the
-// packs (snapshot.body reads it).
+// packs (snapshot.body reads it). A run's value is kept light: without its
+// log, input, result, steps, transcript and held files, which only the
+// queries returning whole runs need (snapshot.run reads them back).
 type record struct {
-	hash plumbing.Hash
-	val  any
-	err  *UnreadableError
+	hash  plumbing.Hash
+	val   any
+	err   *UnreadableError
+	light bool // val is a run without its bulk (see lighten)
 }
 
 // snapshot is the committed tip: files, trees and the indexes derived from
@@ -163,6 +166,7 @@ func (s *snapshot) index(path string, r *record) {
 		}
 	case "run":
 		s.runs[recordName(path)] = path
+		lighten(r)
 	case "llm_session":
 		if mbID == "" {
 			return

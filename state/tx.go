@@ -217,11 +217,15 @@ func (tx *Tx) Run(mailboxID, id string) (Run, error) {
 	if err != nil {
 		return Run{}, err
 	}
-	v, err := tx.value(p)
-	if err != nil {
-		return Run{}, err
+	c, r := tx.lookup(p)
+	if c != nil || r == nil || r.err != nil {
+		v, err := tx.value(p)
+		if err != nil {
+			return Run{}, err
+		}
+		return *v.(*Run), nil
 	}
-	return *v.(*Run), nil
+	return tx.snap.run(p, r)
 }
 
 // PutRun stores r under its mailbox, setting its format version and
