@@ -1,6 +1,7 @@
 package state
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,7 +33,7 @@ type snapshot struct {
 	mailboxes     map[string]*mailboxIndex       // by mailbox id
 	mailboxFiles  map[string]struct{}            // paths of mailbox records
 	runs          map[string]string              // run id -> path
-	sessionsByRun map[string]map[string]struct{} // run id -> llm session paths
+	sessionsByRun map[string][]string // run id -> llm session paths (a run has a few)
 	routes        map[Route]string               // how events find an issue mailbox -> its path
 	ov            overview                       // the overview's lists and totals (list.go)
 }
@@ -103,7 +104,7 @@ func newSnapshot(z snapSizes) *snapshot {
 		mailboxes:     make(map[string]*mailboxIndex, z.mailboxes),
 		mailboxFiles:  make(map[string]struct{}, z.mailboxes),
 		runs:          make(map[string]string, z.runs),
-		sessionsByRun: make(map[string]map[string]struct{}, z.runs),
+		sessionsByRun: make(map[string][]string, z.runs),
 		routes:        make(map[Route]string, z.mailboxes),
 		ov:            newOverview(z),
 	}
@@ -184,12 +185,9 @@ func (s *snapshot) index(path string, r *record) {
 		m.sessions = append(m.sessions, nil)
 		copy(m.sessions[i+1:], m.sessions[i:])
 		m.sessions[i] = ls
-		byRun := s.sessionsByRun[ls.RunID]
-		if byRun == nil {
-			byRun = map[string]struct{}{}
-			s.sessionsByRun[ls.RunID] = byRun
+		if byRun := s.sessionsByRun[ls.RunID]; !slices.Contains(byRun, path) {
+			s.sessionsByRun[ls.RunID] = append(byRun, path)
 		}
-		byRun[path] = struct{}{}
 	}
 }
 
@@ -226,11 +224,10 @@ func (s *snapshot) unindex(path string, r *record) {
 					break
 				}
 			}
-			if byRun := s.sessionsByRun[ls.RunID]; byRun != nil {
-				delete(byRun, path)
-				if len(byRun) == 0 {
-					delete(s.sessionsByRun, ls.RunID)
-				}
+			if byRun := slices.DeleteFunc(s.sessionsByRun[ls.RunID], func(p string) bool { return p == path }); len(byRun) > 0 {
+				s.sessionsByRun[ls.RunID] = byRun
+			} else {
+				delete(s.sessionsByRun, ls.RunID)
 			}
 		}
 		if len(m.sessions) == 0 && len(m.bad) == 0 {

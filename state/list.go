@@ -914,7 +914,7 @@ func (s *snapshot) ovIndexRun(path, mbID string, v *Run) {
 		return
 	}
 	e := &runEntry{r: v, path: path, dir: path[:i], mbID: mbID, proj: p, k: ovKey{timeKey(v.CreatedAt), v.ID}, day: dayOf(v.CreatedAt)}
-	for sp := range s.sessionsByRun[v.ID] {
+	for _, sp := range s.sessionsByRun[v.ID] {
 		if !strings.HasPrefix(sp, e.dir) || !strings.HasPrefix(sp[len(e.dir):], "/llm_sessions/") {
 			continue
 		}
@@ -984,7 +984,7 @@ func (s *snapshot) ovUnindex(path string, r *record) {
 		if e.last == v {
 			e.last = nil
 			prefix := dir + "/llm_sessions/"
-			for sp := range s.sessionsByRun[v.RunID] {
+			for _, sp := range s.sessionsByRun[v.RunID] {
 				if ls, ok := s.files[sp].val.(*LLMSession); ok && strings.HasPrefix(sp, prefix) && (e.last == nil || sessionLess(e.last, ls)) {
 					e.last = ls
 				}

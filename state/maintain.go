@@ -418,7 +418,7 @@ func (s *Store) checkIndexes() []string {
 		missing("mailboxes", p, p)
 	}
 	for run, paths := range s.snap.sessionsByRun {
-		for p := range paths {
+		for _, p := range paths {
 			missing("llm sessions", run, p)
 		}
 	}

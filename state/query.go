@@ -183,7 +183,7 @@ func (s *Store) RunWithSessions(runID string) (Run, []LLMSession, error) {
 		return Run{}, nil, err
 	}
 	var sessions []LLMSession
-	for sp := range s.snap.sessionsByRun[runID] {
+	for _, sp := range s.snap.sessionsByRun[runID] {
 		sessions = append(sessions, *s.snap.files[sp].val.(*LLMSession))
 	}
 	sort.Slice(sessions, func(i, j int) bool { return sessionLess(&sessions[i], &sessions[j]) })
