@@ -30,12 +30,12 @@ type snapshot struct {
 	files map[string]*record
 	trees map[string]*treeNode
 
-	mailboxes     map[string]*mailboxIndex       // by mailbox id
-	mailboxFiles  map[string]struct{}            // paths of mailbox records
-	runs          map[string]string              // run id -> path
-	sessionsByRun map[string][]string // run id -> llm session paths (a run has a few)
-	routes        map[Route]string               // how events find an issue mailbox -> its path
-	ov            overview                       // the overview's lists and totals (list.go)
+	mailboxes     map[string]*mailboxIndex // by mailbox id
+	mailboxFiles  map[string]struct{}      // paths of mailbox records
+	runs          map[string]string        // run id -> path
+	sessionsByRun map[string][]string      // run id -> llm session paths (a run has a few)
+	routes        map[Route]string         // how events find an issue mailbox -> its path
+	ov            overview                 // the overview's lists and totals (list.go)
 }
 
 // Route is what an event without an issue number names an issue mailbox
