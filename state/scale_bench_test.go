@@ -187,7 +187,7 @@ type childFigures struct{ idle, open, heap, ms float64 }
 func openInChild(b *testing.B, dir string) childFigures {
 	b.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), rssChildEnv+"="+dir, rssWritableEnv+"=1")
+	cmd.Env = childEnv(dir, true)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		b.Fatalf("rss child: %v\n%s", err, out)
