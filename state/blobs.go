@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -130,24 +131,29 @@ func (s *snapshot) body(r *record) ([]byte, error) {
 	return s.blobs.read(r.hash)
 }
 
-// lighten replaces a run's value by a copy without its bulk: its log (up
-// to MaxRunLog), input, result, steps, transcript and held files. What the
-// indexes and the lifecycle ask of a run stays.
-func lighten(r *record) {
-	run, ok := r.val.(*Run)
-	if !ok || r.err != nil || r.light {
-		return
-	}
-	if run.Log == "" && run.Input == "" && run.Result == "" && run.Steps == nil && run.Transcript == nil && run.Held == nil {
-		return
-	}
-	light := *run
-	light.Log, light.Input, light.Result, light.Steps, light.Transcript, light.Held = "", "", "", nil, nil, nil
-	r.val, r.light = &light, true
+// runLite is what memory keeps of a run: what the overview's indexes and
+// filters ask of it. The queries returning runs read the whole run from its
+// body (snapshot.run).
+type runLite struct {
+	ID        string
+	Status    RunStatus
+	Phase     string
+	AdapterID string
+	CreatedAt time.Time
 }
 
-// run returns the whole run at path, its bulk read back from its body when
-// its value was lightened.
+// lighten replaces a run's value by its runLite.
+func lighten(r *record) {
+	run, ok := r.val.(*Run)
+	if !ok || r.err != nil {
+		return
+	}
+	r.val = &runLite{ID: run.ID, Status: run.Status, Phase: run.Phase, AdapterID: run.AdapterID, CreatedAt: run.CreatedAt}
+	r.light = true
+}
+
+// run returns the whole run at path, read from its body when memory keeps
+// its runLite.
 func (s *snapshot) run(path string, r *record) (Run, error) {
 	if !r.light {
 		return *r.val.(*Run), nil

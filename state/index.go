@@ -12,14 +12,13 @@ import (
 
 // record is one file of the branch tip: its blob and decoded value (nil for
 // generic records), or why it could not be decoded. Its JSON stays in the
-// packs (snapshot.body reads it). A run's value is kept light: without its
-// log, input, result, steps, transcript and held files, which only the
-// queries returning whole runs need (snapshot.run reads them back).
+// packs (snapshot.body reads it). A run's value is its runLite: the
+// queries returning whole runs read them from their bodies (snapshot.run).
 type record struct {
 	hash  plumbing.Hash
 	val   any
 	err   *UnreadableError
-	light bool // val is a run without its bulk (see lighten)
+	light bool // val is a *runLite (see lighten)
 }
 
 // snapshot is the committed tip: files, trees and the indexes derived from

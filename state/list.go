@@ -270,7 +270,7 @@ func (o *overview) runLists(f RunFilter, sel projSel) (lists []*sortedList[*runE
 	return lists, false
 }
 
-func (f RunFilter) matchRun(r *Run) bool {
+func (f RunFilter) matchRun(r *runLite) bool {
 	return anyOf(f.Statuses, r.Status) && anyOf(f.Phases, r.Phase) && anyOf(f.Adapters, r.AdapterID)
 }
 
@@ -667,7 +667,7 @@ type mbEntry struct {
 func (e *mbEntry) key() ovKey { return e.k }
 
 type runEntry struct {
-	r    *Run   // light (see lighten): snapshot.entryRun reads it whole
+	r    *runLite // snapshot.entryRun reads the whole run
 	path string // the run's record
 	dir  string // the mailbox's folder
 	mbID string
@@ -887,7 +887,7 @@ func (s *snapshot) ovIndex(path, mbID string, r *record) {
 		o.mbByPath[path] = e
 		insert(o, &o.mailboxes, e)
 		insert(o, &p.mailboxes, e)
-	case *Run:
+	case *runLite:
 		s.ovIndexRun(path, mbID, v)
 	case *LLMSession:
 		t := sessionTotals(v)
@@ -906,7 +906,7 @@ func (s *snapshot) ovIndex(path, mbID string, r *record) {
 
 // ovIndexRun adds a run to the overview's indexes, with the totals of its
 // llm sessions already indexed.
-func (s *snapshot) ovIndexRun(path, mbID string, v *Run) {
+func (s *snapshot) ovIndexRun(path, mbID string, v *runLite) {
 	o := &s.ov
 	p := o.project(mbID)
 	i := strings.LastIndex(path, "/runs/")
@@ -953,7 +953,7 @@ func (s *snapshot) ovUnindex(path string, r *record) {
 		o.mailboxes.remove(e)
 		e.proj.mailboxes.remove(e)
 		o.dropProject(e.proj)
-	case *Run:
+	case *runLite:
 		e := o.runByPath[path]
 		if e == nil {
 			return
