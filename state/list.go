@@ -668,8 +668,8 @@ func (e *mbEntry) key() ovKey { return e.k }
 
 type runEntry struct {
 	r    *runLite // snapshot.entryRun reads the whole run
-	path string // the run's record
-	dir  string // the mailbox's folder
+	path string   // the run's record
+	dir  string   // the mailbox's folder
 	mbID string
 	proj *projIndex
 	k    ovKey // CreatedAt, run id
