@@ -79,10 +79,10 @@
 // the queries that filter and list read those. A record's JSON is not kept:
 // Get, Show, Export, Verify and Tx.Get read it from the packs by its blob
 // (blobs.go), mapping the packs on demand and looking again when a commit
-// or a merge changed them. A run's value is kept without its bulk (log,
-// input, result, steps, transcript, held files): the queries returning
-// runs (Runs, RunWithSessions, ListRuns, a mailbox row's last run, Tx.Run)
-// read it back from its body. Packed objects are read straight from the packs through
+// or a merge changed them. Of a run, memory keeps what the overview
+// indexes (id, status, phase, adapter, time): the queries returning runs
+// (Runs, RunWithSessions, ListRuns, a mailbox row's last run, Tx.Run)
+// decode them from their bodies. Packed objects are read straight from the packs through
 // their indexes (a stored block is a copy; anything else, such as the
 // deltas of a `git gc` or loose objects, goes through go-git). Records are
 // decoded by a fast path for the JSON the store writes (fastjson.go), which
