@@ -132,8 +132,11 @@ func (l *loader) walkTree(dir string, h plumbing.Hash) error {
 	if dir != "" {
 		prefix = dir + "/"
 	}
-	for _, e := range entries {
+	for i, e := range entries {
 		p := prefix + e.name
+		if !e.dir && e.name != "mailbox.json" {
+			entries[i].name = p[len(prefix):] // the file's name shares its path's bytes
+		}
 		if e.dir {
 			if err := l.walkTree(p, e.hash); err != nil {
 				return err
