@@ -184,7 +184,7 @@ var sizes = []struct {
 	n    int
 }{{"1k", 1_000}, {"10k", 10_000}, {"100k", 100_000}}
 
-var bench1M = flag.Bool("state.1m", false, "BenchmarkWrite also at 1M records (its fixtures take minutes and about 2 GB)")
+var bench1M = flag.Bool("state.1m", false, "BenchmarkWrite also at 1M records (its fixtures take minutes and about 2 GB), BenchmarkScale at 1M instead of 100k")
 
 // BenchmarkWrite: one durable transaction rewriting one mailbox record.
 func BenchmarkWrite(b *testing.B) {

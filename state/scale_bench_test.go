@@ -18,7 +18,8 @@ import (
 // bot meets on it: a fresh process's resident memory idle and with the
 // store open, the cold open's time (the page cache is warm), the overview's
 // pages, `alfred state verify` and `alfred state compact` (-keep 1000
-// -archive). 100k records; 1M with -state.1m (about ten minutes). The
+// -archive). 100k records; 1M with -state.1m (three to five minutes on
+// two cores, 1.5 GB of disk). The
 // figures of a round are medians of its measurements; compact runs once,
 // after the rounds, since it rewrites the fixture: run it -count 1 with
 // -benchtime Nx for N rounds (scripts/bench.sh does).
