@@ -19,7 +19,7 @@ import (
 // store open, the cold open's time (the page cache is warm), the overview's
 // pages, `alfred state verify` and `alfred state compact` (-keep 1000
 // -archive). 100k records; 1M with -state.1m (three to five minutes on
-// two cores, 1.5 GB of disk). The
+// two cores). The
 // figures of a round are medians of its measurements; compact runs once,
 // after the rounds, since it rewrites the fixture: run it -count 1 with
 // -benchtime Nx for N rounds (scripts/bench.sh does).
