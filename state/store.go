@@ -205,9 +205,11 @@ func (s *Store) reload(packs []packInfo) error {
 }
 
 // Close stops accepting transactions, waits for queued ones and any pack
-// merge, and releases the lock.
+// merge, and releases the lock; it unmaps the packs the records were read
+// from (a later read maps them again).
 func (s *Store) Close() error {
 	if s.opts.ReadOnly {
+		s.blobs.close()
 		return nil
 	}
 	var err error
