@@ -22,7 +22,14 @@ bench() { # package, pattern, extra flags...
 	benchstat "$out/$name.txt" > "$out/$name.stat" && cat "$out/$name.stat"
 }
 
-bench state . -timeout 60m
+bench state . -skip Scale -timeout 60m
+# Issue 34's scale test: a synthetic year of ten busy projects (1M records
+# written through the store's API), then a fresh process's RSS and cold
+# open, the overview's pages, verify and compact on it. One process, five
+# rounds (the figures are their medians; compact rewrites the fixture, so it
+# runs once, after them).
+echo "== state Scale (1M records)" >&2
+go test ./state -run '^$' -bench Scale -state.1m -count 1 -benchtime 5x -timeout 60m | tee "$out/state-scale.txt"
 # The state store against SQLite in the same run (issue 18): benchstat's
 # columns by store, then each median as a ratio, git's time over SQLite's
 # (below 1 under concurrency: git's throughput is higher). Open's target is

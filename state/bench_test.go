@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -183,7 +184,7 @@ var sizes = []struct {
 	n    int
 }{{"1k", 1_000}, {"10k", 10_000}, {"100k", 100_000}}
 
-var bench1M = flag.Bool("state.1m", false, "BenchmarkWrite also at 1M records (its fixtures take minutes and about 2 GB)")
+var bench1M = flag.Bool("state.1m", false, "BenchmarkWrite also at 1M records (its fixtures take minutes and about 2 GB), BenchmarkScale at 1M instead of 100k")
 
 // BenchmarkWrite: one durable transaction rewriting one mailbox record.
 func BenchmarkWrite(b *testing.B) {
@@ -488,7 +489,7 @@ func BenchmarkRSS(b *testing.B) {
 	var idle, open, heap, ms, cpuMS float64
 	for b.Loop() {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), rssChildEnv+"="+dir)
+		cmd.Env = childEnv(dir, false)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			b.Fatalf("rss child: %v\n%s", err, out)
@@ -504,25 +505,61 @@ func BenchmarkRSS(b *testing.B) {
 	b.ReportMetric(cpuMS, "open-cpu-ms")
 }
 
-const rssChildEnv = "ALFRED_STATE_RSS_CHILD"
+const (
+	rssChildEnv    = "ALFRED_STATE_RSS_CHILD"
+	rssWritableEnv = "ALFRED_STATE_RSS_WRITABLE" // "1": open writable, as the bot does
+	rssProfileEnv  = "ALFRED_STATE_RSS_HEAP"     // a file: the child writes its heap profile there
+)
+
+var heapProfile = flag.String("state.heapprofile", "", "BenchmarkRSS and BenchmarkScale: the fresh process writes its heap profile with the store open to this file")
+
+// childEnv is the environment of an rssChild opening dir.
+func childEnv(dir string, writable bool) []string {
+	env := append(os.Environ(), rssChildEnv+"="+dir)
+	if writable {
+		env = append(env, rssWritableEnv+"=1")
+	}
+	if *heapProfile != "" {
+		env = append(env, rssProfileEnv+"="+*heapProfile)
+	}
+	return env
+}
 
 // rssChild prints its resident memory idle and with the store at dir open,
 // and how long the open took.
 func rssChild(dir string) {
 	idle := settledRSS()
 	start, cpu := time.Now(), cpuTime()
-	s, err := Open(context.Background(), dir, Options{ReadOnly: true})
+	s, err := Open(context.Background(), dir, Options{ReadOnly: os.Getenv(rssWritableEnv) != "1"})
 	if err != nil {
 		fmt.Println("open:", err)
 		os.Exit(2)
 	}
 	took, cpuTook := time.Since(start), cpuTime()-cpu
 	open := settledRSS()
+	if path := os.Getenv(rssProfileEnv); path != "" {
+		if err := writeHeapProfile(path); err != nil {
+			fmt.Println("heap profile:", err)
+			os.Exit(2)
+		}
+	}
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	fmt.Printf("idle %.1f open %.1f heap %.1f ms %.1f cpu %.1f\n", idle, open, float64(m.HeapAlloc)/(1<<20),
 		float64(took)/float64(time.Millisecond), float64(cpuTook)/float64(time.Millisecond))
 	runtime.KeepAlive(s)
+}
+
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // settledRSS collects garbage, returns free memory to the system and reads

@@ -75,8 +75,14 @@
 //
 // # Reads
 //
-// Open reads the tip once and keeps every record in memory; queries never
-// touch the disk. Packed objects are read straight from the packs through
+// Open reads the tip once and keeps every record's decoded value in memory;
+// the queries that filter and list read those. A record's JSON is not kept:
+// Get, Show, Export, Verify and Tx.Get read it from the packs by its blob
+// (blobs.go), mapping the packs on demand and looking again when a commit
+// or a merge changed them. Of a run, memory keeps what the overview
+// indexes (id, status, phase, adapter, time): the queries returning runs
+// (Runs, RunWithSessions, ListRuns, a mailbox row's last run, Tx.Run)
+// decode them from their bodies. Packed objects are read straight from the packs through
 // their indexes (a stored block is a copy; anything else, such as the
 // deltas of a `git gc` or loose objects, goes through go-git). Records are
 // decoded by a fast path for the JSON the store writes (fastjson.go), which

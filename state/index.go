@@ -1,6 +1,7 @@
 package state
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -9,28 +10,31 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 )
 
-// record is one file of the branch tip: its blob, raw JSON and decoded value
-// (nil for generic records), or why it could not be decoded.
+// record is one file of the branch tip: its blob and decoded value (nil for
+// generic records), or why it could not be decoded. Its JSON stays in the
+// packs (snapshot.body reads it). A run's value is its runLite: the
+// queries returning whole runs read them from their bodies (snapshot.run).
 type record struct {
-	hash plumbing.Hash
-	raw  []byte
-	val  any
-	err  *UnreadableError
+	hash  plumbing.Hash
+	val   any
+	err   *UnreadableError
+	light bool // val is a *runLite (see lighten)
 }
 
 // snapshot is the committed tip: files, trees and the indexes derived from
 // them. The committer mutates it only under Store.mu, after the ref moved.
 type snapshot struct {
 	tip   plumbing.Hash
+	blobs *blobReader // reads the records' JSON
 	files map[string]*record
 	trees map[string]*treeNode
 
-	mailboxes     map[string]*mailboxIndex       // by mailbox id
-	mailboxFiles  map[string]struct{}            // paths of mailbox records
-	runs          map[string]string              // run id -> path
-	sessionsByRun map[string]map[string]struct{} // run id -> llm session paths
-	routes        map[Route]string               // how events find an issue mailbox -> its path
-	ov            overview                       // the overview's lists and totals (list.go)
+	mailboxes     map[string]*mailboxIndex // by mailbox id
+	mailboxFiles  map[string]struct{}      // paths of mailbox records
+	runs          map[string]string        // run id -> path
+	sessionsByRun map[string][]string      // run id -> llm session paths (a run has a few)
+	routes        map[Route]string         // how events find an issue mailbox -> its path
+	ov            overview                 // the overview's lists and totals (list.go)
 }
 
 // Route is what an event without an issue number names an issue mailbox
@@ -99,7 +103,7 @@ func newSnapshot(z snapSizes) *snapshot {
 		mailboxes:     make(map[string]*mailboxIndex, z.mailboxes),
 		mailboxFiles:  make(map[string]struct{}, z.mailboxes),
 		runs:          make(map[string]string, z.runs),
-		sessionsByRun: make(map[string]map[string]struct{}, z.runs),
+		sessionsByRun: make(map[string][]string, z.runs),
 		routes:        make(map[Route]string, z.mailboxes),
 		ov:            newOverview(z),
 	}
@@ -162,6 +166,7 @@ func (s *snapshot) index(path string, r *record) {
 		}
 	case "run":
 		s.runs[recordName(path)] = path
+		lighten(r)
 	case "llm_session":
 		if mbID == "" {
 			return
@@ -179,12 +184,9 @@ func (s *snapshot) index(path string, r *record) {
 		m.sessions = append(m.sessions, nil)
 		copy(m.sessions[i+1:], m.sessions[i:])
 		m.sessions[i] = ls
-		byRun := s.sessionsByRun[ls.RunID]
-		if byRun == nil {
-			byRun = map[string]struct{}{}
-			s.sessionsByRun[ls.RunID] = byRun
+		if byRun := s.sessionsByRun[ls.RunID]; !slices.Contains(byRun, path) {
+			s.sessionsByRun[ls.RunID] = append(byRun, path)
 		}
-		byRun[path] = struct{}{}
 	}
 }
 
@@ -221,11 +223,10 @@ func (s *snapshot) unindex(path string, r *record) {
 					break
 				}
 			}
-			if byRun := s.sessionsByRun[ls.RunID]; byRun != nil {
-				delete(byRun, path)
-				if len(byRun) == 0 {
-					delete(s.sessionsByRun, ls.RunID)
-				}
+			if byRun := slices.DeleteFunc(s.sessionsByRun[ls.RunID], func(p string) bool { return p == path }); len(byRun) > 0 {
+				s.sessionsByRun[ls.RunID] = byRun
+			} else {
+				delete(s.sessionsByRun, ls.RunID)
 			}
 		}
 		if len(m.sessions) == 0 && len(m.bad) == 0 {

@@ -48,15 +48,20 @@ func (s *Store) Show(ctx context.Context, w io.Writer, path string) error {
 		return err
 	}
 	s.mu.RLock()
-	r := s.snap.files[strings.Trim(path, "/")]
+	snap := s.snap
+	r := snap.files[strings.Trim(path, "/")]
 	s.mu.RUnlock()
 	if r == nil {
 		return fmt.Errorf("show %s: %w", path, ErrNotFound)
 	}
+	raw, err := snap.body(r)
+	if err != nil {
+		return fmt.Errorf("show %s: %w", path, err)
+	}
 	var out bytes.Buffer
-	if err := json.Indent(&out, r.raw, "", "  "); err != nil {
+	if err := json.Indent(&out, raw, "", "  "); err != nil {
 		out.Reset()
-		out.Write(r.raw)
+		out.Write(raw)
 	}
 	out.WriteString("\n")
 	if _, err := w.Write(bytes.TrimLeft(out.Bytes(), "\n")); err != nil {

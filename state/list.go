@@ -210,32 +210,46 @@ func (s *Store) ListMailboxes(f MailboxFilter, cursor string, limit int) (rows [
 		if len(rows) == limit {
 			return rows, encodeCursor(last), nil
 		}
-		rows = append(rows, o.row(e))
+		row, err := s.snap.row(e)
+		if err != nil {
+			return nil, "", err
+		}
+		rows = append(rows, row)
 		last = e.k
 	}
 	return rows, "", nil
 }
 
-// row copies a mailbox and its stats out of the indexes.
-func (o *overview) row(e *mbEntry) MailboxRow {
+// row copies a mailbox and its stats out of the indexes, its newest run
+// whole.
+func (s *snapshot) row(e *mbEntry) (MailboxRow, error) {
+	o := &s.ov
 	row := MailboxRow{Mailbox: *e.m}
 	row.Mailbox.Labels = slices.Clone(e.m.Labels)
 	row.Mailbox.Quarantined = slices.Clone(e.m.Quarantined)
 	st := o.stats[e.k.id]
 	if st == nil {
-		return row
+		return row, nil
 	}
 	row.Runs = st.runs.n
 	row.InputTokens, row.OutputTokens, row.CostUSD = st.tot.in, st.tot.out, usd(st.tot.cost)
 	if lr, ok := st.runs.last(); ok {
-		r := *lr.r
+		r, err := s.entryRun(lr)
+		if err != nil {
+			return row, err
+		}
 		row.LastRun = &r
 		if lr.last != nil {
 			ls := *lr.last
 			row.LastSession = &ls
 		}
 	}
-	return row
+	return row, nil
+}
+
+// entryRun returns the whole run of an overview entry.
+func (s *snapshot) entryRun(e *runEntry) (Run, error) {
+	return s.run(e.path, s.files[e.path])
 }
 
 // runLists returns the lists that hold the runs f may select, and whether
@@ -256,7 +270,7 @@ func (o *overview) runLists(f RunFilter, sel projSel) (lists []*sortedList[*runE
 	return lists, false
 }
 
-func (f RunFilter) matchRun(r *Run) bool {
+func (f RunFilter) matchRun(r *runLite) bool {
 	return anyOf(f.Statuses, r.Status) && anyOf(f.Phases, r.Phase) && anyOf(f.Adapters, r.AdapterID)
 }
 
@@ -280,7 +294,11 @@ func (s *Store) ListRuns(f RunFilter, cursor string, limit int) (runs []Run, nex
 		if len(runs) == limit {
 			return runs, encodeCursor(last), nil
 		}
-		runs = append(runs, *e.r)
+		run, err := s.snap.entryRun(e)
+		if err != nil {
+			return nil, "", err
+		}
+		runs = append(runs, run)
 		last = e.k
 	}
 	return runs, "", nil
@@ -649,8 +667,9 @@ type mbEntry struct {
 func (e *mbEntry) key() ovKey { return e.k }
 
 type runEntry struct {
-	r    *Run
-	dir  string // the mailbox's folder
+	r    *runLite // snapshot.entryRun reads the whole run
+	path string   // the run's record
+	dir  string   // the mailbox's folder
 	mbID string
 	proj *projIndex
 	k    ovKey // CreatedAt, run id
@@ -868,7 +887,7 @@ func (s *snapshot) ovIndex(path, mbID string, r *record) {
 		o.mbByPath[path] = e
 		insert(o, &o.mailboxes, e)
 		insert(o, &p.mailboxes, e)
-	case *Run:
+	case *runLite:
 		s.ovIndexRun(path, mbID, v)
 	case *LLMSession:
 		t := sessionTotals(v)
@@ -887,15 +906,15 @@ func (s *snapshot) ovIndex(path, mbID string, r *record) {
 
 // ovIndexRun adds a run to the overview's indexes, with the totals of its
 // llm sessions already indexed.
-func (s *snapshot) ovIndexRun(path, mbID string, v *Run) {
+func (s *snapshot) ovIndexRun(path, mbID string, v *runLite) {
 	o := &s.ov
 	p := o.project(mbID)
 	i := strings.LastIndex(path, "/runs/")
 	if p == nil || i < 0 {
 		return
 	}
-	e := &runEntry{r: v, dir: path[:i], mbID: mbID, proj: p, k: ovKey{timeKey(v.CreatedAt), v.ID}, day: dayOf(v.CreatedAt)}
-	for sp := range s.sessionsByRun[v.ID] {
+	e := &runEntry{r: v, path: path, dir: path[:i], mbID: mbID, proj: p, k: ovKey{timeKey(v.CreatedAt), v.ID}, day: dayOf(v.CreatedAt)}
+	for _, sp := range s.sessionsByRun[v.ID] {
 		if !strings.HasPrefix(sp, e.dir) || !strings.HasPrefix(sp[len(e.dir):], "/llm_sessions/") {
 			continue
 		}
@@ -934,7 +953,7 @@ func (s *snapshot) ovUnindex(path string, r *record) {
 		o.mailboxes.remove(e)
 		e.proj.mailboxes.remove(e)
 		o.dropProject(e.proj)
-	case *Run:
+	case *runLite:
 		e := o.runByPath[path]
 		if e == nil {
 			return
@@ -965,7 +984,7 @@ func (s *snapshot) ovUnindex(path string, r *record) {
 		if e.last == v {
 			e.last = nil
 			prefix := dir + "/llm_sessions/"
-			for sp := range s.sessionsByRun[v.RunID] {
+			for _, sp := range s.sessionsByRun[v.RunID] {
 				if ls, ok := s.files[sp].val.(*LLMSession); ok && strings.HasPrefix(sp, prefix) && (e.last == nil || sessionLess(e.last, ls)) {
 					e.last = ls
 				}

@@ -215,10 +215,10 @@ func BenchmarkOverviewIndexWrite(b *testing.B) {
 				m := *v
 				m.UpdatedAt = overviewNow.Add(time.Hour)
 				recs[1] = &record{val: &m}
-			case *Run:
+			case *runLite:
 				r := *v
 				r.Status = RunCanceled
-				recs[1] = &record{val: &r}
+				recs[1] = &record{val: &r, light: true}
 			}
 			b.ReportAllocs()
 			b.ResetTimer()

@@ -94,6 +94,7 @@ type loader struct {
 type blob struct {
 	path string
 	rec  *record
+	read bool // read and decoded
 }
 
 // walk reads the tip's trees and lists its files.
@@ -131,8 +132,11 @@ func (l *loader) walkTree(dir string, h plumbing.Hash) error {
 	if dir != "" {
 		prefix = dir + "/"
 	}
-	for _, e := range entries {
+	for i, e := range entries {
 		p := prefix + e.name
+		if !e.dir && e.name != "mailbox.json" {
+			entries[i].name = p[len(prefix):] // the file's name shares its path's bytes
+		}
 		if e.dir {
 			if err := l.walkTree(p, e.hash); err != nil {
 				return err
@@ -178,7 +182,7 @@ func (l *loader) readBlobs(index func(blob)) error {
 			for c := w; c < chunks; c += workers {
 				var err error
 				for i := c * blobChunk; i < min(len(l.blobs), (c+1)*blobChunk) && err == nil && !stop.Load(); i++ {
-					err = l.readBlob(rd, in, l.blobs[i], true)
+					err = l.readBlob(rd, in, &l.blobs[i], true)
 				}
 				done[c] <- err
 			}
@@ -188,13 +192,14 @@ func (l *loader) readBlobs(index func(blob)) error {
 		if err := <-done[c]; err != nil {
 			return err
 		}
-		for _, b := range l.blobs[c*blobChunk : min(len(l.blobs), (c+1)*blobChunk)] {
-			if b.rec.raw == nil {
+		for i := c * blobChunk; i < min(len(l.blobs), (c+1)*blobChunk); i++ {
+			b := &l.blobs[i]
+			if !b.read {
 				if err := l.readBlob(l.rd, nil, b, false); err != nil {
 					return err
 				}
 			}
-			index(b)
+			index(*b)
 		}
 	}
 	return nil
@@ -202,23 +207,22 @@ func (l *loader) readBlobs(index func(blob)) error {
 
 // readBlob reads one record and decodes it; with packedOnly, a record that
 // is not an undeltified object in a pack is left unread.
-func (l *loader) readBlob(rd *objectReader, in *interner, b blob, packedOnly bool) error {
+func (l *loader) readBlob(rd *objectReader, in *interner, b *blob, packedOnly bool) error {
+	var raw []byte
 	var err error
 	if packedOnly {
-		b.rec.raw, err = rd.readPacked(b.rec.hash, plumbing.BlobObject)
+		raw, err = rd.readPacked(b.rec.hash, plumbing.BlobObject)
 		if errors.Is(err, errNotInPack) {
 			return nil
 		}
 	} else {
-		b.rec.raw, err = rd.read(b.rec.hash, plumbing.BlobObject)
+		raw, err = rd.read(b.rec.hash, plumbing.BlobObject)
 	}
 	if err != nil {
 		return fmt.Errorf("read record %s (%s) at commit %s: %w", b.path, b.rec.hash, l.tip, err)
 	}
-	if b.rec.raw == nil {
-		b.rec.raw = []byte{}
-	}
-	v, err := decodeRecordIn(b.path, b.rec.raw, in)
+	b.read = true
+	v, err := decodeRecordIn(b.path, raw, in)
 	if err != nil {
 		b.rec.err = &UnreadableError{Path: b.path, Commit: l.tip.String(), Err: err}
 		return nil

@@ -212,14 +212,19 @@ func (s *Store) Export(ctx context.Context, w io.Writer) (int, error) {
 
 func exportLine(s *Store, path string) ([]byte, error) {
 	s.mu.RLock()
-	r := s.snap.files[path]
+	snap := s.snap
+	r := snap.files[path]
 	s.mu.RUnlock()
 	if r == nil {
 		return nil, fmt.Errorf("export %s: %w", path, ErrNotFound)
 	}
+	raw, err := snap.body(r)
+	if err != nil {
+		return nil, fmt.Errorf("export %s: %w", path, err)
+	}
 	var compact bytes.Buffer
 	var v any
-	if json.Compact(&compact, r.raw) == nil {
+	if json.Compact(&compact, raw) == nil {
 		v = struct {
 			Path   string          `json:"path"`
 			Record json.RawMessage `json:"record"`
@@ -230,7 +235,7 @@ func exportLine(s *Store, path string) ([]byte, error) {
 			Path  string `json:"path"`
 			Raw   string `json:"raw"`
 			Error string `json:"error"`
-		}{path, string(r.raw), unreadable(r)}
+		}{path, string(raw), unreadable(r)}
 	}
 	line, err := json.Marshal(v)
 	if err != nil {
@@ -294,7 +299,12 @@ func (s *Store) checkRecords() []string {
 			out = append(out, fmt.Sprintf("%s does not parse: %v", p, r.err.Err))
 			continue
 		}
-		if msg := s.checkRecord(p, r.raw); msg != "" {
+		raw, err := s.snap.body(r)
+		if err != nil {
+			out = append(out, fmt.Sprintf("%s cannot be read: %v", p, err))
+			continue
+		}
+		if msg := s.checkRecord(p, raw); msg != "" {
 			out = append(out, p+": "+msg)
 		}
 	}
@@ -408,7 +418,7 @@ func (s *Store) checkIndexes() []string {
 		missing("mailboxes", p, p)
 	}
 	for run, paths := range s.snap.sessionsByRun {
-		for p := range paths {
+		for _, p := range paths {
 			missing("llm sessions", run, p)
 		}
 	}

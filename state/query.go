@@ -41,7 +41,11 @@ func (s *Store) Get(path string) ([]byte, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	return append([]byte(nil), r.raw...), nil
+	raw, err := s.snap.body(r)
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", path, err)
+	}
+	return raw, nil
 }
 
 // List returns the record paths under dir, recursively, in path order.
@@ -68,6 +72,14 @@ func (s *Store) valueLocked(path string) (any, error) {
 		return nil, r.err
 	}
 	return r.val, nil
+}
+
+// runLocked returns the whole run at path; the caller holds s.mu.
+func (s *Store) runLocked(path string) (Run, error) {
+	if _, err := s.valueLocked(path); err != nil {
+		return Run{}, err
+	}
+	return s.snap.run(path, s.snap.files[path])
 }
 
 // Mailbox returns the mailbox with key k (forge, owner, project, kind, iid).
@@ -141,12 +153,12 @@ func (s *Store) Runs(mailboxID string) ([]Run, error) {
 	var out []Run
 	var errs []error
 	for _, p := range s.snap.listFiles(dir+"/runs", false) {
-		v, err := s.valueLocked(p)
+		run, err := s.runLocked(p)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		out = append(out, *v.(*Run))
+		out = append(out, run)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
@@ -166,13 +178,12 @@ func (s *Store) RunWithSessions(runID string) (Run, []LLMSession, error) {
 	if !ok {
 		return Run{}, nil, fmt.Errorf("run %s: %w", runID, ErrNotFound)
 	}
-	v, err := s.valueLocked(p)
+	run, err := s.runLocked(p)
 	if err != nil {
 		return Run{}, nil, err
 	}
-	run := *v.(*Run)
 	var sessions []LLMSession
-	for sp := range s.snap.sessionsByRun[runID] {
+	for _, sp := range s.snap.sessionsByRun[runID] {
 		sessions = append(sessions, *s.snap.files[sp].val.(*LLMSession))
 	}
 	sort.Slice(sessions, func(i, j int) bool { return sessionLess(&sessions[i], &sessions[j]) })

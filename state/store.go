@@ -64,6 +64,7 @@ type Store struct {
 	mu       sync.RWMutex // guards snap and problems
 	snap     *snapshot
 	problems []*UnreadableError
+	blobs    *blobReader // the records' JSON, read on demand
 
 	// Group commit: Update queues its request; the caller that finds no
 	// leader becomes it and commits queued batches until its own request is
@@ -111,7 +112,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	if opts.MergeAt <= 1 {
 		opts.MergeAt = 32
 	}
-	s := &Store{dir: dir, opts: opts, log: opts.Logger.With("state", dir), arrived: make(chan struct{}, 1)}
+	s := &Store{dir: dir, opts: opts, log: opts.Logger.With("state", dir), arrived: make(chan struct{}, 1), blobs: newBlobReader(dir)}
 	s.packCond = sync.NewCond(&s.packMu)
 	if opts.ReadOnly {
 		if _, err := os.Stat(filepath.Join(dir, "HEAD")); err != nil {
@@ -196,6 +197,7 @@ func (s *Store) reload(packs []packInfo) error {
 	for _, p := range problems {
 		s.log.Warn("unreadable state record", "path", p.Path, "commit", p.Commit, "err", p.Err)
 	}
+	snap.blobs = s.blobs
 	s.mu.Lock()
 	s.snap, s.problems = snap, problems
 	s.mu.Unlock()
@@ -203,9 +205,11 @@ func (s *Store) reload(packs []packInfo) error {
 }
 
 // Close stops accepting transactions, waits for queued ones and any pack
-// merge, and releases the lock.
+// merge, and releases the lock; it unmaps the packs the records were read
+// from (a later read maps them again).
 func (s *Store) Close() error {
 	if s.opts.ReadOnly {
+		s.blobs.close()
 		return nil
 	}
 	var err error
@@ -215,6 +219,7 @@ func (s *Store) Close() error {
 		s.qmu.Unlock()
 		s.inflight.Wait()
 		s.mergeWG.Wait()
+		s.blobs.close()
 		err = s.release()
 	})
 	return err
@@ -498,7 +503,7 @@ func (s *Store) apply(snap *snapshot, tip plumbing.Hash, overlay map[string]*cha
 			delete(snap.files, p)
 			continue
 		}
-		r := &record{hash: c.hash, raw: c.raw, val: c.val}
+		r := &record{hash: c.hash, val: c.val}
 		snap.files[p] = r
 		snap.index(p, r)
 	}

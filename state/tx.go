@@ -55,7 +55,11 @@ func (tx *Tx) Get(path string) ([]byte, error) {
 	case r.err != nil:
 		return nil, r.err
 	}
-	return r.raw, nil
+	raw, err := tx.snap.body(r)
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", path, err)
+	}
+	return raw, nil
 }
 
 // value returns the decoded typed record at path.
@@ -213,11 +217,15 @@ func (tx *Tx) Run(mailboxID, id string) (Run, error) {
 	if err != nil {
 		return Run{}, err
 	}
-	v, err := tx.value(p)
-	if err != nil {
-		return Run{}, err
+	c, r := tx.lookup(p)
+	if c != nil || r == nil || r.err != nil {
+		v, err := tx.value(p)
+		if err != nil {
+			return Run{}, err
+		}
+		return *v.(*Run), nil
 	}
-	return *v.(*Run), nil
+	return tx.snap.run(p, r)
 }
 
 // PutRun stores r under its mailbox, setting its format version and

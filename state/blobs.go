@@ -1,0 +1,170 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// blobReader reads record bodies on demand, by blob hash, from the packs on
+// disk: the in-memory state keeps each record's decoded value and hash, not
+// its JSON, which only Get, Show, Export, Verify and Tx.Get need. It maps
+// the packs it meets and, on a miss, looks at the pack folder afresh (a
+// commit added a pack, a merge replaced some), unmapping the packs gone;
+// objects outside the store's undeltified packs (a `git gc`'s deltas,
+// loose objects) go through go-git. Reads are serialized: they are rare
+// next to the queries, which read the decoded values.
+type blobReader struct {
+	dir   string
+	mu    sync.Mutex
+	packs map[string]*mappedPack // by base name
+	rd    objectReader
+}
+
+func newBlobReader(dir string) *blobReader {
+	return &blobReader{dir: dir, packs: map[string]*mappedPack{}}
+}
+
+// read returns a copy of blob h.
+func (b *blobReader) read(h plumbing.Hash) ([]byte, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	// A merge writes its pack before it removes the ones it replaces, so a
+	// second look finds an object the first missed between the two.
+	for range 3 {
+		data, err := b.rd.readPacked(h, plumbing.BlobObject)
+		if !errors.Is(err, errNotInPack) {
+			return data, err
+		}
+		if changed, err := b.refresh(); err != nil || !changed {
+			break
+		}
+	}
+	return b.readOther(h)
+}
+
+// readOther reads h through go-git, with a storage opened afresh when the
+// one it has does not find it (go-git lists the packs once).
+func (b *blobReader) readOther(h plumbing.Hash) ([]byte, error) {
+	if b.rd.stor != nil {
+		if data, err := b.rd.read(h, plumbing.BlobObject); err == nil {
+			return data, nil
+		}
+		b.rd.stor.Close()
+	}
+	b.rd.stor = openStorage(b.dir)
+	data, err := b.rd.read(h, plumbing.BlobObject)
+	if err != nil {
+		return nil, fmt.Errorf("read blob %s: %w", h, err)
+	}
+	return data, nil
+}
+
+// refresh maps the packs that appeared in the pack folder and unmaps those
+// gone; it reports whether the set changed.
+func (b *blobReader) refresh() (bool, error) {
+	ents, err := os.ReadDir(packDir(b.dir))
+	if err != nil {
+		return false, fmt.Errorf("list packs: %w", err)
+	}
+	onDisk := map[string]bool{}
+	changed := false
+	for _, e := range ents {
+		base, ok := strings.CutSuffix(e.Name(), ".idx")
+		if !ok || strings.HasPrefix(base, "tmp_") {
+			continue
+		}
+		onDisk[base] = true
+		if b.packs[base] != nil {
+			continue
+		}
+		mp, err := mapPack(filepath.Join(packDir(b.dir), base))
+		if err != nil {
+			continue // merged away since, or not ours to read: go-git reads it
+		}
+		b.packs[base], changed = mp, true
+	}
+	for base, mp := range b.packs {
+		if !onDisk[base] {
+			closePacks([]*mappedPack{mp})
+			delete(b.packs, base)
+			changed = true
+		}
+	}
+	b.rd.packs = b.rd.packs[:0]
+	for _, mp := range b.packs {
+		b.rd.packs = append(b.rd.packs, mp)
+	}
+	// Most objects sit in the largest pack: look there first.
+	slices.SortFunc(b.rd.packs, func(x, y *mappedPack) int { return y.idx.count() - x.idx.count() })
+	return changed, nil
+}
+
+// close unmaps the packs and closes go-git's storage; a later read maps
+// them again.
+func (b *blobReader) close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for base, mp := range b.packs {
+		closePacks([]*mappedPack{mp})
+		delete(b.packs, base)
+	}
+	b.rd.packs = nil
+	if b.rd.stor != nil {
+		b.rd.stor.Close()
+		b.rd.stor = nil
+	}
+}
+
+// body returns the JSON of record r.
+func (s *snapshot) body(r *record) ([]byte, error) {
+	if s.blobs == nil {
+		return nil, errors.New("read record: the store has no packs open")
+	}
+	return s.blobs.read(r.hash)
+}
+
+// runLite is what memory keeps of a run: what the overview's indexes and
+// filters ask of it. The queries returning runs read the whole run from its
+// body (snapshot.run).
+type runLite struct {
+	ID        string
+	Status    RunStatus
+	Phase     string
+	AdapterID string
+	CreatedAt time.Time
+}
+
+// lighten replaces a run's value by its runLite.
+func lighten(r *record) {
+	run, ok := r.val.(*Run)
+	if !ok || r.err != nil {
+		return
+	}
+	r.val = &runLite{ID: run.ID, Status: run.Status, Phase: run.Phase, AdapterID: run.AdapterID, CreatedAt: run.CreatedAt}
+	r.light = true
+}
+
+// run returns the whole run at path, read from its body when memory keeps
+// its runLite.
+func (s *snapshot) run(path string, r *record) (Run, error) {
+	if !r.light {
+		return *r.val.(*Run), nil
+	}
+	raw, err := s.body(r)
+	if err != nil {
+		return Run{}, fmt.Errorf("read run %s: %w", path, err)
+	}
+	v, err := decodeRecord(path, raw)
+	if err != nil {
+		return Run{}, fmt.Errorf("read run %s: %w", path, err)
+	}
+	return *v.(*Run), nil
+}

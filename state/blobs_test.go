@@ -1,0 +1,167 @@
+package state
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestBodiesOnDemand: the records' JSON is not kept in memory but read from
+// the packs when asked for. It must come back byte for byte whatever
+// happened to the packs since Open: new commits, background merges that
+// remove the packs it was in, a `git gc` that deltifies and repacks
+// everything; for a writable store and for a read-only one opened before.
+func TestBodiesOnDemand(t *testing.T) {
+	ctx := context.Background()
+	pad := strings.Repeat("the same words again and again, ", 20) // deltas for git gc
+	put := func(s *Store, i int) {
+		t.Helper()
+		err := s.Update(ctx, func(tx *Tx) error {
+			return tx.Put(fmt.Sprintf("notes/n%03d.json", i), map[string]any{"n": i, "pad": pad})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct {
+		name  string
+		after func(t *testing.T, dir string, w *Store) // what happens to the packs after the reader opened
+	}{
+		{"merged away", func(t *testing.T, dir string, w *Store) {
+			for i := 10; i < 60; i++ {
+				put(w, i)
+			}
+		}},
+		{"git gc", func(t *testing.T, dir string, w *Store) {
+			gitCLI(t, dir, "gc", "--aggressive", "--prune=now")
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			w, err := Open(ctx, dir, Options{MergeAt: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			want := map[string][]byte{}
+			for i := range 10 {
+				put(w, i)
+			}
+			for _, p := range w.List("notes") {
+				if want[p], err = w.Get(p); err != nil || !bytes.Contains(want[p], []byte(pad)) {
+					t.Fatalf("Get(%s) = %q, %v", p, want[p], err)
+				}
+			}
+			r, err := Open(ctx, dir, Options{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for p := range want { // the reader maps the packs of now
+				if _, err := r.Get(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before, _ := listPacks(dir, false)
+			tt.after(t, dir, w)
+			w.Close()
+			if after, _ := listPacks(dir, false); len(after) == 0 || after[0] == before[0] {
+				t.Fatalf("packs %v, then %v: the first pack did not go", before, after)
+			}
+			w2 := openStore(t, dir)
+			defer w2.Close()
+			for name, s := range map[string]*Store{"writer": w, "reader": r, "reopened": w2} {
+				for p, raw := range want {
+					got, err := s.Get(p)
+					if err != nil || !bytes.Equal(got, raw) {
+						t.Errorf("%s: Get(%s) = %q, %v; want %q", name, p, got, err, raw)
+					}
+				}
+			}
+			var show bytes.Buffer
+			if err := r.Show(ctx, &show, "notes/n003.json"); err != nil || !strings.Contains(show.String(), `"n": 3`) {
+				t.Errorf("Show = %q, %v", show.String(), err)
+			}
+		})
+	}
+}
+
+// TestRunsWhole: memory keeps a run's runLite (what the overview indexes),
+// not its log, input, result, steps, transcript or held files; every query
+// that returns runs must give them whole, whether the run was indexed by a
+// commit or by Open.
+func TestRunsWhole(t *testing.T) {
+	ctx := context.Background()
+	m := testMailbox(3)
+	id := m.Key().ID()
+	at := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+	want := Run{FormatVersion: FormatVersion, ID: "r1", MailboxID: id, Phase: "development", Runner: "image", AdapterID: "codex",
+		Status: RunSucceeded, CreatedAt: at, Log: "agent output\nmore\n", Input: "the prompt", Result: "done it",
+		Steps:      []RunStep{{Kind: "tool", At: at, Tool: "bash", Args: "ls"}},
+		Transcript: &RunTranscript{From: 1, Total: 3}, Held: &RunHeld{Files: []HeldFile{{Path: ".env", Reason: "secret"}}, Patch: "diff"}}
+	ls := LLMSession{ID: "ls1", RunID: "r1", MailboxID: id, AdapterID: "codex", CreatedAt: at}
+	reads := []struct {
+		name string
+		get  func(s *Store) (Run, error)
+	}{
+		{"Runs", func(s *Store) (Run, error) {
+			runs, err := s.Runs(id)
+			if len(runs) != 1 {
+				return Run{}, fmt.Errorf("%d runs, %v", len(runs), err)
+			}
+			return runs[0], err
+		}},
+		{"RunWithSessions", func(s *Store) (Run, error) { r, _, err := s.RunWithSessions("r1"); return r, err }},
+		{"ListRuns", func(s *Store) (Run, error) {
+			runs, _, err := s.ListRuns(RunFilter{}, "", 10)
+			if len(runs) != 1 {
+				return Run{}, fmt.Errorf("%d runs, %v", len(runs), err)
+			}
+			return runs[0], err
+		}},
+		{"ListMailboxes' last run", func(s *Store) (Run, error) {
+			rows, _, err := s.ListMailboxes(MailboxFilter{}, "", 10)
+			if len(rows) != 1 || rows[0].LastRun == nil {
+				return Run{}, fmt.Errorf("%d rows, %v", len(rows), err)
+			}
+			return *rows[0].LastRun, err
+		}},
+		{"Tx.Run", func(s *Store) (r Run, err error) {
+			err = s.Update(ctx, func(tx *Tx) error { r, err = tx.Run(id, "r1"); return err })
+			return r, err
+		}},
+	}
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	err := s.Update(ctx, func(tx *Tx) error {
+		if err := tx.PutMailbox(m); err != nil {
+			return err
+		}
+		if err := tx.PutRun(want); err != nil {
+			return err
+		}
+		return tx.PutLLMSession(ls)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, when := range []string{"committed", "reopened"} {
+		if when == "reopened" {
+			s.Close()
+			s = openStore(t, dir)
+		}
+		if f := s.snap.files[s.snap.runs["r1"]]; !f.light {
+			t.Fatalf("%s: the run in memory is whole (%T)", when, f.val)
+		}
+		for _, rd := range reads {
+			got, err := rd.get(s)
+			if err != nil || !reflect.DeepEqual(got, want) {
+				t.Errorf("%s, %s = %+v, %v\nwant %+v", when, rd.name, got, err, want)
+			}
+		}
+	}
+	s.Close()
+}
