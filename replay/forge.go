@@ -152,6 +152,9 @@ func (s *Site) Repository(ctx context.Context, c Case, name, bot string, hook Ho
 	if err := s.push(ctx, c, r.CloneURL); err != nil {
 		return p, err
 	}
+	if err := s.awaitPushed(ctx, admin, c, p); err != nil {
+		return p, err
+	}
 	mode := gitea.AccessModeAdmin
 	if _, err := admin.AddCollaborator(p.Owner, p.Name, bot, gitea.AddCollaboratorOption{Permission: &mode}); err != nil {
 		return p, fmt.Errorf("replay %s: make %s a collaborator of %s: %w", c.Name, bot, p.FullName(), err)
@@ -169,6 +172,29 @@ func (s *Site) Repository(ctx context.Context, c Case, name, bot string, hook Ho
 		return p, fmt.Errorf("replay %s: prepare %s for the engine: %w", c.Name, p.FullName(), err)
 	}
 	return p, nil
+}
+
+// pushedWait bounds the wait for the forge to take a pushed snapshot in.
+const pushedWait = time.Minute
+
+// awaitPushed waits until the forge has taken the snapshot's push in: Gitea
+// and Forgejo handle a push in a queue, and until then the repository is
+// "empty" to their API (no file, no branch to start from), which the
+// issue's engine would meet.
+func (s *Site) awaitPushed(ctx context.Context, admin *gitea.Client, c Case, p forges.Project) error {
+	ctx, cancel := context.WithTimeout(ctx, pushedWait)
+	defer cancel()
+	for {
+		r, _, err := admin.GetRepo(p.Owner, p.Name)
+		if err == nil && !r.Empty {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("replay %s: the forge did not take the snapshot's push into %s within %s (last: %v)", c.Name, p.FullName(), pushedWait, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // push commits the case's snapshot as the person and pushes it to main,
