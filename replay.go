@@ -175,7 +175,7 @@ func replayWith(ctx context.Context, c *config.Config, f *replayFlags, st *state
 		cancel()
 		return replay.Report{}, err
 	}
-	defer stopReplay(cancel, engine, checks, log)
+	defer stopReplay(cancel, engine, det, checks, log)
 	cfg, err := replayConfig(ctx, c, f, st, fs[0], me.Login, token, checks)
 	if err != nil {
 		return replay.Report{}, err
@@ -194,18 +194,47 @@ func replayWith(ctx context.Context, c *config.Config, f *replayFlags, st *state
 	return replay.Run(ctx, cfg, cases)
 }
 
-// stopReplay stops the replay's engine and removes the containers its
-// instance left (a detection of the agent CLIs canceled as it started one):
-// the instance is the replay's alone, no other bot's.
-func stopReplay(cancel context.CancelFunc, engine *bot.Engine, runner sandbox.Runner, log *slog.Logger) {
+// stopReplay stops the replay's engine and its detection, then removes the
+// containers its instance left (a detection of the agent CLIs canceled as
+// it started one): the instance is the replay's alone, no other bot's. A
+// container the daemon was still creating when its request was canceled
+// shows up after the first sweep, so it sweeps until one finds nothing
+// (sweeps at most, sweepPause apart).
+func stopReplay(cancel context.CancelFunc, engine *bot.Engine, det *agents.Detector, runner sandbox.Runner, log *slog.Logger) {
 	cancel()
 	engine.Close()
 	ctx, done := context.WithTimeout(context.Background(), 30*time.Second)
 	defer done()
-	if err := removeLeftovers(ctx, runner); err != nil {
-		log.Warn("replay: the sandboxes left behind", "err", err)
+	select {
+	case <-det.Stopped():
+	case <-ctx.Done():
+		log.Warn("replay: the agent detection did not stop")
+	}
+	c, ok := runner.(interface {
+		Cleanup(context.Context) (int, error)
+	})
+	for i := 0; ok && i < sweeps; i++ {
+		n, err := c.Cleanup(ctx)
+		if err != nil {
+			log.Warn("replay: the sandboxes left behind", "err", err)
+			return
+		}
+		if n == 0 && i > 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(sweepPause):
+		}
 	}
 }
+
+// sweeps and sweepPause bound stopReplay's sweeps of leftover containers.
+const (
+	sweeps     = 5
+	sweepPause = 500 * time.Millisecond
+)
 
 // replayConfig is the replay's configuration: the forge as its admin, the
 // bot's git, the checks' runner and image, the statuses a case ends at.

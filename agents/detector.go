@@ -89,14 +89,18 @@ type Detector struct {
 	requests chan struct{} // at most one request waits
 	panicked func()        // told of a panic recovered (a metric); may be nil
 	log      *slog.Logger
+	stopped  chan struct{} // closed when Run has returned
 }
 
 // NewDetector detects into recs every interval (0: only at start and on
 // request); panicked, when set, is told of each panic recovered.
 func NewDetector(recs Records, interval time.Duration, panicked func(), log *slog.Logger) *Detector {
 	return &Detector{records: recs, interval: interval, after: time.After, now: time.Now,
-		requests: make(chan struct{}, 1), panicked: panicked, log: log}
+		requests: make(chan struct{}, 1), panicked: panicked, log: log, stopped: make(chan struct{})}
 }
+
+// Stopped is closed once Run has returned: no detection runs any more.
+func (d *Detector) Stopped() <-chan struct{} { return d.stopped }
 
 // Request asks for a detection once the one running, if any, has ended. It
 // never blocks: a request already waiting covers this one.
@@ -110,6 +114,7 @@ func (d *Detector) Request() {
 // Run detects once and closes first (runs wait for it), then detects on the
 // schedule and on request until ctx ends.
 func (d *Detector) Run(ctx context.Context, detect DetectFunc, first chan<- struct{}) {
+	defer close(d.stopped)
 	d.once(ctx, detect, "start")
 	if first != nil {
 		close(first)
