@@ -246,19 +246,49 @@ fail_start() {
 	log "start failed: $1; last lines of $LOG and $STDLOG:"
 	tail -n 20 "$LOG" >&2 2>/dev/null || true
 	tail -n 20 "$STDLOG" >&2 2>/dev/null || true
-	stop_forge
+	stop_launched
 	die "start failed: $1 (state kept in $STATE)"
 }
 
-# wait_ready waits until the forge answers /api/v1/version, or it exited, or
-# WAIT passed.
+# wait_ready waits until the forge answers /api/v1/version (returns 0), or
+# it exited or $1 seconds passed (returns 1, saying which in $why).
 wait_ready() {
-	deadline=$(($(date +%s) + WAIT))
+	deadline=$(($(date +%s) + $1))
 	while :; do
-		curl -fsS -o /dev/null "$URL/api/v1/version" 2>/dev/null && return 0
-		kill -0 "$launched" 2>/dev/null || fail_start "$FORGE web exited"
-		[ "$(date +%s)" -lt "$deadline" ] || fail_start "$FORGE web did not answer within ${WAIT}s"
+		curl -fsS --max-time 5 -o /dev/null "$URL/api/v1/version" 2>/dev/null && return 0
+		kill -0 "$launched" 2>/dev/null || { why="$FORGE web exited"; return 1; }
+		[ "$(date +%s)" -lt "$deadline" ] || { why="$FORGE web did not answer within ${1}s"; return 1; }
 		sleep 0.2
+	done
+}
+
+# start_web starts `web` and waits until it answers. A start that does not
+# (seen once: a Forgejo that answered in 1-2 s on every other start hung
+# after its git check) is stopped and made once more, on a fresh state and
+# port when the port was not chosen: the second failure stops the start.
+# The first waits at most 60 s (or WAIT when shorter), the second WAIT.
+start_web() {
+	first=$WAIT
+	[ "$first" -gt 60 ] && first=60
+	for try in 1 2; do
+		PORT=$(opt PORT "")
+		[ -n "$PORT" ] || PORT=$(free_port) || die "start failed: no free port found"
+		! port_in_use "$PORT" || die "start failed: port $PORT is in use (${OPT}_PORT)"
+		reset_state
+		URL=http://127.0.0.1:$PORT
+		write_config
+		[ "$(id -u)" = 0 ] && chown "$RUN_AS:$RUN_AS" "$CONFIG"
+		forge migrate >>"$STDLOG" 2>&1 || fail_start "$FORGE migrate"
+		log "starting $TITLE $VERSION on $URL (state in $STATE)"
+		launch_web
+		wait=$WAIT
+		[ "$try" = 1 ] && wait=$first
+		wait_ready "$wait" && return 0
+		[ "$try" = 2 ] && fail_start "$why"
+		log "$why; last lines of $LOG:"
+		tail -n 5 "$LOG" >&2 2>/dev/null || true
+		log "stopping it and starting once more"
+		stop_launched
 	done
 }
 
@@ -315,17 +345,7 @@ start() {
 	fi
 	t0=$(now_ms)
 	stop_forge
-	PORT=$(opt PORT "")
-	[ -n "$PORT" ] || PORT=$(free_port) || die "start failed: no free port found"
-	! port_in_use "$PORT" || die "start failed: port $PORT is in use (${OPT}_PORT)"
-	reset_state
-	URL=http://127.0.0.1:$PORT
-	write_config
-	[ "$(id -u)" = 0 ] && chown "$RUN_AS:$RUN_AS" "$CONFIG"
-	forge migrate >>"$STDLOG" 2>&1 || fail_start "$FORGE migrate"
-	log "starting $TITLE $VERSION on $URL (state in $STATE)"
-	launch_web
-	wait_ready
+	start_web
 	log "$FORGE answered in $(($(now_ms) - t0)) ms (pid $(cat "$PIDFILE"))"
 	said=$(api_version) || fail_start "reading /api/v1/version"
 	stub_assets || fail_start "making the stand-ins of the pages' assets"
@@ -359,6 +379,15 @@ start() {
 stop_forge() {
 	pid=$(ours_pid) || return 0
 	term_then_kill "$FORGE" "$pid"
+}
+
+# stop_launched stops the forge this start launched, by its pidfile or, before
+# the forge wrote it, by the PID it was launched with ($launched).
+stop_launched() {
+	stop_forge
+	if [ -n "${launched:-}" ] && [ -d "/proc/$launched" ]; then
+		term_then_kill "$FORGE" "$launched"
+	fi
 }
 
 stop() {
