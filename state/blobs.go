@@ -32,10 +32,34 @@ func newBlobReader(dir string) *blobReader {
 	return &blobReader{dir: dir, packs: map[string]*mappedPack{}}
 }
 
-// read returns a copy of blob h.
+// read returns a copy of blob h. A merge may remove the pack an object was
+// in between the listing of the packs and their reading (by this reader or
+// by go-git, which lists them once when opened): the read is then tried
+// afresh, readTries times at most, readPause apart.
 func (b *blobReader) read(h plumbing.Hash) ([]byte, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	var err error
+	for try := range readTries {
+		if try > 0 {
+			time.Sleep(readPause)
+		}
+		var data []byte
+		if data, err = b.readOnce(h); err == nil {
+			return data, nil
+		}
+	}
+	return nil, err
+}
+
+// readTries and readPause bound read's tries.
+const (
+	readTries = 5
+	readPause = 5 * time.Millisecond
+)
+
+// readOnce reads blob h from the packs it maps, else through go-git.
+func (b *blobReader) readOnce(h plumbing.Hash) ([]byte, error) {
 	// A merge writes its pack before it removes the ones it replaces, so a
 	// second look finds an object the first missed between the two.
 	for range 3 {
