@@ -210,6 +210,9 @@ func (e Exporter) walk(tree *safefs.Tree) ([]entry, Summary, error) {
 		case Credential(p):
 			sum.Left = append(sum.Left, p+" (a credential file)")
 			return nil
+		case Configuration(p):
+			sum.Left = append(sum.Left, p+" (configuration the CLI runs commands from)")
+			return nil
 		}
 		if sum.Bytes += fi.Size(); sum.Bytes > lim.Bytes {
 			return fmt.Errorf("%w: its files hold more than %s", ErrTooLarge, safefs.Size(lim.Bytes))
@@ -242,6 +245,35 @@ func Credential(p string) bool {
 		}
 	}
 	return strings.Contains(base, "credential")
+}
+
+// configurationNames are the files a CLI reads commands to run from (Claude
+// Code's settings with its hooks, Codex's config.toml with notify and MCP
+// servers, Gemini's and OpenCode's settings with theirs, instruction files
+// the CLI loads as its own): the agent wrote the session folder, so any of
+// them would run what it chose on the machine of the person who unpacks
+// the archive and resumes. Never exported, wherever they sit.
+var configurationNames = []string{
+	"settings.json", "settings.local.json", "config.toml", "opencode.json", "opencode.jsonc",
+	"claude.md", "agents.md", "gemini.md", ".mcp.json", "mcp.json", "managed-settings.json",
+}
+
+// Configuration tells whether the file at p (slash-separated) is one a CLI
+// reads commands from (configurationNames), or sits in a folder of hooks,
+// commands, plugins or agents a CLI loads.
+func Configuration(p string) bool {
+	lower := strings.ToLower(p)
+	for _, n := range configurationNames {
+		if path.Base(lower) == n {
+			return true
+		}
+	}
+	for _, dir := range []string{"hooks", "commands", "plugins", "agents", "extensions"} {
+		if strings.HasPrefix(lower, dir+"/") || strings.Contains(lower, "/"+dir+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // Scrub replaces every secret and every gateway run token in body with
