@@ -195,11 +195,9 @@ func replayWith(ctx context.Context, c *config.Config, f *replayFlags, st *state
 }
 
 // stopReplay stops the replay's engine and its detection, then removes the
-// containers its instance left (a detection of the agent CLIs canceled as
-// it started one): the instance is the replay's alone, no other bot's. A
-// container the daemon was still creating when its request was canceled
-// shows up after the first sweep, so it sweeps until one finds nothing
-// (sweeps at most, sweepPause apart).
+// containers its instance left: the instance is the replay's alone, no
+// other bot's. (A container whose create a canceled run had asked for is
+// removed by the runner itself.)
 func stopReplay(cancel context.CancelFunc, engine *bot.Engine, det *agents.Detector, runner sandbox.Runner, log *slog.Logger) {
 	cancel()
 	engine.Close()
@@ -210,31 +208,10 @@ func stopReplay(cancel context.CancelFunc, engine *bot.Engine, det *agents.Detec
 	case <-ctx.Done():
 		log.Warn("replay: the agent detection did not stop")
 	}
-	c, ok := runner.(interface {
-		Cleanup(context.Context) (int, error)
-	})
-	for i := 0; ok && i < sweeps; i++ {
-		n, err := c.Cleanup(ctx)
-		if err != nil {
-			log.Warn("replay: the sandboxes left behind", "err", err)
-			return
-		}
-		if n == 0 && i > 0 {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(sweepPause):
-		}
+	if err := removeLeftovers(ctx, runner); err != nil {
+		log.Warn("replay: the sandboxes left behind", "err", err)
 	}
 }
-
-// sweeps and sweepPause bound stopReplay's sweeps of leftover containers.
-const (
-	sweeps     = 5
-	sweepPause = 500 * time.Millisecond
-)
 
 // replayConfig is the replay's configuration: the forge as its admin, the
 // bot's git, the checks' runner and image, the statuses a case ends at.

@@ -215,13 +215,18 @@ func (r *ImageRunner) Run(ctx context.Context, spec Spec) (res *Result, err erro
 }
 
 // create creates the container under a fresh name and returns its id. The
-// calls after a failure use teardown, which outlives a canceled ctx.
+// create itself uses teardown, which outlives a canceled ctx: a request cut
+// by ctx could leave the daemon making a container nobody knows of; so it
+// runs to its end, and a container made after ctx ended is removed.
 func (r *ImageRunner) create(ctx, teardown context.Context, cfg *container.Config, hostCfg *container.HostConfig) (string, error) {
 	name := "alfred-" + randomHex(6)
-	created, err := r.cli.ContainerCreate(ctx, cfg, hostCfg, nil, nil, name)
+	created, err := r.cli.ContainerCreate(teardown, cfg, hostCfg, nil, nil, name)
+	if err == nil && ctx.Err() != nil {
+		err = errors.Join(fmt.Errorf("sandbox: create container: %w", ctx.Err()), r.remove(teardown, created.ID))
+		return "", err
+	}
 	if err != nil {
-		// The daemon may have made it before ctx ended: remove it by name.
-		_ = r.remove(teardown, name)
+		_ = r.remove(teardown, name) // a failed create may still have made it
 		if cerrdefs.IsNotFound(err) {
 			return "", fmt.Errorf("sandbox: image %q is not on the daemon (build or load it first): %w", cfg.Image, err)
 		}
