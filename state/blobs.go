@@ -26,6 +26,8 @@ type blobReader struct {
 	mu    sync.Mutex
 	packs map[string]*mappedPack // by base name
 	rd    objectReader
+	// pending holds what the journal logged since the last fold (fold.go).
+	pending pendingBlobs
 }
 
 func newBlobReader(dir string) *blobReader {
@@ -37,6 +39,9 @@ func newBlobReader(dir string) *blobReader {
 // by go-git, which lists them once when opened): the read is then tried
 // afresh, readTries times at most, readPause apart.
 func (b *blobReader) read(h plumbing.Hash) ([]byte, error) {
+	if raw, ok := b.pendingBlob(h); ok {
+		return slices.Clone(raw), nil
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var err error

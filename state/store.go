@@ -33,18 +33,27 @@ type Options struct {
 	// MergeAt is the pack count from which small packs are merged in the
 	// background (default 32).
 	MergeAt int
-	// Observe, when set, is told of each commit the store writes: its time
-	// (packs written and ref moved, retries included) and its error (nil:
-	// durable). A batch that changes nothing is no commit and is not told.
-	// It runs on the committing goroutine, after the callers are answered.
+	// Observe, when set, is told of each durable write the store makes and
+	// of each fold: its time and its error (nil: durable). A write is a
+	// batch's journal append (retries included); a batch that changes
+	// nothing writes nothing and is not told. While folds fail, the writes
+	// that succeed are not told (the store is not healthy until a fold
+	// succeeds). It runs on the writing goroutine, after the callers are
+	// answered.
 	Observe func(took time.Duration, err error)
-	// Committed, when set, is told of each commit once it is published:
-	// durable, the branch moved to it and the queries see it. It runs on
-	// the committing goroutine with no lock of the store held, after the
-	// batch's callers are answered and before the next commit starts, in
-	// commit order. It must not block: the next commit waits for it. It
-	// may read the store (Tip, Get...) but must not call Update.
+	// Committed, when set, is told of each commit once it is published: a
+	// fold moved the branch to it. It runs on the folding goroutine, which
+	// holds the journal (writes wait), in commit order. It must not block.
+	// It may read the store (Tip, Get...) but must not call Update or
+	// Checkpoint.
 	Committed func(commit string)
+	// FoldBytes is the journal size from which its writes are folded into
+	// a commit (default 1 MiB); the journal file is preallocated a quarter
+	// larger.
+	FoldBytes int64
+	// FoldIdle is how long the store waits after the last write before it
+	// folds the journal (default 200 ms).
+	FoldIdle time.Duration
 }
 
 // ErrReadOnly is returned by Update on a store opened with Options.ReadOnly.
@@ -87,6 +96,16 @@ type Store struct {
 	merging       bool
 	mergeFailures int // merges failed in a row (the log says the first)
 	mergeWG       sync.WaitGroup
+
+	// The journal (journal.go, fold.go): the leader appends batches to it,
+	// the folder folds them into commits; jmu serializes the two.
+	jmu      sync.Mutex
+	jr       *journal
+	pend     *pending
+	foldErr  error // the last fold's
+	foldKick chan struct{}
+	foldStop chan struct{}
+	foldWG   sync.WaitGroup
 }
 
 type request struct {
@@ -112,6 +131,12 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	if opts.MergeAt <= 1 {
 		opts.MergeAt = 32
 	}
+	if opts.FoldBytes <= 0 {
+		opts.FoldBytes = defaultFoldBytes
+	}
+	if opts.FoldIdle <= 0 {
+		opts.FoldIdle = defaultFoldIdle
+	}
 	s := &Store{dir: dir, opts: opts, log: opts.Logger.With("state", dir), arrived: make(chan struct{}, 1), blobs: newBlobReader(dir)}
 	s.packCond = sync.NewCond(&s.packMu)
 	if opts.ReadOnly {
@@ -126,6 +151,11 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	if err := s.reload(s.packs); err != nil {
+		s.release()
+		return nil, fmt.Errorf("open state %s: %w", dir, err)
+	}
+	if err := s.startJournal(); err != nil {
+		s.jr.close()
 		s.release()
 		return nil, fmt.Errorf("open state %s: %w", dir, err)
 	}
@@ -204,10 +234,18 @@ func (s *Store) reload(packs []packInfo) error {
 	return nil
 }
 
-// Close stops accepting transactions, waits for queued ones and any pack
-// merge, and releases the lock; it unmaps the packs the records were read
-// from (a later read maps them again).
+// Close stops accepting transactions, waits for queued ones, folds the
+// journal, waits for any pack merge, and releases the lock; it unmaps the
+// packs the records were read from (a later read maps them again). When
+// the fold fails, its error is returned and the next Open replays the
+// journal.
 func (s *Store) Close() error {
+	return s.shut(true)
+}
+
+// shut closes the store, folding the journal first when fold is set (a
+// test leaves it unfolded, as a crash would).
+func (s *Store) shut(fold bool) error {
 	if s.opts.ReadOnly {
 		s.blobs.close()
 		return nil
@@ -218,9 +256,17 @@ func (s *Store) Close() error {
 		s.closed = true
 		s.qmu.Unlock()
 		s.inflight.Wait()
+		close(s.foldStop)
+		s.foldWG.Wait()
+		if fold {
+			s.jmu.Lock()
+			err = s.foldLocked()
+			s.jmu.Unlock()
+		}
+		err = errors.Join(err, s.jr.close())
 		s.mergeWG.Wait()
 		s.blobs.close()
-		err = s.release()
+		err = errors.Join(err, s.release())
 	})
 	return err
 }
@@ -341,28 +387,15 @@ func (s *Store) gather() {
 
 const maxAttempts = 5
 
+// commitBatch makes a batch durable: one journal frame, appended and
+// synced (logBatch), then answers its callers and tells the folder.
 func (s *Store) commitBatch(batch []*request) {
 	start := time.Now()
 	results := make([]error, len(batch))
-	var err error
-	var commit plumbing.Hash
-	for attempt := 1; ; attempt++ {
-		var lost bool
-		commit, lost, err = s.tryCommit(batch, results)
-		if err == nil && !lost {
-			break
-		}
-		if err == nil && attempt >= maxAttempts {
-			err = fmt.Errorf("commit state: branch %s kept moving under the store (%d attempts)", RefName, attempt)
-		}
-		if err != nil {
-			break
-		}
-		s.log.Warn("state branch moved under the store; re-reading the tip", "attempt", attempt)
-		if err = s.reload(nil); err != nil {
-			break
-		}
-	}
+	s.jmu.Lock()
+	logged, err := s.logBatch(batch, results)
+	quiet := err == nil && s.foldErr != nil // the store is not healthy until a fold succeeds
+	s.jmu.Unlock()
 	s.qmu.Lock()
 	for _, r := range batch {
 		r.answered = true
@@ -374,47 +407,56 @@ func (s *Store) commitBatch(batch []*request) {
 		}
 		r.done <- results[i]
 	}
-	if (!commit.IsZero() || err != nil) && s.opts.Observe != nil {
+	if (logged || err != nil) && !quiet && s.opts.Observe != nil {
 		s.opts.Observe(time.Since(start), err)
 	}
-	if !commit.IsZero() && s.opts.Committed != nil {
-		s.opts.Committed(commit.String())
+	if !logged {
+		return
 	}
+	// A journal past FoldBytes is folded by the leader, its callers answered:
+	// the writers waiting meanwhile queue into the next batch.
+	s.jmu.Lock()
+	full := s.jr.off >= s.opts.FoldBytes && s.foldErr == nil
+	if full {
+		s.foldLocked() // its error goes to Observe; the folder tries again
+	}
+	s.jmu.Unlock()
+	s.kickFolder()
 }
 
-// tryCommit applies the batch to a fresh overlay and commits it. It returns
-// the commit when it moved the ref to a new one (zero when the batch
-// changes nothing), and lost when the ref on disk is not the tip the batch
-// was built on.
-func (s *Store) tryCommit(batch []*request, results []error) (commit plumbing.Hash, lost bool, err error) {
-	snap := s.snap // only the leader replaces or mutates it
-	overlay := runBatch(snap, batch, results)
-	changes := keepChanges(snap, overlay)
-	if len(changes) == 0 {
-		return plumbing.ZeroHash, false, nil
-	}
-	newTrees, removed, objs := buildTrees(snap.trees, changes)
-	// Blobs in path order: a cold open reads them in that order.
-	for _, p := range slices.Sorted(maps.Keys(overlay)) {
-		if c := overlay[p]; !c.deleted {
-			objs = append(objs, gitObject{typ: plumbing.BlobObject, data: c.raw, hash: c.hash})
+// logBatch applies the batch to a fresh overlay, appends its changes to
+// the journal as one frame and installs them; the caller holds jmu. It
+// returns whether it logged a frame (not when the batch changes nothing).
+// When the frame does not fit in the journal, the journal is folded first
+// and the batch run again on the tip the fold left.
+func (s *Store) logBatch(batch []*request, results []error) (bool, error) {
+	for attempt := 0; ; attempt++ {
+		snap := s.snap // only the leader and the fold, under jmu, replace or mutate it
+		overlay := runBatch(snap, batch, results)
+		changes := keepChanges(snap, overlay)
+		if len(changes) == 0 {
+			return false, nil
 		}
-	}
-	c := newObject(plumbing.CommitObject, encodeCommit(newTrees[""].hash, snap.tip, changes))
-	objs = dedupe(append(objs, c))
-	pack, err := writeCommitPack(s.dir, objs)
-	if err != nil {
-		return plumbing.ZeroHash, false, fmt.Errorf("commit state: %w", err)
-	}
-	s.addPack(pack)
-	if lost, err := moveRef(s.dir, snap.tip, c.hash, false); err != nil || lost {
-		if err != nil {
-			err = fmt.Errorf("commit state: %w", err)
+		entries := make([]journalEntry, 0, len(overlay))
+		for _, p := range slices.Sorted(maps.Keys(overlay)) {
+			c := overlay[p]
+			entries = append(entries, journalEntry{path: p, raw: c.raw, deleted: c.deleted})
 		}
-		return plumbing.ZeroHash, lost, err
+		frame := encodeFrame(s.pend.seq+1, entries)
+		if attempt == 0 && !s.jr.fits(len(frame)) && s.pend.seq > s.pend.folded {
+			if err := s.foldLocked(); err != nil {
+				return false, fmt.Errorf("commit state: the journal is full and its fold failed: %w", err)
+			}
+			continue
+		}
+		if err := s.jr.appendFrame(frame); err != nil {
+			return false, fmt.Errorf("commit state: %w", err)
+		}
+		s.pend.seq++
+		s.pend.last = time.Now()
+		s.stage(snap, overlay, changes)
+		return true, nil
 	}
-	s.apply(snap, c.hash, overlay, newTrees, removed)
-	return c.hash, false, nil
 }
 
 // runBatch runs the batch's functions in order on one overlay of writes,
@@ -481,10 +523,15 @@ func dedupe(objs []gitObject) []gitObject {
 	return out
 }
 
-// apply installs a committed batch into the in-memory state.
+// apply installs a logged batch into the in-memory state.
 func (s *Store) apply(snap *snapshot, tip plumbing.Hash, overlay map[string]*change, trees map[string]*treeNode, removed []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.applyLocked(snap, tip, overlay, trees, removed)
+}
+
+// applyLocked is apply with s.mu held.
+func (s *Store) applyLocked(snap *snapshot, tip plumbing.Hash, overlay map[string]*change, trees map[string]*treeNode, removed []string) {
 	snap.tip = tip
 	for dir, n := range trees {
 		snap.trees[dir] = n
