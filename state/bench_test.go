@@ -186,6 +186,13 @@ var sizes = []struct {
 
 var bench1M = flag.Bool("state.1m", false, "BenchmarkWrite also at 1M records (its fixtures take minutes and about 2 GB), BenchmarkScale at 1M instead of 100k")
 
+// storeKinds are the store's write paths the write benchmarks compare:
+// a commit per batch (the default), and the journal (Options.Journal).
+var storeKinds = []struct {
+	name string
+	opts Options
+}{{"git", Options{}}, {"journal", Options{Journal: true}}}
+
 // BenchmarkWrite: one durable transaction rewriting one mailbox record.
 func BenchmarkWrite(b *testing.B) {
 	all := sizes
@@ -196,25 +203,27 @@ func BenchmarkWrite(b *testing.B) {
 		}{"1M", 1_000_000})
 	}
 	for _, size := range all {
-		b.Run("records="+size.name+"/store=git", func(b *testing.B) {
-			s, err := Open(context.Background(), fixtureDir(b, "git", size.n), Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			mailboxes := size.n / 5
-			runtime.GC() // collect the setup's garbage outside the measurement
-			b.ResetTimer()
-			cpu := cpuTime()
-			for i := 0; b.Loop(); i++ {
-				m := benchMailbox(i % mailboxes)
-				m.LLMRetries = i
-				if err := s.Update(context.Background(), func(tx *Tx) error { return tx.PutMailbox(m) }); err != nil {
+		for _, kind := range storeKinds {
+			b.Run("records="+size.name+"/store="+kind.name, func(b *testing.B) {
+				s, err := Open(context.Background(), fixtureDir(b, "git", size.n), kind.opts)
+				if err != nil {
 					b.Fatal(err)
 				}
-			}
-			reportCPU(b, cpu)
-		})
+				defer s.Close()
+				mailboxes := size.n / 5
+				runtime.GC() // collect the setup's garbage outside the measurement
+				b.ResetTimer()
+				cpu := cpuTime()
+				for i := 0; b.Loop(); i++ {
+					m := benchMailbox(i % mailboxes)
+					m.LLMRetries = i
+					if err := s.Update(context.Background(), func(tx *Tx) error { return tx.PutMailbox(m) }); err != nil {
+						b.Fatal(err)
+					}
+				}
+				reportCPU(b, cpu)
+			})
+		}
 		b.Run("records="+size.name+"/store=sqlite", func(b *testing.B) {
 			db := openSQLite(b, fixtureDir(b, "sqlite", size.n))
 			defer db.Close()
@@ -358,23 +367,25 @@ func commitBytes(b *testing.B) (pack, idx []byte) {
 func BenchmarkConcurrentWrite(b *testing.B) {
 	const n = 10_000
 	for _, writers := range []int{8, 32} {
-		b.Run(fmt.Sprintf("writers=%d/store=git", writers), func(b *testing.B) {
-			var commits atomic.Int64
-			s, err := Open(context.Background(), fixtureDir(b, "git", n), Options{
-				Observe: func(time.Duration, error) { commits.Add(1) },
+		for _, kind := range storeKinds {
+			b.Run(fmt.Sprintf("writers=%d/store=%s", writers, kind.name), func(b *testing.B) {
+				var commits atomic.Int64
+				opts := kind.opts
+				opts.Observe = func(time.Duration, error) { commits.Add(1) }
+				s, err := Open(context.Background(), fixtureDir(b, "git", n), opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer s.Close()
+				runWriters(b, writers, func(i int) error {
+					m := benchMailbox(i % (n / 5))
+					m.LLMRetries = i
+					return s.Update(context.Background(), func(tx *Tx) error { return tx.PutMailbox(m) })
+				})
+				// How many transactions a commit (or a journal frame, or a fold) carried.
+				b.ReportMetric(float64(b.N)/float64(max(1, commits.Load())), "tx/commit")
 			})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			runWriters(b, writers, func(i int) error {
-				m := benchMailbox(i % (n / 5))
-				m.LLMRetries = i
-				return s.Update(context.Background(), func(tx *Tx) error { return tx.PutMailbox(m) })
-			})
-			// How many transactions a commit carried (group commit).
-			b.ReportMetric(float64(b.N)/float64(max(1, commits.Load())), "tx/commit")
-		})
+		}
 		b.Run(fmt.Sprintf("writers=%d/store=sqlite", writers), func(b *testing.B) {
 			db := openSQLite(b, fixtureDir(b, "sqlite", n))
 			defer db.Close()

@@ -42,7 +42,7 @@ func TestBodiesOnDemand(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			w, err := Open(ctx, dir, Options{MergeAt: 2, FoldBytes: 1})
+			w, err := Open(ctx, dir, Options{MergeAt: 2})
 			if err != nil {
 				t.Fatal(err)
 			}

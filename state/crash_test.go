@@ -44,7 +44,7 @@ func TestMain(m *testing.M) {
 // crashChild writes records from 4 goroutines forever and prints
 // "ack <path>" after each Update returned nil.
 func crashChild(dir string) {
-	s, err := Open(context.Background(), dir, Options{Logger: nil, MergeAt: 4})
+	s, err := Open(context.Background(), dir, crashOptions())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child open:", err)
 		os.Exit(2)

@@ -8,8 +8,12 @@ package state
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -204,8 +208,21 @@ func encodeFoldCommit(tree, parent plumbing.Hash, changes map[string]fileChange,
 // foldedSeq is the last journal frame the branch holds: the trailer of
 // the newest fold commit on the first-parent chain from tip, looked for
 // among maxTrailerWalk commits (commits made by git on top of the store's
-// fold no trailer); 0 when none has one.
-func foldedSeq(repo string, tip plumbing.Hash) (uint64, error) {
+// fold no trailer); 0 when none has one. Beside a writer (a read-only
+// store) a merge may remove a pack while go-git reads: it is tried afresh.
+func foldedSeq(repo string, tip plumbing.Hash) (seq uint64, err error) {
+	for try := range readTries {
+		if try > 0 {
+			time.Sleep(readPause)
+		}
+		if seq, err = walkTrailer(repo, tip); err == nil {
+			return seq, nil
+		}
+	}
+	return 0, err
+}
+
+func walkTrailer(repo string, tip plumbing.Hash) (uint64, error) {
 	stor := openStorage(repo)
 	defer stor.Close()
 	for h, i := tip, 0; !h.IsZero() && i < maxTrailerWalk; i++ {
@@ -254,6 +271,9 @@ func (s *Store) startJournal() error {
 	if err != nil || s.opts.ReadOnly {
 		return err
 	}
+	if !s.opts.Journal {
+		return s.retireJournal()
+	}
 	if s.jr, err = openJournal(s.dir, s.opts.FoldBytes+s.opts.FoldBytes/4); err != nil {
 		return err
 	}
@@ -266,6 +286,25 @@ func (s *Store) startJournal() error {
 	s.foldWG.Add(1)
 	go s.folder()
 	return nil
+}
+
+// retireJournal folds what a journal left (a server that ran with
+// Options.Journal and stopped before folding) for a store that commits
+// each batch, and removes the journal: its commits carry no trailer.
+func (s *Store) retireJournal() error {
+	if s.pend.seq > s.pend.folded {
+		if err := s.foldLocked(); err != nil {
+			return fmt.Errorf("fold the state journal left: %w", err)
+		}
+	}
+	err := os.Remove(journalPath(s.dir))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("remove the state journal: %w", err)
+	}
+	return syncDirFD(s.dir)
 }
 
 // replay applies the journal's frames after the tip's trailer to the
@@ -346,7 +385,7 @@ func (s *Store) rebase() error {
 	return nil
 }
 
-func journalPath(repo string) string { return repo + "/" + journalName }
+func journalPath(repo string) string { return filepath.Join(repo, journalName) }
 
 // folder folds the journal in the background: once it holds
 // Options.FoldBytes, and once no write came for Options.FoldIdle. A failed
@@ -425,4 +464,33 @@ func (b *blobReader) dropPending() {
 	b.pending.mu.Lock()
 	defer b.pending.mu.Unlock()
 	b.pending.blobs = nil
+}
+
+// foldForGit folds the journal of a writable store before a read of the
+// branch from git (its history); a read-only store shows the branch as the
+// writer last folded it (at most FoldIdle behind its last write).
+func (s *Store) foldForGit(ctx context.Context) error {
+	if s.opts.ReadOnly {
+		return nil
+	}
+	return s.Checkpoint(ctx)
+}
+
+// foldLeftJournal folds a journal a stopped server left in repo (Compact
+// rewrites the branch from git): a writable Open replays and folds it.
+func foldLeftJournal(ctx context.Context, repo string) error {
+	if _, err := os.Stat(journalPath(repo)); err != nil {
+		return nil // no journal: nothing written since the store had one
+	}
+	s, err := Open(ctx, repo, Options{Logger: slog.New(slog.DiscardHandler)})
+	if errors.Is(err, ErrLocked) {
+		return fmt.Errorf("compact: %w: %w", ErrCompactRunning, err)
+	}
+	if err != nil {
+		return fmt.Errorf("compact: fold the journal: %w", err)
+	}
+	if err := s.Close(); err != nil {
+		return fmt.Errorf("compact: fold the journal: %w", err)
+	}
+	return nil
 }

@@ -39,7 +39,7 @@ func fsck(t testing.TB, repo string) {
 
 func openStore(t testing.TB, dir string) *Store {
 	t.Helper()
-	s, err := Open(context.Background(), dir, Options{FoldBytes: 1}) // every write folded before Update returns
+	s, err := Open(context.Background(), dir, Options{})
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}

@@ -13,8 +13,12 @@ import (
 
 // Log writes the latest limit commits of the branch (all when limit <= 0),
 // newest first, one per line: hash, UTC time and the first message line.
-// It reads the repository on disk, so it also serves a read-only store.
+// It reads the repository on disk, so it also serves a read-only store; a
+// writable one folds its journal first (see foldForGit).
 func (s *Store) Log(ctx context.Context, w io.Writer, limit int) error {
+	if err := s.foldForGit(ctx); err != nil {
+		return err
+	}
 	stor := openStorage(s.dir)
 	defer stor.Close()
 	h, err := readTip(stor)

@@ -131,7 +131,11 @@ func (j *journal) appendFrame(frame []byte) error {
 func (j *journal) fits(n int) bool { return j.off+int64(n) <= j.size }
 
 // reset starts the next generation at the file's start (after a fold).
-func (j *journal) reset() { j.off = 0 }
+func (j *journal) reset() {
+	if j != nil {
+		j.off = 0
+	}
+}
 
 func (j *journal) close() error {
 	if j == nil || j.fd < 0 {

@@ -34,6 +34,9 @@ func (s *Store) MailboxLog(ctx context.Context, w io.Writer, id string, limit in
 		return err
 	}
 	dir := k.dir()
+	if err := s.foldForGit(ctx); err != nil {
+		return err
+	}
 	stor := openStorage(s.dir)
 	defer stor.Close()
 	h, err := readTip(stor)
@@ -466,6 +469,9 @@ func Compact(ctx context.Context, dir string, opts CompactOptions) (CompactResul
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if err := foldLeftJournal(ctx, dir); err != nil {
+		return CompactResult{}, err
 	}
 	lock, err := lockFile(dir)
 	if errors.Is(err, ErrLocked) {

@@ -47,6 +47,14 @@ type Options struct {
 	// It may read the store (Tip, Get...) but must not call Update or
 	// Checkpoint.
 	Committed func(commit string)
+	// Journal makes a write durable by one append and fdatasync to the
+	// journal, {repo}/alfred.journal, rather than by a commit: Update
+	// returns once its batch's frame is synced, and the logged writes are
+	// folded into one commit of the branch in the background (see
+	// FoldBytes, FoldIdle, Checkpoint and the package documentation).
+	// Without it every batch is a commit of its own. Open replays a
+	// journal left unfolded in either case.
+	Journal bool
 	// FoldBytes is the journal size from which its writes are folded into
 	// a commit (default 1 MiB); the journal file is preallocated a quarter
 	// larger.
@@ -150,7 +158,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		s.release()
 		return nil, err
 	}
-	if err := s.reload(s.packs); err != nil {
+	if err := s.load(); err != nil {
 		s.release()
 		return nil, fmt.Errorf("open state %s: %w", dir, err)
 	}
@@ -217,6 +225,18 @@ func initRepo(dir string) error {
 	return syncDir(filepath.Dir(filepath.Clean(dir)))
 }
 
+// load reads the tip at Open. Beside a writer (a read-only store) a merge
+// may remove packs while they are read: the read is tried afresh, readTries
+// times at most, readPause apart.
+func (s *Store) load() error {
+	err := s.reload(s.packs)
+	for try := 1; err != nil && s.opts.ReadOnly && try < readTries; try++ {
+		time.Sleep(readPause)
+		err = s.reload(nil)
+	}
+	return err
+}
+
 // reload replaces the in-memory state with the tip on disk, read from
 // packs (listed afresh when nil).
 func (s *Store) reload(packs []packInfo) error {
@@ -256,9 +276,11 @@ func (s *Store) shut(fold bool) error {
 		s.closed = true
 		s.qmu.Unlock()
 		s.inflight.Wait()
-		close(s.foldStop)
-		s.foldWG.Wait()
-		if fold {
+		if s.foldStop != nil {
+			close(s.foldStop)
+			s.foldWG.Wait()
+		}
+		if fold && s.jr != nil {
 			s.jmu.Lock()
 			err = s.foldLocked()
 			s.jmu.Unlock()
@@ -387,15 +409,32 @@ func (s *Store) gather() {
 
 const maxAttempts = 5
 
-// commitBatch makes a batch durable: one journal frame, appended and
-// synced (logBatch), then answers its callers and tells the folder.
 func (s *Store) commitBatch(batch []*request) {
+	if s.jr != nil {
+		s.commitLogged(batch)
+		return
+	}
 	start := time.Now()
 	results := make([]error, len(batch))
-	s.jmu.Lock()
-	logged, err := s.logBatch(batch, results)
-	quiet := err == nil && s.foldErr != nil // the store is not healthy until a fold succeeds
-	s.jmu.Unlock()
+	var err error
+	var commit plumbing.Hash
+	for attempt := 1; ; attempt++ {
+		var lost bool
+		commit, lost, err = s.tryCommit(batch, results)
+		if err == nil && !lost {
+			break
+		}
+		if err == nil && attempt >= maxAttempts {
+			err = fmt.Errorf("commit state: branch %s kept moving under the store (%d attempts)", RefName, attempt)
+		}
+		if err != nil {
+			break
+		}
+		s.log.Warn("state branch moved under the store; re-reading the tip", "attempt", attempt)
+		if err = s.reload(nil); err != nil {
+			break
+		}
+	}
 	s.qmu.Lock()
 	for _, r := range batch {
 		r.answered = true
@@ -407,56 +446,47 @@ func (s *Store) commitBatch(batch []*request) {
 		}
 		r.done <- results[i]
 	}
-	if (logged || err != nil) && !quiet && s.opts.Observe != nil {
+	if (!commit.IsZero() || err != nil) && s.opts.Observe != nil {
 		s.opts.Observe(time.Since(start), err)
 	}
-	if !logged {
-		return
+	if !commit.IsZero() && s.opts.Committed != nil {
+		s.opts.Committed(commit.String())
 	}
-	// A journal past FoldBytes is folded by the leader, its callers answered:
-	// the writers waiting meanwhile queue into the next batch.
-	s.jmu.Lock()
-	full := s.jr.off >= s.opts.FoldBytes && s.foldErr == nil
-	if full {
-		s.foldLocked() // its error goes to Observe; the folder tries again
-	}
-	s.jmu.Unlock()
-	s.kickFolder()
 }
 
-// logBatch applies the batch to a fresh overlay, appends its changes to
-// the journal as one frame and installs them; the caller holds jmu. It
-// returns whether it logged a frame (not when the batch changes nothing).
-// When the frame does not fit in the journal, the journal is folded first
-// and the batch run again on the tip the fold left.
-func (s *Store) logBatch(batch []*request, results []error) (bool, error) {
-	for attempt := 0; ; attempt++ {
-		snap := s.snap // only the leader and the fold, under jmu, replace or mutate it
-		overlay := runBatch(snap, batch, results)
-		changes := keepChanges(snap, overlay)
-		if len(changes) == 0 {
-			return false, nil
-		}
-		entries := make([]journalEntry, 0, len(overlay))
-		for _, p := range slices.Sorted(maps.Keys(overlay)) {
-			c := overlay[p]
-			entries = append(entries, journalEntry{path: p, raw: c.raw, deleted: c.deleted})
-		}
-		frame := encodeFrame(s.pend.seq+1, entries)
-		if attempt == 0 && !s.jr.fits(len(frame)) && s.pend.seq > s.pend.folded {
-			if err := s.foldLocked(); err != nil {
-				return false, fmt.Errorf("commit state: the journal is full and its fold failed: %w", err)
-			}
-			continue
-		}
-		if err := s.jr.appendFrame(frame); err != nil {
-			return false, fmt.Errorf("commit state: %w", err)
-		}
-		s.pend.seq++
-		s.pend.last = time.Now()
-		s.stage(snap, overlay, changes)
-		return true, nil
+// tryCommit applies the batch to a fresh overlay and commits it. It returns
+// the commit when it moved the ref to a new one (zero when the batch
+// changes nothing), and lost when the ref on disk is not the tip the batch
+// was built on.
+func (s *Store) tryCommit(batch []*request, results []error) (commit plumbing.Hash, lost bool, err error) {
+	snap := s.snap // only the leader replaces or mutates it
+	overlay := runBatch(snap, batch, results)
+	changes := keepChanges(snap, overlay)
+	if len(changes) == 0 {
+		return plumbing.ZeroHash, false, nil
 	}
+	newTrees, removed, objs := buildTrees(snap.trees, changes)
+	// Blobs in path order: a cold open reads them in that order.
+	for _, p := range slices.Sorted(maps.Keys(overlay)) {
+		if c := overlay[p]; !c.deleted {
+			objs = append(objs, gitObject{typ: plumbing.BlobObject, data: c.raw, hash: c.hash})
+		}
+	}
+	c := newObject(plumbing.CommitObject, encodeCommit(newTrees[""].hash, snap.tip, changes))
+	objs = dedupe(append(objs, c))
+	pack, err := writeCommitPack(s.dir, objs)
+	if err != nil {
+		return plumbing.ZeroHash, false, fmt.Errorf("commit state: %w", err)
+	}
+	s.addPack(pack)
+	if lost, err := moveRef(s.dir, snap.tip, c.hash, false); err != nil || lost {
+		if err != nil {
+			err = fmt.Errorf("commit state: %w", err)
+		}
+		return plumbing.ZeroHash, lost, err
+	}
+	s.apply(snap, c.hash, overlay, newTrees, removed)
+	return c.hash, false, nil
 }
 
 // runBatch runs the batch's functions in order on one overlay of writes,
@@ -523,7 +553,7 @@ func dedupe(objs []gitObject) []gitObject {
 	return out
 }
 
-// apply installs a logged batch into the in-memory state.
+// apply installs a committed (or logged) batch into the in-memory state.
 func (s *Store) apply(snap *snapshot, tip plumbing.Hash, overlay map[string]*change, trees map[string]*treeNode, removed []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
