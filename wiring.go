@@ -508,7 +508,7 @@ func openState(ctx context.Context, c *config.Config, m *metrics.Metrics, log *s
 		}
 		k.mirror = mr
 	}
-	st, err := state.Open(ctx, c.StateDir, state.Options{Logger: log, Observe: k.observe, Committed: k.committed})
+	st, err := state.Open(ctx, c.StateDir, state.Options{Logger: log, Journal: true, Observe: k.observe, Committed: k.committed})
 	if err != nil {
 		return nil, nil, err
 	}

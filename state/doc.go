@@ -46,6 +46,8 @@
 // indexes change by the records written. What a lone write costs is the
 // file system's: two new files, a lock renamed over the ref, two syncs,
 // and the removal of the pack and index when a merge rolls them up.
+// Options.Journal (the server sets it) takes those off a write's path:
+// see "The journal" below.
 //
 // A commit costs two syncs. All its new objects (blobs, trees, the commit)
 // go into one pack, built in memory and written under its final name, and
@@ -66,6 +68,49 @@
 // packs, whose pack was synced before the ref moved. A writable Open also
 // removes a stale {ref}.lock, temporary files and torn packs (a pack is only
 // ever referenced once synced whole).
+//
+// # The journal
+//
+// With Options.Journal a write's durability point is one append and one
+// fdatasync: the batch's changes (each path, put with its JSON or deleted)
+// become one frame of {repo}/alfred.journal (length, CRC-32C, sequence
+// number, body; journal.go), written at the journal's end and synced, and
+// then the in-memory indexes change and Update returns. Group commit stays:
+// a batch is one frame. The file is preallocated with zeros (FoldBytes and
+// a quarter) and reused from its start after each fold, so an append
+// changes no size or block map and fdatasync writes its data alone.
+//
+// A fold makes one commit of every write logged since the last, in the
+// commit's way above (one pack synced, the ref moved by compare-and-swap
+// and its folder synced), author and message as a commit's, the message
+// ending with the trailer "Journal-Seq: N", the last frame it holds; then
+// the journal starts over from its start. The leader folds once the
+// journal passes Options.FoldBytes (1 MiB; its callers answered first), a
+// background folder once writes pause for Options.FoldIdle (200 ms),
+// Close folds, and Checkpoint folds on demand. Only folds move the branch:
+// Committed (the mirror's push) hears of folds, Tip is the last fold, and
+// what reads the branch from git (Log, MailboxLog; Compact, which folds a
+// journal a stopped server left) folds first. The branch lags the
+// acknowledged writes by at most FoldIdle, or FoldBytes of writes. When
+// the fold finds the branch moved (git wrote to it), it re-reads it and
+// applies the journal's writes on top, which win; the transactions are
+// not run again.
+//
+// Open replays the frames after the trailer of the newest fold commit on
+// the branch (commits git made on top carry none): from the journal's
+// start it skips frames of earlier generations (sequence at most the one
+// folded), takes the next ones in order, and stops at the first that is
+// not whole, intact and next: the torn tail of a crash mid-append, zeros,
+// or an earlier generation's frames. Frames are only acknowledged once
+// synced, so what a crash tears was never acknowledged. A damaged frame
+// followed by the next one intact is damage, not a tear: Open fails with
+// ErrJournalCorrupt and changes nothing. A writable Open folds what it
+// replayed; a crash between a fold's commit and the next append leaves
+// frames the trailer already holds, which the next Open skips, so nothing
+// is applied twice. A read-only Open replays too (beside a running server
+// it sees every write synced), and a writable Open without Options.Journal
+// folds what a journal left and removes it. Records still end up as JSON
+// files of the branch, in commits in go-git's formats.
 //
 // Each commit adds one pack. From Options.MergeAt packs on, a background
 // merge rolls the small packs into one, keeping a geometric progression

@@ -294,12 +294,15 @@ func (s *Store) shut(fold bool) error {
 }
 
 // Update runs fn in a transaction and commits its writes durably: the
-// objects and the ref are on disk when Update returns nil. Concurrent
+// objects and the ref are on disk when Update returns nil (with
+// Options.Journal: its journal frame; a fold commits it later). Concurrent
 // Updates may share one commit; fn runs in order after the transactions
 // queued before it and sees their writes. If fn returns an error its writes
 // are dropped and Update returns that error. If the branch moved under the
 // store (compare-and-swap lost) the tip is re-read and fn runs again, so fn
-// must not have side effects outside tx. fn must not call Update.
+// must not have side effects outside tx (with Options.Journal the fold
+// re-reads the tip and applies the logged writes on it; fn may still run
+// twice when its batch's frame does not fit in the journal). fn must not call Update.
 // Once queued, a transaction is committed or failed even if ctx ends.
 func (s *Store) Update(ctx context.Context, fn func(*Tx) error) error {
 	if s.opts.ReadOnly {
