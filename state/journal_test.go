@@ -289,3 +289,47 @@ func TestJournalLostRace(t *testing.T) {
 	}
 	fsck(t, dir)
 }
+
+// TestJournalLeftUnfolded: a journal a stopped server left unfolded is
+// folded by whatever opens the repository next to write: a store without
+// Options.Journal (which then removes the journal: its commits carry no
+// trailer), or Compact (which rewrites the branch from git).
+func TestJournalLeftUnfolded(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		open func(t *testing.T, dir string) *Store
+	}{
+		{"a store committing each batch", func(t *testing.T, dir string) *Store {
+			s := openStore(t, dir)
+			if _, err := os.Stat(filepath.Join(dir, journalName)); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("the journal is still there after its fold: %v", err)
+			}
+			return s
+		}},
+		{"compact", func(t *testing.T, dir string) *Store {
+			if _, err := Compact(ctx, dir, CompactOptions{Keep: 1}); err != nil {
+				t.Fatal(err)
+			}
+			return journalStore(t, dir)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "state.git")
+			s := journalStore(t, dir)
+			putEvents(t, s, 0, 3)
+			must(t, s.Checkpoint(ctx))
+			putEvents(t, s, 3, 6)
+			must(t, s.shut(false))
+			s = tc.open(t, dir)
+			defer s.Close()
+			if n := len(s.List("events")); n != 6 {
+				t.Fatalf("%d events, want 6", n)
+			}
+			if got := gitCLI(t, dir, "show", string(RefName)+":events/e5.json"); !strings.Contains(got, `"i":5`) {
+				t.Fatalf("the branch holds e5 = %q", got)
+			}
+			fsck(t, dir)
+		})
+	}
+}
