@@ -340,7 +340,7 @@ func (s *Store) replay() (int64, error) {
 		s.stage(s.snap, overlay, keepChanges(s.snap, overlay))
 		s.pend.seq = f.seq
 	}
-	if len(frames) > 0 {
+	if len(frames) > 0 && !s.opts.ReadOnly {
 		s.log.Info("replayed the state journal", "frames", len(frames), "from", folded+1, "to", s.pend.seq)
 	}
 	return end, nil
