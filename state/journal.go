@@ -203,8 +203,8 @@ func decodeBody(b []byte) ([]journalEntry, bool) {
 		b = b[4:]
 		return int(v), int64(v) <= int64(len(b))
 	}
-	count, ok := u32()
-	if !ok && count != 0 {
+	count, ok := u32() // ok: no more entries than bytes left
+	if !ok {
 		return nil, false
 	}
 	out := make([]journalEntry, 0, min(count, 1<<16))

@@ -333,3 +333,55 @@ func TestJournalLeftUnfolded(t *testing.T) {
 		})
 	}
 }
+
+// TestScanJournal: which frames a scan takes after the fold of frame
+// folded, on journals as the write path leaves them.
+func TestScanJournal(t *testing.T) {
+	frame := func(seq uint64) []byte {
+		return encodeFrame(seq, []journalEntry{{path: fmt.Sprintf("events/e%d.json", seq), raw: []byte(`{"seq":` + fmt.Sprint(seq) + `}`)}, {path: "events/gone.json", deleted: true}})
+	}
+	cat := func(parts ...[]byte) []byte {
+		var b []byte
+		for _, p := range parts {
+			b = append(b, p...)
+		}
+		return append(b, make([]byte, 64)...) // the preallocated zeros
+	}
+	torn := func(b []byte) []byte { return append(append([]byte(nil), b[:len(b)/2]...), make([]byte, len(b)-len(b)/2)...) }
+	// Generation two's frame 4 overwrote generation one's frame 1 (of the
+	// same length); frames 2 and 3 of generation one follow it.
+	gen2 := cat(frame(4), frame(2), frame(3))
+	for _, tc := range []struct {
+		name    string
+		data    []byte
+		folded  uint64
+		want    []uint64
+		corrupt bool
+	}{
+		{"empty", cat(), 0, nil, false},
+		{"all new", cat(frame(1), frame(2), frame(3)), 0, []uint64{1, 2, 3}, false},
+		{"all folded", cat(frame(1), frame(2), frame(3)), 3, nil, false},
+		{"half folded", cat(frame(1), frame(2), frame(3)), 1, []uint64{2, 3}, false},
+		{"a new generation over an old one", gen2, 3, []uint64{4}, false},
+		{"torn tail", cat(frame(1), frame(2), torn(frame(3))), 0, []uint64{1, 2}, false},
+		{"a gap", cat(frame(1), frame(3)), 0, []uint64{1}, false},
+		{"damaged middle", cat(frame(1), torn(frame(2)), frame(3)), 0, []uint64{1}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			frames, _, err := scanJournal(tc.data, tc.folded)
+			if errors.Is(err, ErrJournalCorrupt) != tc.corrupt || (err != nil && !tc.corrupt) {
+				t.Fatalf("scan: %v, want corrupt %v", err, tc.corrupt)
+			}
+			var got []uint64
+			for _, f := range frames {
+				got = append(got, f.seq)
+				if len(f.entries) != 2 || f.entries[0].path != fmt.Sprintf("events/e%d.json", f.seq) || !f.entries[1].deleted {
+					t.Fatalf("frame %d decodes as %+v", f.seq, f.entries)
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Fatalf("frames %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
