@@ -347,7 +347,9 @@ func TestScanJournal(t *testing.T) {
 		}
 		return append(b, make([]byte, 64)...) // the preallocated zeros
 	}
-	torn := func(b []byte) []byte { return append(append([]byte(nil), b[:len(b)/2]...), make([]byte, len(b)-len(b)/2)...) }
+	torn := func(b []byte) []byte {
+		return append(append([]byte(nil), b[:len(b)/2]...), make([]byte, len(b)-len(b)/2)...)
+	}
 	// Generation two's frame 4 overwrote generation one's frame 1 (of the
 	// same length); frames 2 and 3 of generation one follow it.
 	gen2 := cat(frame(4), frame(2), frame(3))
