@@ -37,6 +37,11 @@ func newBlobReader(dir string) *blobReader {
 // by go-git, which lists them once when opened): the read is then tried
 // afresh, readTries times at most, readPause apart.
 func (b *blobReader) read(h plumbing.Hash) ([]byte, error) {
+	return b.readObject(h, plumbing.BlobObject)
+}
+
+// readObject returns a copy of object h of type typ, as read does.
+func (b *blobReader) readObject(h plumbing.Hash, typ plumbing.ObjectType) ([]byte, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var err error
@@ -45,7 +50,7 @@ func (b *blobReader) read(h plumbing.Hash) ([]byte, error) {
 			time.Sleep(readPause)
 		}
 		var data []byte
-		if data, err = b.readOnce(h); err == nil {
+		if data, err = b.readOnce(h, typ); err == nil {
 			return data, nil
 		}
 	}
@@ -58,12 +63,12 @@ const (
 	readPause = 5 * time.Millisecond
 )
 
-// readOnce reads blob h from the packs it maps, else through go-git.
-func (b *blobReader) readOnce(h plumbing.Hash) ([]byte, error) {
+// readOnce reads object h from the packs it maps, else through go-git.
+func (b *blobReader) readOnce(h plumbing.Hash, typ plumbing.ObjectType) ([]byte, error) {
 	// A merge writes its pack before it removes the ones it replaces, so a
 	// second look finds an object the first missed between the two.
 	for range 3 {
-		data, err := b.rd.readPacked(h, plumbing.BlobObject)
+		data, err := b.rd.readPacked(h, typ)
 		if !errors.Is(err, errNotInPack) {
 			return data, err
 		}
@@ -71,22 +76,22 @@ func (b *blobReader) readOnce(h plumbing.Hash) ([]byte, error) {
 			break
 		}
 	}
-	return b.readOther(h)
+	return b.readOther(h, typ)
 }
 
 // readOther reads h through go-git, with a storage opened afresh when the
 // one it has does not find it (go-git lists the packs once).
-func (b *blobReader) readOther(h plumbing.Hash) ([]byte, error) {
+func (b *blobReader) readOther(h plumbing.Hash, typ plumbing.ObjectType) ([]byte, error) {
 	if b.rd.stor != nil {
-		if data, err := b.rd.read(h, plumbing.BlobObject); err == nil {
+		if data, err := b.rd.read(h, typ); err == nil {
 			return data, nil
 		}
 		b.rd.stor.Close()
 	}
 	b.rd.stor = openStorage(b.dir)
-	data, err := b.rd.read(h, plumbing.BlobObject)
+	data, err := b.rd.read(h, typ)
 	if err != nil {
-		return nil, fmt.Errorf("read blob %s: %w", h, err)
+		return nil, fmt.Errorf("read %s %s: %w", typ, h, err)
 	}
 	return data, nil
 }

@@ -21,13 +21,15 @@ type record struct {
 	light bool // val is a *runLite (see lighten)
 }
 
-// snapshot is the committed tip: files, trees and the indexes derived from
-// them. The committer mutates it only under Store.mu, after the ref moved.
+// snapshot is the committed tip: files, their paths in order, the root
+// tree and the indexes derived from them. The committer mutates it only
+// under Store.mu, after the ref moved.
 type snapshot struct {
 	tip   plumbing.Hash
 	blobs *blobReader // reads the records' JSON
 	files map[string]*record
-	trees map[string]*treeNode
+	paths *pathSet  // the keys of files, in order
+	trees *tipTrees // read from the packs by the committer
 
 	mailboxes     map[string]*mailboxIndex // by mailbox id
 	mailboxFiles  map[string]struct{}      // paths of mailbox records
@@ -99,7 +101,8 @@ func (z *snapSizes) count(path string) {
 func newSnapshot(z snapSizes) *snapshot {
 	return &snapshot{
 		files:         make(map[string]*record, z.files),
-		trees:         map[string]*treeNode{"": {hash: hashObject(plumbing.TreeObject, nil)}},
+		paths:         newPathSet(nil),
+		trees:         &tipTrees{root: emptyTree},
 		mailboxes:     make(map[string]*mailboxIndex, z.mailboxes),
 		mailboxFiles:  make(map[string]struct{}, z.mailboxes),
 		runs:          make(map[string]string, z.runs),
@@ -238,30 +241,39 @@ func (s *snapshot) unindex(path string, r *record) {
 // listFiles returns the file paths under dir, recursively when deep is set,
 // in path order.
 func (s *snapshot) listFiles(dir string, deep bool) []string {
-	var out []string
-	var walk func(string)
-	walk = func(d string) {
-		n := s.trees[d]
-		if n == nil {
-			return
-		}
-		for _, e := range n.entries {
-			p := e.name
-			if d != "" {
-				p = d + "/" + e.name
-			}
-			if e.dir {
-				if deep {
-					walk(p)
-				}
-				continue
-			}
-			out = append(out, p)
-		}
+	return s.paths.list(dir, deep)
+}
+
+// useBlobs makes the snapshot read the records' JSON and the trees through
+// b, with a tree cache of its own.
+func (s *snapshot) useBlobs(b *blobReader) {
+	s.blobs = b
+	s.trees.cache = newTreeCache(func(h plumbing.Hash) ([]byte, error) { return b.readObject(h, plumbing.TreeObject) })
+}
+
+// setFile installs record r at path in files and paths (not the indexes).
+func (s *snapshot) setFile(path string, r *record) {
+	if _, ok := s.files[path]; !ok {
+		s.paths.add(path)
 	}
-	walk(dir)
-	sort.Strings(out)
-	return out
+	s.files[path] = r
+}
+
+// deleteFile removes path from files and paths (not the indexes).
+func (s *snapshot) deleteFile(path string) {
+	if _, ok := s.files[path]; ok {
+		s.paths.remove(path)
+		delete(s.files, path)
+	}
+}
+
+// setTrees installs a commit's trees: its root, and the trees it wrote,
+// cached for the next commit, which likely writes in the same folders.
+func (s *snapshot) setTrees(changed map[string]*treeNode) {
+	for _, n := range changed {
+		s.trees.cache.put(n.hash, n.entries)
+	}
+	s.trees.root = changed[""].hash
 }
 
 // now is the clock of record timestamps.
