@@ -197,3 +197,50 @@ func (s *snapshot) run(path string, r *record) (Run, error) {
 	}
 	return *v.(*Run), nil
 }
+
+// sessionLite is what memory keeps of an llm session: what the session
+// resolver (PriorSession, FailedResumes, OtherAdapterSession) and the
+// overview's totals ask of it. The queries returning sessions read the
+// whole session from its body (snapshot.session).
+type sessionLite struct {
+	path                 string // the record, for its body
+	ID, RunID, AdapterID string
+	CreatedAt            time.Time
+	ResumeOf             *string
+	tot                  totals
+	native               bool // NativeSessionID set
+	failed               bool // Outcome "failed"
+	fallback             bool // ResumeFallback set
+}
+
+// lightenSession replaces an llm session's value by its sessionLite.
+func lightenSession(path string, r *record) {
+	ls, ok := r.val.(*LLMSession)
+	if !ok || r.err != nil {
+		return
+	}
+	r.val = &sessionLite{path: path, ID: ls.ID, RunID: ls.RunID, AdapterID: ls.AdapterID, CreatedAt: ls.CreatedAt,
+		ResumeOf: ls.ResumeOf, tot: sessionTotals(ls), native: ls.NativeSessionID != nil, failed: ls.Outcome == "failed",
+		fallback: ls.ResumeFallback != nil}
+}
+
+// session returns the whole llm session at path, read from its body when
+// memory keeps its sessionLite.
+func (s *snapshot) session(path string, r *record) (LLMSession, error) {
+	if ls, ok := r.val.(*LLMSession); ok {
+		return *ls, nil
+	}
+	raw, err := s.body(r)
+	if err != nil {
+		return LLMSession{}, fmt.Errorf("read llm session %s: %w", path, err)
+	}
+	v, err := decodeRecord(path, raw)
+	if err != nil {
+		return LLMSession{}, fmt.Errorf("read llm session %s: %w", path, err)
+	}
+	ls, ok := v.(*LLMSession)
+	if !ok {
+		return LLMSession{}, fmt.Errorf("read llm session %s: not an llm session", path)
+	}
+	return *ls, nil
+}

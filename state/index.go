@@ -78,7 +78,7 @@ func routesOf(m *Mailbox) []Route {
 
 // mailboxIndex holds what the session resolver asks of one mailbox.
 type mailboxIndex struct {
-	sessions []*LLMSession               // ordered by (CreatedAt, ID)
+	sessions []*sessionLite              // ordered by (CreatedAt, ID)
 	bad      map[string]*UnreadableError // unreadable llm sessions by path
 }
 
@@ -135,7 +135,16 @@ func recordName(path string) string {
 	return strings.TrimSuffix(base, ".json")
 }
 
-func sessionLess(a, b *LLMSession) bool {
+// sessionLess orders llm sessions by (CreatedAt, ID).
+func sessionLess(a, b *sessionLite) bool {
+	if !a.CreatedAt.Equal(b.CreatedAt) {
+		return a.CreatedAt.Before(b.CreatedAt)
+	}
+	return a.ID < b.ID
+}
+
+// llmSessionLess is sessionLess for whole sessions.
+func llmSessionLess(a, b *LLMSession) bool {
 	if !a.CreatedAt.Equal(b.CreatedAt) {
 		return a.CreatedAt.Before(b.CreatedAt)
 	}
@@ -182,7 +191,8 @@ func (s *snapshot) index(path string, r *record) {
 			m.bad[path] = r.err
 			return
 		}
-		ls := r.val.(*LLMSession)
+		lightenSession(path, r)
+		ls := r.val.(*sessionLite)
 		i := sort.Search(len(m.sessions), func(i int) bool { return sessionLess(ls, m.sessions[i]) })
 		m.sessions = append(m.sessions, nil)
 		copy(m.sessions[i+1:], m.sessions[i:])
@@ -219,7 +229,7 @@ func (s *snapshot) unindex(path string, r *record) {
 		if r.err != nil {
 			delete(m.bad, path)
 		} else {
-			ls := r.val.(*LLMSession)
+			ls := r.val.(*sessionLite)
 			for i, x := range m.sessions {
 				if x == ls {
 					m.sessions = append(m.sessions[:i], m.sessions[i+1:]...)

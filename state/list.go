@@ -240,7 +240,10 @@ func (s *snapshot) row(e *mbEntry) (MailboxRow, error) {
 		}
 		row.LastRun = &r
 		if lr.last != nil {
-			ls := *lr.last
+			ls, err := s.session(lr.last.path, s.files[lr.last.path])
+			if err != nil {
+				return row, err
+			}
 			row.LastSession = &ls
 		}
 	}
@@ -674,8 +677,8 @@ type runEntry struct {
 	proj *projIndex
 	k    ovKey // CreatedAt, run id
 	day  int64
-	tot  totals      // of the run's llm sessions
-	last *LLMSession // its newest llm session
+	tot  totals       // of the run's llm sessions
+	last *sessionLite // its newest llm session
 }
 
 func (e *runEntry) key() ovKey { return e.k }
@@ -845,7 +848,7 @@ func (o *overview) dropStat(mbID string, st *mbStats) {
 }
 
 // sessionRunPath returns the path of the run an llm session at path belongs to.
-func sessionRunPath(path string, ls *LLMSession) (dir, run string) {
+func sessionRunPath(path string, ls *sessionLite) (dir, run string) {
 	i := strings.LastIndex(path, "/llm_sessions/")
 	if i < 0 {
 		return "", ""
@@ -855,7 +858,7 @@ func sessionRunPath(path string, ls *LLMSession) (dir, run string) {
 
 // sessionRun is sessionRunPath's run path, found through the runs index
 // when it holds it (no string to build).
-func (s *snapshot) sessionRun(path string, ls *LLMSession) string {
+func (s *snapshot) sessionRun(path string, ls *sessionLite) string {
 	i := strings.LastIndex(path, "/llm_sessions/")
 	if i < 0 {
 		return ""
@@ -889,8 +892,8 @@ func (s *snapshot) ovIndex(path, mbID string, r *record) {
 		insert(o, &p.mailboxes, e)
 	case *runLite:
 		s.ovIndexRun(path, mbID, v)
-	case *LLMSession:
-		t := sessionTotals(v)
+	case *sessionLite:
+		t := v.tot
 		st := o.stat(mbID)
 		st.sessions++
 		st.tot.add(t, 1)
@@ -918,8 +921,8 @@ func (s *snapshot) ovIndexRun(path, mbID string, v *runLite) {
 		if !strings.HasPrefix(sp, e.dir) || !strings.HasPrefix(sp[len(e.dir):], "/llm_sessions/") {
 			continue
 		}
-		if ls, ok := s.files[sp].val.(*LLMSession); ok {
-			e.tot.add(sessionTotals(ls), 1)
+		if ls, ok := s.files[sp].val.(*sessionLite); ok {
+			e.tot.add(ls.tot, 1)
 			if e.last == nil || sessionLess(e.last, ls) {
 				e.last = ls
 			}
@@ -967,8 +970,8 @@ func (s *snapshot) ovUnindex(path string, r *record) {
 			o.dropStat(mbID, st)
 		}
 		o.dropProject(e.proj)
-	case *LLMSession:
-		t := sessionTotals(v)
+	case *sessionLite:
+		t := v.tot
 		if st := o.stats[mbID]; st != nil {
 			st.sessions--
 			st.tot.add(t, -1)
@@ -985,7 +988,7 @@ func (s *snapshot) ovUnindex(path string, r *record) {
 			e.last = nil
 			prefix := dir + "/llm_sessions/"
 			for _, sp := range s.sessionsByRun[v.RunID] {
-				if ls, ok := s.files[sp].val.(*LLMSession); ok && strings.HasPrefix(sp, prefix) && (e.last == nil || sessionLess(e.last, ls)) {
+				if ls, ok := s.files[sp].val.(*sessionLite); ok && strings.HasPrefix(sp, prefix) && (e.last == nil || sessionLess(e.last, ls)) {
 					e.last = ls
 				}
 			}
