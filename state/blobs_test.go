@@ -227,7 +227,7 @@ func TestSessionsWhole(t *testing.T) {
 			s.Close()
 			s = openStore(t, dir)
 		}
-		if f := s.snap.files[s.snap.sessionsByRun["r1"][0]]; reflect.TypeOf(f.val) != reflect.TypeFor[*sessionLite]() {
+		if f := s.snap.files[s.snap.sessionsByRun.one["r1"]]; reflect.TypeOf(f.val) != reflect.TypeFor[*sessionLite]() {
 			t.Fatalf("%s: the llm session in memory is %T, want *sessionLite", when, f.val)
 		}
 		if n := s.FailedResumes(id, "codex", "native-0", ""); n != 0 {

@@ -1,7 +1,6 @@
 package state
 
 import (
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,7 +33,7 @@ type snapshot struct {
 	mailboxes     map[string]*mailboxIndex // by mailbox id
 	mailboxFiles  map[string]struct{}      // paths of mailbox records
 	runs          map[string]string        // run id -> path
-	sessionsByRun map[string][]string      // run id -> llm session paths (a run has a few)
+	sessionsByRun runSessions              // run id -> llm session paths (a run has a few)
 	routes        map[Route]string         // how events find an issue mailbox -> its path
 	ov            overview                 // the overview's lists and totals (list.go)
 }
@@ -106,7 +105,7 @@ func newSnapshot(z snapSizes) *snapshot {
 		mailboxes:     make(map[string]*mailboxIndex, z.mailboxes),
 		mailboxFiles:  make(map[string]struct{}, z.mailboxes),
 		runs:          make(map[string]string, z.runs),
-		sessionsByRun: make(map[string][]string, z.runs),
+		sessionsByRun: newRunSessions(z.runs),
 		routes:        make(map[Route]string, z.mailboxes),
 		ov:            newOverview(z),
 	}
@@ -197,9 +196,7 @@ func (s *snapshot) index(path string, r *record) {
 		m.sessions = append(m.sessions, nil)
 		copy(m.sessions[i+1:], m.sessions[i:])
 		m.sessions[i] = ls
-		if byRun := s.sessionsByRun[ls.RunID]; !slices.Contains(byRun, path) {
-			s.sessionsByRun[ls.RunID] = append(byRun, path)
-		}
+		s.sessionsByRun.add(ls.RunID, path)
 	}
 }
 
@@ -236,11 +233,7 @@ func (s *snapshot) unindex(path string, r *record) {
 					break
 				}
 			}
-			if byRun := slices.DeleteFunc(s.sessionsByRun[ls.RunID], func(p string) bool { return p == path }); len(byRun) > 0 {
-				s.sessionsByRun[ls.RunID] = byRun
-			} else {
-				delete(s.sessionsByRun, ls.RunID)
-			}
+			s.sessionsByRun.remove(ls.RunID, path)
 		}
 		if len(m.sessions) == 0 && len(m.bad) == 0 {
 			delete(s.mailboxes, mbID)

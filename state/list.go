@@ -701,28 +701,28 @@ type runClass struct {
 	phase, adapter string
 }
 
-// dayBuckets are runs and totals by UTC day (dayOf), then run class.
-type dayBuckets map[int64]map[runClass]*dayAgg
+// dayBuckets are runs and totals by UTC day (dayOf), then run class; the
+// aggregates are held in the maps, not pointed at (a pointer and an
+// allocation a bucket less).
+type dayBuckets map[int64]map[runClass]dayAgg
 
 func (d dayBuckets) add(e *runEntry, runs int, t totals, sign int64) {
 	day := d[e.day]
 	if day == nil {
-		day = map[runClass]*dayAgg{}
+		day = map[runClass]dayAgg{}
 		d[e.day] = day
 	}
 	c := runClass{e.r.Status, e.r.Phase, e.r.AdapterID}
 	a := day[c]
-	if a == nil {
-		a = &dayAgg{}
-		day[c] = a
-	}
 	a.runs += runs * int(sign)
 	a.tot.add(t, sign)
-	if a.runs == 0 && a.tot == (totals{}) {
-		delete(day, c)
-		if len(day) == 0 {
-			delete(d, e.day)
-		}
+	if a.runs != 0 || a.tot != (totals{}) {
+		day[c] = a
+		return
+	}
+	delete(day, c)
+	if len(day) == 0 {
+		delete(d, e.day)
 	}
 }
 
@@ -917,7 +917,7 @@ func (s *snapshot) ovIndexRun(path, mbID string, v *runLite) {
 		return
 	}
 	e := &runEntry{r: v, path: path, dir: path[:i], mbID: mbID, proj: p, k: ovKey{timeKey(v.CreatedAt), v.ID}, day: dayOf(v.CreatedAt)}
-	for _, sp := range s.sessionsByRun[v.ID] {
+	for sp := range s.sessionsByRun.of(v.ID) {
 		if !strings.HasPrefix(sp, e.dir) || !strings.HasPrefix(sp[len(e.dir):], "/llm_sessions/") {
 			continue
 		}
@@ -987,7 +987,7 @@ func (s *snapshot) ovUnindex(path string, r *record) {
 		if e.last == v {
 			e.last = nil
 			prefix := dir + "/llm_sessions/"
-			for _, sp := range s.sessionsByRun[v.RunID] {
+			for sp := range s.sessionsByRun.of(v.RunID) {
 				if ls, ok := s.files[sp].val.(*sessionLite); ok && strings.HasPrefix(sp, prefix) && (e.last == nil || sessionLess(e.last, ls)) {
 					e.last = ls
 				}

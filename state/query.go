@@ -184,7 +184,7 @@ func (s *Store) RunWithSessions(runID string) (Run, []LLMSession, error) {
 	}
 	var sessions []LLMSession
 	var errs []error
-	for _, sp := range s.snap.sessionsByRun[runID] {
+	for sp := range s.snap.sessionsByRun.of(runID) {
 		ls, err := s.snap.session(sp, s.snap.files[sp])
 		if err != nil {
 			errs = append(errs, err)
