@@ -3,6 +3,7 @@ package state
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -161,23 +162,25 @@ func (s *snapshot) body(r *record) ([]byte, error) {
 }
 
 // runLite is what memory keeps of a run: what the overview's indexes and
-// filters ask of it. The queries returning runs read the whole run from its
-// body (snapshot.run).
+// filters ask of it, in 32 bytes. Its status, phase and adapter are the
+// snapshot's run class number class (overview.classes). The queries
+// returning runs read the whole run from its body (snapshot.run).
 type runLite struct {
-	ID        string
-	Status    RunStatus
-	Phase     string
-	AdapterID string
-	CreatedAt time.Time
+	ID    string
+	t     int64  // timeKey(CreatedAt)
+	day   int32  // dayOf(CreatedAt), clamped (a JSON time has a 4-digit year)
+	class uint32 // overview.classes[class] is its status, phase and adapter
 }
 
 // lighten replaces a run's value by its runLite.
-func lighten(r *record) {
+func (o *overview) lighten(r *record) {
 	run, ok := r.val.(*Run)
 	if !ok || r.err != nil {
 		return
 	}
-	r.val = &runLite{ID: run.ID, Status: run.Status, Phase: run.Phase, AdapterID: run.AdapterID, CreatedAt: run.CreatedAt}
+	day := max(min(dayOf(run.CreatedAt), math.MaxInt32), math.MinInt32)
+	r.val = &runLite{ID: run.ID, t: timeKey(run.CreatedAt), day: int32(day),
+		class: o.classOf(runClass{run.Status, run.Phase, run.AdapterID})}
 	r.light = true
 }
 

@@ -177,7 +177,7 @@ func (s *snapshot) index(path string, r *record) {
 		}
 	case "run":
 		s.runs[recordName(path)] = path
-		lighten(r)
+		s.ov.lighten(r)
 	case "llm_session":
 		if mbID == "" {
 			return

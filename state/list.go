@@ -273,8 +273,8 @@ func (o *overview) runLists(f RunFilter, sel projSel) (lists []*sortedList[*runE
 	return lists, false
 }
 
-func (f RunFilter) matchRun(r *runLite) bool {
-	return anyOf(f.Statuses, r.Status) && anyOf(f.Phases, r.Phase) && anyOf(f.Adapters, r.AdapterID)
+func (f RunFilter) matchRun(c runClass) bool {
+	return anyOf(f.Statuses, c.status) && anyOf(f.Phases, c.phase) && anyOf(f.Adapters, c.adapter)
 }
 
 // ListRuns returns up to limit runs matching f, newest first (CreatedAt
@@ -291,7 +291,7 @@ func (s *Store) ListRuns(f RunFilter, cursor string, limit int) (runs []Run, nex
 	lists, check := o.runLists(f, sel)
 	var last ovKey
 	for e := range descend(lists, after) {
-		if (check && !sel.has(e.proj)) || !f.matchRun(e.r) {
+		if (check && !sel.has(e.proj)) || !f.matchRun(o.classes[e.r.class]) {
 			continue
 		}
 		if len(runs) == limit {
@@ -336,8 +336,8 @@ func (s *Store) Daily(f RunFilter, since, now time.Time) []DayTotal {
 		}
 		for _, d := range buckets {
 			for i := range out {
-				for c, a := range d[first+int64(i)] {
-					if anyOf(f.Statuses, c.status) && anyOf(f.Phases, c.phase) && anyOf(f.Adapters, c.adapter) {
+				for ci, a := range d[first+int64(i)] {
+					if c := o.classes[ci]; anyOf(f.Statuses, c.status) && anyOf(f.Phases, c.phase) && anyOf(f.Adapters, c.adapter) {
 						if a.runs != 0 {
 							out[i].Runs[string(c.status)] += a.runs
 						}
@@ -350,11 +350,12 @@ func (s *Store) Daily(f RunFilter, since, now time.Time) []DayTotal {
 		lists, check := o.runLists(f, sel)
 		from, to := ovKey{t: dayNanos(first)}, ovKey{t: dayNanos(last + 1)}
 		for e := range ascend(lists, from, to) {
-			if (check && !sel.has(e.proj)) || !f.matchRun(e.r) || e.day < first || e.day > last {
+			c := o.classes[e.r.class]
+			if (check && !sel.has(e.proj)) || !f.matchRun(c) || e.day < first || e.day > last {
 				continue
 			}
 			i := e.day - first
-			out[i].Runs[string(e.r.Status)]++
+			out[i].Runs[string(c.status)]++
 			aggs[i].add(e.tot, 1)
 		}
 	}
@@ -701,18 +702,18 @@ type runClass struct {
 	phase, adapter string
 }
 
-// dayBuckets are runs and totals by UTC day (dayOf), then run class; the
-// aggregates are held in the maps, not pointed at (a pointer and an
-// allocation a bucket less).
-type dayBuckets map[int64]map[runClass]dayAgg
+// dayBuckets are runs and totals by UTC day (dayOf), then run class
+// number (overview.classes); the aggregates are held in the maps, not
+// pointed at (a pointer and an allocation a bucket less).
+type dayBuckets map[int64]map[uint32]dayAgg
 
 func (d dayBuckets) add(e *runEntry, runs int, t totals, sign int64) {
 	day := d[e.day]
 	if day == nil {
-		day = map[runClass]dayAgg{}
+		day = map[uint32]dayAgg{}
 		d[e.day] = day
 	}
-	c := runClass{e.r.Status, e.r.Phase, e.r.AdapterID}
+	c := e.r.class
 	a := day[c]
 	a.runs += runs * int(sign)
 	a.tot.add(t, sign)
@@ -753,6 +754,21 @@ type overview struct {
 	stats     map[string]*mbStats   // by mailbox id
 	projects  map[string]*projIndex // by escaped "forge/owner/project"
 	days      dayBuckets            // of every project
+	// classes are the run classes met, numbered in classIDs: a run keeps
+	// its class's number (runLite.class), not three strings.
+	classes  []runClass
+	classIDs map[runClass]uint32
+}
+
+// classOf returns the number of run class c, numbering it when new.
+func (o *overview) classOf(c runClass) uint32 {
+	id, ok := o.classIDs[c]
+	if !ok {
+		id = uint32(len(o.classes))
+		o.classes = append(o.classes, c)
+		o.classIDs[c] = id
+	}
+	return id
 }
 
 // endBulk orders what was indexed in bulk.
@@ -781,7 +797,8 @@ func insert[T keyed](o *overview, l *sortedList[T], e T) {
 // newOverview returns empty indexes sized for z.
 func newOverview(z snapSizes) overview {
 	return overview{mbByPath: make(map[string]*mbEntry, z.mailboxes), runByPath: make(map[string]*runEntry, z.runs),
-		stats: make(map[string]*mbStats, z.mailboxes), projects: map[string]*projIndex{}, days: dayBuckets{}}
+		stats: make(map[string]*mbStats, z.mailboxes), projects: map[string]*projIndex{}, days: dayBuckets{},
+		classIDs: map[runClass]uint32{}}
 }
 
 // dayOf numbers t's UTC day from the Unix epoch.
@@ -916,7 +933,7 @@ func (s *snapshot) ovIndexRun(path, mbID string, v *runLite) {
 	if p == nil || i < 0 {
 		return
 	}
-	e := &runEntry{r: v, path: path, dir: path[:i], mbID: mbID, proj: p, k: ovKey{timeKey(v.CreatedAt), v.ID}, day: dayOf(v.CreatedAt)}
+	e := &runEntry{r: v, path: path, dir: path[:i], mbID: mbID, proj: p, k: ovKey{v.t, v.ID}, day: int64(v.day)}
 	for sp := range s.sessionsByRun.of(v.ID) {
 		if !strings.HasPrefix(sp, e.dir) || !strings.HasPrefix(sp[len(e.dir):], "/llm_sessions/") {
 			continue

@@ -217,7 +217,9 @@ func BenchmarkOverviewIndexWrite(b *testing.B) {
 				recs[1] = &record{val: &m}
 			case *runLite:
 				r := *v
-				r.Status = RunCanceled
+				c := snap.ov.classes[r.class]
+				c.status = RunCanceled
+				r.class = snap.ov.classOf(c)
 				recs[1] = &record{val: &r, light: true}
 			}
 			b.ReportAllocs()
