@@ -181,14 +181,13 @@ func (o *overview) lighten(r *record) {
 	day := max(min(dayOf(run.CreatedAt), math.MaxInt32), math.MinInt32)
 	r.val = &runLite{ID: run.ID, t: timeKey(run.CreatedAt), day: int32(day),
 		class: o.classOf(runClass{run.Status, run.Phase, run.AdapterID})}
-	r.light = true
 }
 
 // run returns the whole run at path, read from its body when memory keeps
 // its runLite.
 func (s *snapshot) run(path string, r *record) (Run, error) {
-	if !r.light {
-		return *r.val.(*Run), nil
+	if run, ok := r.val.(*Run); ok {
+		return *run, nil
 	}
 	raw, err := s.body(r)
 	if err != nil {

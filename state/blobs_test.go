@@ -153,7 +153,7 @@ func TestRunsWhole(t *testing.T) {
 			s.Close()
 			s = openStore(t, dir)
 		}
-		if f := s.snap.files[s.snap.runs["r1"]]; !f.light {
+		if f := s.snap.files[s.snap.runs["r1"]]; reflect.TypeOf(f.val) != reflect.TypeFor[*runLite]() {
 			t.Fatalf("%s: the run in memory is whole (%T)", when, f.val)
 		}
 		for _, rd := range reads {

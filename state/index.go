@@ -11,13 +11,13 @@ import (
 
 // record is one file of the branch tip: its blob and decoded value (nil for
 // generic records), or why it could not be decoded. Its JSON stays in the
-// packs (snapshot.body reads it). A run's value is its runLite: the
-// queries returning whole runs read them from their bodies (snapshot.run).
+// packs (snapshot.body reads it). A run's value is its runLite and an llm
+// session's its sessionLite: the queries returning them whole read them
+// from their bodies (snapshot.run, snapshot.session).
 type record struct {
-	hash  plumbing.Hash
-	val   any
-	err   *UnreadableError
-	light bool // val is a *runLite (see lighten)
+	hash plumbing.Hash
+	val  any
+	err  *UnreadableError
 }
 
 // snapshot is the committed tip: files, their paths in order, the root

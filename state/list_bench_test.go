@@ -220,7 +220,7 @@ func BenchmarkOverviewIndexWrite(b *testing.B) {
 				c := snap.ov.classes[r.class]
 				c.status = RunCanceled
 				r.class = snap.ov.classOf(c)
-				recs[1] = &record{val: &r, light: true}
+				recs[1] = &record{val: &r}
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
