@@ -80,9 +80,11 @@
 // Get, Show, Export, Verify and Tx.Get read it from the packs by its blob
 // (blobs.go), mapping the packs on demand and looking again when a commit
 // or a merge changed them. Of a run, memory keeps what the overview
-// indexes (id, status, phase, adapter, time): the queries returning runs
-// (Runs, RunWithSessions, ListRuns, a mailbox row's last run, Tx.Run)
-// decode them from their bodies. Of an llm session, memory keeps what the
+// indexes, in 32 bytes (id, time, day, and the number of its class: status,
+// phase and adapter, numbered once per store, which the day buckets are
+// keyed by too): the queries returning runs (Runs, RunWithSessions,
+// ListRuns, a mailbox row's last run, Tx.Run) decode them from their
+// bodies. Of an llm session, memory keeps what the
 // session resolver and the overview's totals ask (ids, adapter, time,
 // tokens, cost, whether it has a native id, what it resumed and how it
 // ended): RunWithSessions, PriorSession, a mailbox row's last session and
