@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -88,9 +89,16 @@ func TestPathSetModel(t *testing.T) {
 
 // TestTreesFromPacks: the store keeps no tree in memory but the cache a
 // commit fills; commits made after a reopen, with a cache of a few trees,
-// read the rest from the packs and write the same trees git would (fsck,
-// and ls-tree listing what List lists), emptied folders included.
+// read the rest from the packs (the store's, or those of a `git gc`, whose
+// trees are deltas) and write the same trees git would (fsck, and ls-tree
+// listing what List lists), emptied folders included.
 func TestTreesFromPacks(t *testing.T) {
+	for _, gc := range []bool{false, true} {
+		t.Run(fmt.Sprintf("git-gc=%v", gc), func(t *testing.T) { treesFromPacks(t, gc) })
+	}
+}
+
+func treesFromPacks(t *testing.T, gc bool) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	s := openStore(t, dir)
@@ -108,6 +116,12 @@ func TestTreesFromPacks(t *testing.T) {
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if gc {
+		gitCLI(t, dir, "gc", "--aggressive", "--prune=now")
+		if !deltaTrees(t, dir) {
+			t.Fatal("git gc left no tree stored as a delta: the test reads no delta")
+		}
 	}
 	s = openStore(t, dir)
 	defer s.Close()
@@ -140,4 +154,22 @@ func TestTreesFromPacks(t *testing.T) {
 	if dirs := strings.Fields(gitCLI(t, dir, "ls-tree", "--name-only", string(RefName)+":g")); !slices.Equal(dirs, []string{"1", "3"}) {
 		t.Fatalf("git lists folders %q under g, want the emptied ones gone: [1 3]", dirs)
 	}
+}
+
+// deltaTrees reports whether a pack of dir holds a tree stored as a delta
+// (git verify-pack lists a delta's depth and base after its sizes).
+func deltaTrees(t *testing.T, dir string) bool {
+	t.Helper()
+	idxs, err := filepath.Glob(filepath.Join(dir, "objects", "pack", "*.idx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, idx := range idxs {
+		for line := range strings.Lines(gitCLI(t, dir, "verify-pack", "-v", idx)) {
+			if f := strings.Fields(line); len(f) == 7 && f[1] == "tree" {
+				return true
+			}
+		}
+	}
+	return false
 }
