@@ -125,7 +125,7 @@ func treesFromPacks(t *testing.T, gc bool) {
 	}
 	s = openStore(t, dir)
 	defer s.Close()
-	s.snap.trees.cache.max = 4
+	s.snap.trees.cache.max = 24 // entries: two or three trees
 	for i := range 40 {
 		if err := s.Update(ctx, func(tx *Tx) error {
 			if i%2 == 0 { // empties folder g/{i%4}/{i}
@@ -140,8 +140,13 @@ func treesFromPacks(t *testing.T, gc bool) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if n := len(s.snap.trees.cache.nodes); n > 4 {
-			t.Fatalf("the tree cache holds %d trees, want at most 4", n)
+		c := s.snap.trees.cache
+		n := 0
+		for _, e := range c.nodes {
+			n += len(e)
+		}
+		if n != c.entries || n > c.max {
+			t.Fatalf("the tree cache holds %d entries (counted %d), want at most %d", n, c.entries, c.max)
 		}
 	}
 	fsck(t, dir)

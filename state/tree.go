@@ -267,21 +267,25 @@ func (t *tipTrees) tree(dir string) (*treeNode, error) {
 }
 
 // treeCache holds trees by hash, read from the packs on a miss; it keeps
-// at most max of them, dropping arbitrary ones when full. Trees are
-// immutable, so a cached one is never stale, whatever the tip.
+// at most max entries (of all its trees), dropping arbitrary trees when
+// full. Trees are immutable, so a cached one is never stale, whatever the
+// tip.
 type treeCache struct {
-	mu    sync.Mutex
-	max   int
-	nodes map[plumbing.Hash][]treeEntry
-	read  func(plumbing.Hash) ([]byte, error) // the raw tree
+	mu      sync.Mutex
+	max     int
+	entries int // of the trees held
+	nodes   map[plumbing.Hash][]treeEntry
+	read    func(plumbing.Hash) ([]byte, error) // the raw tree
 }
 
-// treeCacheSize bounds the cache: a batch of a few hundred records reads
-// a few thousand trees; each holds tens of entries.
-const treeCacheSize = 8192
+// treeCacheEntries bounds the cache, about 3 MiB of entries: a batch of a
+// few hundred records reads a few thousand trees, most of a few entries,
+// those of the shard folders (a hundred mailboxes each) and of the folders
+// above them of some hundreds.
+const treeCacheEntries = 1 << 16
 
 func newTreeCache(read func(plumbing.Hash) ([]byte, error)) *treeCache {
-	return &treeCache{max: treeCacheSize, nodes: map[plumbing.Hash][]treeEntry{}, read: read}
+	return &treeCache{max: treeCacheEntries, nodes: map[plumbing.Hash][]treeEntry{}, read: read}
 }
 
 // get returns the entries of tree h, in git order.
@@ -306,17 +310,23 @@ func (c *treeCache) get(h plumbing.Hash) ([]treeEntry, error) {
 	return entries, nil
 }
 
-// put caches tree h, making room when the cache is full.
+// put caches tree h, making room when the cache is full; a tree larger
+// than the cache is not kept.
 func (c *treeCache) put(h plumbing.Hash, entries []treeEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.nodes) >= c.max {
-		for k := range c.nodes {
-			if len(c.nodes) < c.max*3/4 {
+	if _, ok := c.nodes[h]; ok || len(entries) > c.max {
+		return
+	}
+	if c.entries+len(entries) > c.max {
+		for k, e := range c.nodes {
+			if c.entries+len(entries) <= c.max*3/4 {
 				break
 			}
 			delete(c.nodes, k)
+			c.entries -= len(e)
 		}
 	}
 	c.nodes[h] = entries
+	c.entries += len(entries)
 }
