@@ -95,8 +95,8 @@
 // sorted blocks (paths.go): the folder listings (List, Runs, Settings,
 // Installations, Tx.List) read those, and the files map shares their
 // bytes. A commit needs the folders on its paths only: it reads them from
-// the packs from the root tree down, through a cache of a few thousand
-// trees by hash (tree.go's tipTrees; a tree is immutable, so the cache is
+// the packs from the root tree down, through a cache of 64k tree entries
+// by tree hash (tree.go's tipTrees; a tree is immutable, so the cache is
 // right whatever moved the branch), and caches the trees it writes, where
 // the next commit likely writes again. Packed objects are read straight from the packs through
 // their indexes (a stored block is a copy; anything else, such as the

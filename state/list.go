@@ -674,7 +674,6 @@ type runEntry struct {
 	r    *runLite // snapshot.entryRun reads the whole run
 	path string   // the run's record
 	dir  string   // the mailbox's folder
-	mbID string
 	proj *projIndex
 	k    ovKey // CreatedAt, run id
 	day  int64
@@ -933,7 +932,7 @@ func (s *snapshot) ovIndexRun(path, mbID string, v *runLite) {
 	if p == nil || i < 0 {
 		return
 	}
-	e := &runEntry{r: v, path: path, dir: path[:i], mbID: mbID, proj: p, k: ovKey{v.t, v.ID}, day: int64(v.day)}
+	e := &runEntry{r: v, path: path, dir: path[:i], proj: p, k: ovKey{v.t, v.ID}, day: int64(v.day)}
 	for sp := range s.sessionsByRun.of(v.ID) {
 		if !strings.HasPrefix(sp, e.dir) || !strings.HasPrefix(sp[len(e.dir):], "/llm_sessions/") {
 			continue
