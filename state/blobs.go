@@ -172,14 +172,14 @@ type runLite struct {
 	class uint32 // overview.classes[class] is its status, phase and adapter
 }
 
-// lighten replaces a run's value by its runLite.
-func (o *overview) lighten(r *record) {
+// lighten replaces the value of the run at path by its runLite.
+func (o *overview) lighten(path string, r *record) {
 	run, ok := r.val.(*Run)
 	if !ok || r.err != nil {
 		return
 	}
 	day := max(min(dayOf(run.CreatedAt), math.MaxInt32), math.MinInt32)
-	r.val = &runLite{ID: run.ID, t: timeKey(run.CreatedAt), day: int32(day),
+	r.val = &runLite{ID: sharedName(path, run.ID), t: timeKey(run.CreatedAt), day: int32(day),
 		class: o.classOf(runClass{run.Status, run.Phase, run.AdapterID})}
 }
 
@@ -221,9 +221,19 @@ func lightenSession(path string, r *record) {
 	if !ok || r.err != nil {
 		return
 	}
-	r.val = &sessionLite{path: path, ID: ls.ID, RunID: ls.RunID, AdapterID: ls.AdapterID, CreatedAt: ls.CreatedAt,
+	r.val = &sessionLite{path: path, ID: sharedName(path, ls.ID), RunID: ls.RunID, AdapterID: ls.AdapterID, CreatedAt: ls.CreatedAt,
 		ResumeOf: ls.ResumeOf, tot: sessionTotals(ls), native: ls.NativeSessionID != nil, failed: ls.Outcome == "failed",
 		fallback: ls.ResumeFallback != nil}
+}
+
+// sharedName returns id, as the bytes of the record's file name at path
+// when they spell it (a record is named by its escaped id), so that memory
+// holds the id once.
+func sharedName(path, id string) string {
+	if name := recordName(path); name == id {
+		return name
+	}
+	return id
 }
 
 // session returns the whole llm session at path, read from its body when

@@ -177,7 +177,7 @@ func (s *snapshot) index(path string, r *record) {
 		}
 	case "run":
 		s.runs[recordName(path)] = path
-		s.ov.lighten(r)
+		s.ov.lighten(path, r)
 	case "llm_session":
 		if mbID == "" {
 			return
