@@ -207,9 +207,10 @@ func (s *snapshot) run(path string, r *record) (Run, error) {
 type sessionLite struct {
 	path                 string // the record, for its body
 	ID, RunID, AdapterID string
-	CreatedAt            time.Time
+	sec                  int64 // CreatedAt, in Unix seconds and nanoseconds
 	ResumeOf             *string
 	tot                  totals
+	nsec                 int32
 	native               bool // NativeSessionID set
 	failed               bool // Outcome "failed"
 	fallback             bool // ResumeFallback set
@@ -221,7 +222,8 @@ func lightenSession(path string, r *record) {
 	if !ok || r.err != nil {
 		return
 	}
-	r.val = &sessionLite{path: path, ID: sharedName(path, ls.ID), RunID: ls.RunID, AdapterID: ls.AdapterID, CreatedAt: ls.CreatedAt,
+	r.val = &sessionLite{path: path, ID: sharedName(path, ls.ID), RunID: ls.RunID, AdapterID: ls.AdapterID,
+		sec: ls.CreatedAt.Unix(), nsec: int32(ls.CreatedAt.Nanosecond()),
 		ResumeOf: ls.ResumeOf, tot: sessionTotals(ls), native: ls.NativeSessionID != nil, failed: ls.Outcome == "failed",
 		fallback: ls.ResumeFallback != nil}
 }

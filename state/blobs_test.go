@@ -242,3 +242,29 @@ func TestSessionsWhole(t *testing.T) {
 	}
 	s.Close()
 }
+
+// TestSessionLiteOrder: the sessionLite orders llm sessions as their
+// CreatedAt and ID do, to the nanosecond, before 1970 too.
+func TestSessionLiteOrder(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+	times := []time.Time{t0, t0.Add(time.Nanosecond), t0.Add(time.Second - 1), t0.Add(time.Second), t0.Add(-time.Nanosecond),
+		time.Date(1960, 1, 1, 0, 0, 0, 5, time.UTC), time.Date(1960, 1, 1, 0, 0, 0, 7, time.FixedZone("x", 3600))}
+	var all []*LLMSession
+	for i, at := range times {
+		for _, id := range []string{"a", "b"} {
+			all = append(all, &LLMSession{ID: fmt.Sprintf("%s%d", id, i%2), RunID: "r", AdapterID: "codex", CreatedAt: at})
+		}
+	}
+	lite := func(ls *LLMSession) *sessionLite {
+		r := &record{val: ls}
+		lightenSession("mailboxes/x/llm_sessions/"+ls.ID+".json", r)
+		return r.val.(*sessionLite)
+	}
+	for _, a := range all {
+		for _, b := range all {
+			if got, want := sessionLess(lite(a), lite(b)), llmSessionLess(a, b); got != want {
+				t.Errorf("sessionLess(%s %v, %s %v) = %v, want %v", a.ID, a.CreatedAt, b.ID, b.CreatedAt, got, want)
+			}
+		}
+	}
+}

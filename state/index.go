@@ -136,8 +136,11 @@ func recordName(path string) string {
 
 // sessionLess orders llm sessions by (CreatedAt, ID).
 func sessionLess(a, b *sessionLite) bool {
-	if !a.CreatedAt.Equal(b.CreatedAt) {
-		return a.CreatedAt.Before(b.CreatedAt)
+	if a.sec != b.sec {
+		return a.sec < b.sec
+	}
+	if a.nsec != b.nsec {
+		return a.nsec < b.nsec
 	}
 	return a.ID < b.ID
 }
