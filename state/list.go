@@ -673,7 +673,6 @@ func (e *mbEntry) key() ovKey { return e.k }
 type runEntry struct {
 	r    *runLite // snapshot.entryRun reads the whole run
 	path string   // the run's record
-	dir  string   // the mailbox's folder
 	proj *projIndex
 	k    ovKey // CreatedAt, run id
 	day  int64
@@ -932,9 +931,10 @@ func (s *snapshot) ovIndexRun(path, mbID string, v *runLite) {
 	if p == nil || i < 0 {
 		return
 	}
-	e := &runEntry{r: v, path: path, dir: path[:i], proj: p, k: ovKey{v.t, v.ID}, day: int64(v.day)}
+	e := &runEntry{r: v, path: path, proj: p, k: ovKey{v.t, v.ID}, day: int64(v.day)}
+	dir := path[:i] // the mailbox's folder
 	for sp := range s.sessionsByRun.of(v.ID) {
-		if !strings.HasPrefix(sp, e.dir) || !strings.HasPrefix(sp[len(e.dir):], "/llm_sessions/") {
+		if !strings.HasPrefix(sp, dir) || !strings.HasPrefix(sp[len(dir):], "/llm_sessions/") {
 			continue
 		}
 		if ls, ok := s.files[sp].val.(*sessionLite); ok {
