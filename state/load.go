@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -90,6 +91,31 @@ type loader struct {
 	blobs []blob
 	sizes snapSizes
 	slab  []record // records are allocated from it, a few thousand at a time
+	text  arena    // the records' paths
+}
+
+// arena holds strings back to back in large blocks: a path costs its bytes,
+// where an allocation of its own would round it up to a size class (a
+// tenth more) and cost a malloc. A block stays while any of its strings
+// does; only Open's paths are made here, so what deleted records leave is
+// bounded by the tip Open read.
+type arena struct{ block []byte }
+
+// arenaBlock is the size of an arena's blocks.
+const arenaBlock = 256 << 10
+
+// concat returns x+y, made in the arena.
+func (a *arena) concat(x, y string) string {
+	n := len(x) + len(y)
+	if n == 0 {
+		return ""
+	}
+	if cap(a.block)-len(a.block) < n {
+		a.block = make([]byte, 0, max(arenaBlock, n))
+	}
+	start := len(a.block)
+	a.block = append(append(a.block, x...), y...)
+	return unsafe.String(&a.block[start], n)
 }
 
 type blob struct {
@@ -141,13 +167,13 @@ func (l *loader) walkTree(dir string, h plumbing.Hash) error {
 		prefix = dir + "/"
 	}
 	for _, e := range entries {
-		p := prefix + e.name
 		if e.dir {
-			if err := l.walkTree(p, e.hash); err != nil {
+			if err := l.walkTree(prefix+e.name, e.hash); err != nil {
 				return err
 			}
 			continue
 		}
+		p := l.text.concat(prefix, e.name)
 		if len(l.slab) == 0 {
 			l.slab = make([]record, 4096)
 		}

@@ -178,3 +178,23 @@ func deltaTrees(t *testing.T, dir string) bool {
 	}
 	return false
 }
+
+func TestArenaConcat(t *testing.T) {
+	var a arena
+	var got []string
+	for i := range 20_000 { // several blocks
+		got = append(got, a.concat(fmt.Sprintf("mailboxes/p%d/", i%7), fmt.Sprintf("r%d.json", i)))
+	}
+	long := strings.Repeat("x", arenaBlock+1)
+	if s := a.concat(long, "y"); s != long+"y" {
+		t.Fatalf("a string larger than a block comes back with %d bytes", len(s))
+	}
+	if s := a.concat("", ""); s != "" {
+		t.Fatalf("concat of nothing = %q", s)
+	}
+	for i, s := range got {
+		if want := fmt.Sprintf("mailboxes/p%d/r%d.json", i%7, i); s != want {
+			t.Fatalf("string %d = %q, want %q: a later one overwrote it", i, s, want)
+		}
+	}
+}
