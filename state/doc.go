@@ -94,7 +94,7 @@
 // keeps the paths, in byte order (a walk in git's order meets them so), in
 // sorted blocks (paths.go): the folder listings (List, Runs, Settings,
 // Installations, Tx.List) read those, and the files map shares their
-// bytes. A commit needs the folders on its paths only: it reads them from
+// bytes, which Open makes back to back in large blocks (load.go's arena). A commit needs the folders on its paths only: it reads them from
 // the packs from the root tree down, through a cache of 64k tree entries
 // by tree hash (tree.go's tipTrees; a tree is immutable, so the cache is
 // right whatever moved the branch), and caches the trees it writes, where
