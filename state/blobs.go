@@ -3,6 +3,7 @@ package state
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -39,6 +40,13 @@ func newBlobReader(dir string) *blobReader {
 // by go-git, which lists them once when opened): the read is then tried
 // afresh, readTries times at most, readPause apart.
 func (b *blobReader) read(h plumbing.Hash) ([]byte, error) {
+	return b.readObject(h, plumbing.BlobObject)
+}
+
+// readObject returns a copy of object h of type typ, as read does.
+// An object the journal logged since the last fold (a blob or a tree) is
+// not in the packs yet: it is read from memory.
+func (b *blobReader) readObject(h plumbing.Hash, typ plumbing.ObjectType) ([]byte, error) {
 	if raw, ok := b.pendingBlob(h); ok {
 		return slices.Clone(raw), nil
 	}
@@ -50,7 +58,7 @@ func (b *blobReader) read(h plumbing.Hash) ([]byte, error) {
 			time.Sleep(readPause)
 		}
 		var data []byte
-		if data, err = b.readOnce(h); err == nil {
+		if data, err = b.readOnce(h, typ); err == nil {
 			return data, nil
 		}
 	}
@@ -63,12 +71,12 @@ const (
 	readPause = 5 * time.Millisecond
 )
 
-// readOnce reads blob h from the packs it maps, else through go-git.
-func (b *blobReader) readOnce(h plumbing.Hash) ([]byte, error) {
+// readOnce reads object h from the packs it maps, else through go-git.
+func (b *blobReader) readOnce(h plumbing.Hash, typ plumbing.ObjectType) ([]byte, error) {
 	// A merge writes its pack before it removes the ones it replaces, so a
 	// second look finds an object the first missed between the two.
 	for range 3 {
-		data, err := b.rd.readPacked(h, plumbing.BlobObject)
+		data, err := b.rd.readPacked(h, typ)
 		if !errors.Is(err, errNotInPack) {
 			return data, err
 		}
@@ -76,22 +84,22 @@ func (b *blobReader) readOnce(h plumbing.Hash) ([]byte, error) {
 			break
 		}
 	}
-	return b.readOther(h)
+	return b.readOther(h, typ)
 }
 
 // readOther reads h through go-git, with a storage opened afresh when the
 // one it has does not find it (go-git lists the packs once).
-func (b *blobReader) readOther(h plumbing.Hash) ([]byte, error) {
+func (b *blobReader) readOther(h plumbing.Hash, typ plumbing.ObjectType) ([]byte, error) {
 	if b.rd.stor != nil {
-		if data, err := b.rd.read(h, plumbing.BlobObject); err == nil {
+		if data, err := b.rd.read(h, typ); err == nil {
 			return data, nil
 		}
 		b.rd.stor.Close()
 	}
 	b.rd.stor = openStorage(b.dir)
-	data, err := b.rd.read(h, plumbing.BlobObject)
+	data, err := b.rd.read(h, typ)
 	if err != nil {
-		return nil, fmt.Errorf("read blob %s: %w", h, err)
+		return nil, fmt.Errorf("read %s %s: %w", typ, h, err)
 	}
 	return data, nil
 }
@@ -161,31 +169,32 @@ func (s *snapshot) body(r *record) ([]byte, error) {
 }
 
 // runLite is what memory keeps of a run: what the overview's indexes and
-// filters ask of it. The queries returning runs read the whole run from its
-// body (snapshot.run).
+// filters ask of it, in 32 bytes. Its status, phase and adapter are the
+// snapshot's run class number class (overview.classes). The queries
+// returning runs read the whole run from its body (snapshot.run).
 type runLite struct {
-	ID        string
-	Status    RunStatus
-	Phase     string
-	AdapterID string
-	CreatedAt time.Time
+	ID    string
+	t     int64  // timeKey(CreatedAt)
+	day   int32  // dayOf(CreatedAt), clamped (a JSON time has a 4-digit year)
+	class uint32 // overview.classes[class] is its status, phase and adapter
 }
 
-// lighten replaces a run's value by its runLite.
-func lighten(r *record) {
+// lighten replaces the value of the run at path by its runLite.
+func (o *overview) lighten(path string, r *record) {
 	run, ok := r.val.(*Run)
 	if !ok || r.err != nil {
 		return
 	}
-	r.val = &runLite{ID: run.ID, Status: run.Status, Phase: run.Phase, AdapterID: run.AdapterID, CreatedAt: run.CreatedAt}
-	r.light = true
+	day := max(min(dayOf(run.CreatedAt), math.MaxInt32), math.MinInt32)
+	r.val = &runLite{ID: sharedName(path, run.ID), t: timeKey(run.CreatedAt), day: int32(day),
+		class: o.classOf(runClass{run.Status, run.Phase, run.AdapterID})}
 }
 
 // run returns the whole run at path, read from its body when memory keeps
 // its runLite.
 func (s *snapshot) run(path string, r *record) (Run, error) {
-	if !r.light {
-		return *r.val.(*Run), nil
+	if run, ok := r.val.(*Run); ok {
+		return *run, nil
 	}
 	raw, err := s.body(r)
 	if err != nil {
@@ -196,4 +205,63 @@ func (s *snapshot) run(path string, r *record) (Run, error) {
 		return Run{}, fmt.Errorf("read run %s: %w", path, err)
 	}
 	return *v.(*Run), nil
+}
+
+// sessionLite is what memory keeps of an llm session: what the session
+// resolver (PriorSession, FailedResumes, OtherAdapterSession) and the
+// overview's totals ask of it. The queries returning sessions read the
+// whole session from its body (snapshot.session).
+type sessionLite struct {
+	path                 string // the record, for its body
+	ID, RunID, AdapterID string
+	sec                  int64 // CreatedAt, in Unix seconds and nanoseconds
+	ResumeOf             *string
+	tot                  totals
+	nsec                 int32
+	native               bool // NativeSessionID set
+	failed               bool // Outcome "failed"
+	fallback             bool // ResumeFallback set
+}
+
+// lightenSession replaces an llm session's value by its sessionLite.
+func lightenSession(path string, r *record) {
+	ls, ok := r.val.(*LLMSession)
+	if !ok || r.err != nil {
+		return
+	}
+	r.val = &sessionLite{path: path, ID: sharedName(path, ls.ID), RunID: ls.RunID, AdapterID: ls.AdapterID,
+		sec: ls.CreatedAt.Unix(), nsec: int32(ls.CreatedAt.Nanosecond()),
+		ResumeOf: ls.ResumeOf, tot: sessionTotals(ls), native: ls.NativeSessionID != nil, failed: ls.Outcome == "failed",
+		fallback: ls.ResumeFallback != nil}
+}
+
+// sharedName returns id, as the bytes of the record's file name at path
+// when they spell it (a record is named by its escaped id), so that memory
+// holds the id once.
+func sharedName(path, id string) string {
+	if name := recordName(path); name == id {
+		return name
+	}
+	return id
+}
+
+// session returns the whole llm session at path, read from its body when
+// memory keeps its sessionLite.
+func (s *snapshot) session(path string, r *record) (LLMSession, error) {
+	if ls, ok := r.val.(*LLMSession); ok {
+		return *ls, nil
+	}
+	raw, err := s.body(r)
+	if err != nil {
+		return LLMSession{}, fmt.Errorf("read llm session %s: %w", path, err)
+	}
+	v, err := decodeRecord(path, raw)
+	if err != nil {
+		return LLMSession{}, fmt.Errorf("read llm session %s: %w", path, err)
+	}
+	ls, ok := v.(*LLMSession)
+	if !ok {
+		return LLMSession{}, fmt.Errorf("read llm session %s: not an llm session", path)
+	}
+	return *ls, nil
 }

@@ -153,7 +153,7 @@ func TestRunsWhole(t *testing.T) {
 			s.Close()
 			s = openStore(t, dir)
 		}
-		if f := s.snap.files[s.snap.runs["r1"]]; !f.light {
+		if f := s.snap.files[s.snap.runs["r1"]]; reflect.TypeOf(f.val) != reflect.TypeFor[*runLite]() {
 			t.Fatalf("%s: the run in memory is whole (%T)", when, f.val)
 		}
 		for _, rd := range reads {
@@ -164,4 +164,107 @@ func TestRunsWhole(t *testing.T) {
 		}
 	}
 	s.Close()
+}
+
+// TestSessionsWhole: memory keeps an llm session's sessionLite (what the
+// resolver and the overview's totals ask), not its provider, model, names
+// or outcome; every query that returns llm sessions must give them whole,
+// whether the session was indexed by a commit or by Open.
+func TestSessionsWhole(t *testing.T) {
+	ctx := context.Background()
+	m := testMailbox(4)
+	id := m.Key().ID()
+	at := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+	want := LLMSession{FormatVersion: FormatVersion, ID: "ls1", RunID: "r1", MailboxID: id, AdapterID: "codex", Provider: "openai",
+		Model: "gpt-5", InputTokens: 1200, OutputTokens: 80, CostUSD: 0.013, DurationMS: 61000, Outcome: "ok",
+		SessionName: ptr("alfred-4"), NativeSessionID: ptr("native-1"), Resumed: true, ResumeOf: ptr("native-0"), CreatedAt: at}
+	reads := []struct {
+		name string
+		get  func(s *Store) (LLMSession, error)
+	}{
+		{"RunWithSessions", func(s *Store) (LLMSession, error) {
+			_, ls, err := s.RunWithSessions("r1")
+			if len(ls) != 1 {
+				return LLMSession{}, fmt.Errorf("%d sessions, %v", len(ls), err)
+			}
+			return ls[0], err
+		}},
+		{"PriorSession", func(s *Store) (LLMSession, error) {
+			ls, found, err := s.PriorSession(id, "codex", "")
+			if !found {
+				return LLMSession{}, fmt.Errorf("not found, %v", err)
+			}
+			return ls, err
+		}},
+		{"ListMailboxes' last session", func(s *Store) (LLMSession, error) {
+			rows, _, err := s.ListMailboxes(MailboxFilter{}, "", 10)
+			if len(rows) != 1 || rows[0].LastSession == nil {
+				return LLMSession{}, fmt.Errorf("%d rows, %v", len(rows), err)
+			}
+			return *rows[0].LastSession, err
+		}},
+		{"Tx.LLMSession", func(s *Store) (ls LLMSession, err error) {
+			err = s.Update(ctx, func(tx *Tx) error { ls, err = tx.LLMSession(id, "ls1"); return err })
+			return ls, err
+		}},
+	}
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	err := s.Update(ctx, func(tx *Tx) error {
+		if err := tx.PutMailbox(m); err != nil {
+			return err
+		}
+		if err := tx.PutRun(Run{ID: "r1", MailboxID: id, AdapterID: "codex", Status: RunSucceeded, CreatedAt: at}); err != nil {
+			return err
+		}
+		return tx.PutLLMSession(want)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, when := range []string{"committed", "reopened"} {
+		if when == "reopened" {
+			s.Close()
+			s = openStore(t, dir)
+		}
+		if f := s.snap.files[s.snap.sessionsByRun.one["r1"]]; reflect.TypeOf(f.val) != reflect.TypeFor[*sessionLite]() {
+			t.Fatalf("%s: the llm session in memory is %T, want *sessionLite", when, f.val)
+		}
+		if n := s.FailedResumes(id, "codex", "native-0", ""); n != 0 {
+			t.Errorf("%s: FailedResumes = %d for a session that succeeded, want 0", when, n)
+		}
+		for _, rd := range reads {
+			got, err := rd.get(s)
+			if err != nil || !reflect.DeepEqual(got, want) {
+				t.Errorf("%s, %s = %+v, %v\nwant %+v", when, rd.name, got, err, want)
+			}
+		}
+	}
+	s.Close()
+}
+
+// TestSessionLiteOrder: the sessionLite orders llm sessions as their
+// CreatedAt and ID do, to the nanosecond, before 1970 too.
+func TestSessionLiteOrder(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+	times := []time.Time{t0, t0.Add(time.Nanosecond), t0.Add(time.Second - 1), t0.Add(time.Second), t0.Add(-time.Nanosecond),
+		time.Date(1960, 1, 1, 0, 0, 0, 5, time.UTC), time.Date(1960, 1, 1, 0, 0, 0, 7, time.FixedZone("x", 3600))}
+	var all []*LLMSession
+	for i, at := range times {
+		for _, id := range []string{"a", "b"} {
+			all = append(all, &LLMSession{ID: fmt.Sprintf("%s%d", id, i%2), RunID: "r", AdapterID: "codex", CreatedAt: at})
+		}
+	}
+	lite := func(ls *LLMSession) *sessionLite {
+		r := &record{val: ls}
+		lightenSession("mailboxes/x/llm_sessions/"+ls.ID+".json", r)
+		return r.val.(*sessionLite)
+	}
+	for _, a := range all {
+		for _, b := range all {
+			if got, want := sessionLess(lite(a), lite(b)), llmSessionLess(a, b); got != want {
+				t.Errorf("sessionLess(%s %v, %s %v) = %v, want %v", a.ID, a.CreatedAt, b.ID, b.CreatedAt, got, want)
+			}
+		}
+	}
 }

@@ -125,9 +125,25 @@
 // Get, Show, Export, Verify and Tx.Get read it from the packs by its blob
 // (blobs.go), mapping the packs on demand and looking again when a commit
 // or a merge changed them. Of a run, memory keeps what the overview
-// indexes (id, status, phase, adapter, time): the queries returning runs
-// (Runs, RunWithSessions, ListRuns, a mailbox row's last run, Tx.Run)
-// decode them from their bodies. Packed objects are read straight from the packs through
+// indexes, in 32 bytes (id, time, day, and the number of its class: status,
+// phase and adapter, numbered once per store, which the day buckets are
+// keyed by too): the queries returning runs (Runs, RunWithSessions,
+// ListRuns, a mailbox row's last run, Tx.Run) decode them from their
+// bodies. Of an llm session, memory keeps what the
+// session resolver and the overview's totals ask (ids, adapter, time,
+// tokens, cost, whether it has a native id, what it resumed and how it
+// ended): RunWithSessions, PriorSession, a mailbox row's last session and
+// Tx.LLMSession decode them from their bodies.
+//
+// The git trees are not kept either. Open walks them to list the files and
+// keeps the paths, in byte order (a walk in git's order meets them so), in
+// sorted blocks (paths.go): the folder listings (List, Runs, Settings,
+// Installations, Tx.List) read those, and the files map shares their
+// bytes, which Open makes back to back in large blocks (load.go's arena). A commit needs the folders on its paths only: it reads them from
+// the packs from the root tree down, through a cache of 64k tree entries
+// by tree hash (tree.go's tipTrees; a tree is immutable, so the cache is
+// right whatever moved the branch), and caches the trees it writes, where
+// the next commit likely writes again. Packed objects are read straight from the packs through
 // their indexes (a stored block is a copy; anything else, such as the
 // deltas of a `git gc` or loose objects, goes through go-git). Records are
 // decoded by a fast path for the JSON the store writes (fastjson.go), which

@@ -50,8 +50,19 @@ func newPending(folded uint64) *pending {
 
 // stage installs a logged batch (changes as keepChanges left them) into
 // snap and the pending state; the caller holds jmu.
-func (s *Store) stage(snap *snapshot, overlay map[string]*change, changes map[string]fileChange) {
-	newTrees, removed, _ := buildTrees(snap.trees, changes)
+func (s *Store) stage(snap *snapshot, overlay map[string]*change, changes map[string]fileChange) error {
+	newTrees, objs, err := buildTrees(snap.trees, changes)
+	if err != nil {
+		return err
+	}
+	s.install(snap, overlay, changes, newTrees, objs)
+	return nil
+}
+
+// install is stage with the batch's trees built. The batch's records and
+// trees are held in memory until the fold writes them to a pack: the next
+// batch reads the trees on its paths from there.
+func (s *Store) install(snap *snapshot, overlay map[string]*change, changes map[string]fileChange, newTrees map[string]*treeNode, objs []gitObject) {
 	for p, c := range changes {
 		pc, seen := s.pend.changes[p]
 		if !seen {
@@ -63,10 +74,19 @@ func (s *Store) stage(snap *snapshot, overlay map[string]*change, changes map[st
 			s.blobs.putPending(c.hash, overlay[p].raw)
 		}
 	}
+	s.stageTrees(newTrees, objs)
+	s.apply(snap, snap.tip, overlay, newTrees)
+}
+
+// stageTrees keeps the trees a logged batch wrote, until the fold packs
+// them, and marks their folders for the fold.
+func (s *Store) stageTrees(newTrees map[string]*treeNode, objs []gitObject) {
+	for _, o := range objs {
+		s.blobs.putPending(o.hash, o.data)
+	}
 	for d := range newTrees {
 		s.pend.dirs[d] = true
 	}
-	s.apply(snap, snap.tip, overlay, newTrees, removed)
 }
 
 // Checkpoint folds the writes the journal holds into a commit of the
@@ -168,12 +188,16 @@ func (s *Store) tryFold() (commit plumbing.Hash, lost bool, err error) {
 	return c.hash, false, nil
 }
 
-// foldTrees encodes the trees changed since the fold, checking each
-// against the hash the write path gave it, and returns the root's hash.
+// foldTrees encodes the trees changed since the fold, as the tip holds
+// them now, checking each against the hash the write path gave it, and
+// returns the root's hash.
 func (s *Store) foldTrees(snap *snapshot) ([]gitObject, plumbing.Hash, error) {
 	var objs []gitObject
 	for _, d := range slices.Sorted(maps.Keys(s.pend.dirs)) {
-		n := snap.trees[d]
+		n, err := snap.trees.tree(d)
+		if err != nil {
+			return nil, plumbing.ZeroHash, fmt.Errorf("fold state journal: %w", err)
+		}
 		if n == nil {
 			continue // removed since
 		}
@@ -183,11 +207,11 @@ func (s *Store) foldTrees(snap *snapshot) ([]gitObject, plumbing.Hash, error) {
 		}
 		objs = append(objs, obj)
 	}
-	if root := snap.trees[""]; root != nil {
-		return objs, root.hash, nil
+	root := snap.trees.root
+	if root == emptyTree {
+		objs = append(objs, newObject(plumbing.TreeObject, encodeTree(nil)))
 	}
-	empty := newObject(plumbing.TreeObject, encodeTree(nil))
-	return append(objs, empty), empty.hash, nil
+	return objs, root, nil
 }
 
 // encodeFoldCommit is encodeCommit with the trailer naming the last frame folded.
@@ -206,7 +230,7 @@ func (s *Store) rebase() error {
 	if err != nil {
 		return err
 	}
-	snap.blobs = s.blobs
+	snap.useBlobs(s.blobs)
 	overlay := map[string]*change{}
 	for p, c := range s.pend.changes {
 		if c.deleted {
@@ -224,17 +248,18 @@ func (s *Store) rebase() error {
 	s.pend = newPending(pend.folded)
 	s.pend.seq = pend.seq
 	changes := keepChanges(snap, overlay)
-	newTrees, removed, _ := buildTrees(snap.trees, changes)
+	newTrees, objs, err := buildTrees(snap.trees, changes)
+	if err != nil {
+		return fmt.Errorf("rebase the state journal: %w", err)
+	}
 	for p, c := range changes {
 		s.pend.changes[p] = pendChange{hash: c.hash, deleted: c.deleted, existed: snap.files[p] != nil}
 	}
-	for d := range newTrees {
-		s.pend.dirs[d] = true
-	}
+	s.stageTrees(newTrees, objs)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.snap, s.problems = snap, problems
-	s.applyLocked(snap, snap.tip, overlay, newTrees, removed)
+	s.applyLocked(snap, snap.tip, overlay, newTrees)
 	return nil
 }
 

@@ -1,7 +1,6 @@
 package state
 
 import (
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,27 +11,29 @@ import (
 
 // record is one file of the branch tip: its blob and decoded value (nil for
 // generic records), or why it could not be decoded. Its JSON stays in the
-// packs (snapshot.body reads it). A run's value is its runLite: the
-// queries returning whole runs read them from their bodies (snapshot.run).
+// packs (snapshot.body reads it). A run's value is its runLite and an llm
+// session's its sessionLite: the queries returning them whole read them
+// from their bodies (snapshot.run, snapshot.session).
 type record struct {
-	hash  plumbing.Hash
-	val   any
-	err   *UnreadableError
-	light bool // val is a *runLite (see lighten)
+	hash plumbing.Hash
+	val  any
+	err  *UnreadableError
 }
 
-// snapshot is the committed tip: files, trees and the indexes derived from
-// them. The committer mutates it only under Store.mu, after the ref moved.
+// snapshot is the committed tip: files, their paths in order, the root
+// tree and the indexes derived from them. The committer mutates it only
+// under Store.mu, after the ref moved.
 type snapshot struct {
 	tip   plumbing.Hash
 	blobs *blobReader // reads the records' JSON
 	files map[string]*record
-	trees map[string]*treeNode
+	paths *pathSet  // the keys of files, in order
+	trees *tipTrees // read from the packs by the committer
 
 	mailboxes     map[string]*mailboxIndex // by mailbox id
 	mailboxFiles  map[string]struct{}      // paths of mailbox records
 	runs          map[string]string        // run id -> path
-	sessionsByRun map[string][]string      // run id -> llm session paths (a run has a few)
+	sessionsByRun runSessions              // run id -> llm session paths (a run has a few)
 	routes        map[Route]string         // how events find an issue mailbox -> its path
 	ov            overview                 // the overview's lists and totals (list.go)
 }
@@ -76,7 +77,7 @@ func routesOf(m *Mailbox) []Route {
 
 // mailboxIndex holds what the session resolver asks of one mailbox.
 type mailboxIndex struct {
-	sessions []*LLMSession               // ordered by (CreatedAt, ID)
+	sessions []*sessionLite              // ordered by (CreatedAt, ID)
 	bad      map[string]*UnreadableError // unreadable llm sessions by path
 }
 
@@ -99,11 +100,12 @@ func (z *snapSizes) count(path string) {
 func newSnapshot(z snapSizes) *snapshot {
 	return &snapshot{
 		files:         make(map[string]*record, z.files),
-		trees:         map[string]*treeNode{"": {hash: hashObject(plumbing.TreeObject, nil)}},
+		paths:         newPathSet(nil),
+		trees:         &tipTrees{root: emptyTree},
 		mailboxes:     make(map[string]*mailboxIndex, z.mailboxes),
 		mailboxFiles:  make(map[string]struct{}, z.mailboxes),
 		runs:          make(map[string]string, z.runs),
-		sessionsByRun: make(map[string][]string, z.runs),
+		sessionsByRun: newRunSessions(z.runs),
 		routes:        make(map[Route]string, z.mailboxes),
 		ov:            newOverview(z),
 	}
@@ -132,7 +134,19 @@ func recordName(path string) string {
 	return strings.TrimSuffix(base, ".json")
 }
 
-func sessionLess(a, b *LLMSession) bool {
+// sessionLess orders llm sessions by (CreatedAt, ID).
+func sessionLess(a, b *sessionLite) bool {
+	if a.sec != b.sec {
+		return a.sec < b.sec
+	}
+	if a.nsec != b.nsec {
+		return a.nsec < b.nsec
+	}
+	return a.ID < b.ID
+}
+
+// llmSessionLess is sessionLess for whole sessions.
+func llmSessionLess(a, b *LLMSession) bool {
 	if !a.CreatedAt.Equal(b.CreatedAt) {
 		return a.CreatedAt.Before(b.CreatedAt)
 	}
@@ -166,7 +180,7 @@ func (s *snapshot) index(path string, r *record) {
 		}
 	case "run":
 		s.runs[recordName(path)] = path
-		lighten(r)
+		s.ov.lighten(path, r)
 	case "llm_session":
 		if mbID == "" {
 			return
@@ -179,14 +193,13 @@ func (s *snapshot) index(path string, r *record) {
 			m.bad[path] = r.err
 			return
 		}
-		ls := r.val.(*LLMSession)
+		lightenSession(path, r)
+		ls := r.val.(*sessionLite)
 		i := sort.Search(len(m.sessions), func(i int) bool { return sessionLess(ls, m.sessions[i]) })
 		m.sessions = append(m.sessions, nil)
 		copy(m.sessions[i+1:], m.sessions[i:])
 		m.sessions[i] = ls
-		if byRun := s.sessionsByRun[ls.RunID]; !slices.Contains(byRun, path) {
-			s.sessionsByRun[ls.RunID] = append(byRun, path)
-		}
+		s.sessionsByRun.add(ls.RunID, path)
 	}
 }
 
@@ -216,18 +229,14 @@ func (s *snapshot) unindex(path string, r *record) {
 		if r.err != nil {
 			delete(m.bad, path)
 		} else {
-			ls := r.val.(*LLMSession)
+			ls := r.val.(*sessionLite)
 			for i, x := range m.sessions {
 				if x == ls {
 					m.sessions = append(m.sessions[:i], m.sessions[i+1:]...)
 					break
 				}
 			}
-			if byRun := slices.DeleteFunc(s.sessionsByRun[ls.RunID], func(p string) bool { return p == path }); len(byRun) > 0 {
-				s.sessionsByRun[ls.RunID] = byRun
-			} else {
-				delete(s.sessionsByRun, ls.RunID)
-			}
+			s.sessionsByRun.remove(ls.RunID, path)
 		}
 		if len(m.sessions) == 0 && len(m.bad) == 0 {
 			delete(s.mailboxes, mbID)
@@ -238,30 +247,39 @@ func (s *snapshot) unindex(path string, r *record) {
 // listFiles returns the file paths under dir, recursively when deep is set,
 // in path order.
 func (s *snapshot) listFiles(dir string, deep bool) []string {
-	var out []string
-	var walk func(string)
-	walk = func(d string) {
-		n := s.trees[d]
-		if n == nil {
-			return
-		}
-		for _, e := range n.entries {
-			p := e.name
-			if d != "" {
-				p = d + "/" + e.name
-			}
-			if e.dir {
-				if deep {
-					walk(p)
-				}
-				continue
-			}
-			out = append(out, p)
-		}
+	return s.paths.list(dir, deep)
+}
+
+// useBlobs makes the snapshot read the records' JSON and the trees through
+// b, with a tree cache of its own.
+func (s *snapshot) useBlobs(b *blobReader) {
+	s.blobs = b
+	s.trees.cache = newTreeCache(func(h plumbing.Hash) ([]byte, error) { return b.readObject(h, plumbing.TreeObject) })
+}
+
+// setFile installs record r at path in files and paths (not the indexes).
+func (s *snapshot) setFile(path string, r *record) {
+	if _, ok := s.files[path]; !ok {
+		s.paths.add(path)
 	}
-	walk(dir)
-	sort.Strings(out)
-	return out
+	s.files[path] = r
+}
+
+// deleteFile removes path from files and paths (not the indexes).
+func (s *snapshot) deleteFile(path string) {
+	if _, ok := s.files[path]; ok {
+		s.paths.remove(path)
+		delete(s.files, path)
+	}
+}
+
+// setTrees installs a commit's trees: its root, and the trees it wrote,
+// cached for the next commit, which likely writes in the same folders.
+func (s *snapshot) setTrees(changed map[string]*treeNode) {
+	for _, n := range changed {
+		s.trees.cache.put(n.hash, n.entries)
+	}
+	s.trees.root = changed[""].hash
 }
 
 // now is the clock of record timestamps.

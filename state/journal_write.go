@@ -66,6 +66,10 @@ func (s *Store) logBatch(batch []*request, results []error) (bool, error) {
 			c := overlay[p]
 			entries = append(entries, journalEntry{path: p, raw: c.raw, deleted: c.deleted})
 		}
+		newTrees, objs, err := buildTrees(snap.trees, changes)
+		if err != nil {
+			return false, fmt.Errorf("commit state: %w", err)
+		}
 		frame := encodeFrame(s.pend.seq+1, entries)
 		if attempt == 0 && !s.jr.fits(len(frame)) && s.pend.seq > s.pend.folded {
 			if err := s.foldLocked(); err != nil {
@@ -78,7 +82,7 @@ func (s *Store) logBatch(batch []*request, results []error) (bool, error) {
 		}
 		s.pend.seq++
 		s.pend.last = time.Now()
-		s.stage(snap, overlay, changes)
+		s.install(snap, overlay, changes, newTrees, objs)
 		return true, nil
 	}
 }

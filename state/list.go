@@ -240,7 +240,10 @@ func (s *snapshot) row(e *mbEntry) (MailboxRow, error) {
 		}
 		row.LastRun = &r
 		if lr.last != nil {
-			ls := *lr.last
+			ls, err := s.session(lr.last.path, s.files[lr.last.path])
+			if err != nil {
+				return row, err
+			}
 			row.LastSession = &ls
 		}
 	}
@@ -270,8 +273,8 @@ func (o *overview) runLists(f RunFilter, sel projSel) (lists []*sortedList[*runE
 	return lists, false
 }
 
-func (f RunFilter) matchRun(r *runLite) bool {
-	return anyOf(f.Statuses, r.Status) && anyOf(f.Phases, r.Phase) && anyOf(f.Adapters, r.AdapterID)
+func (f RunFilter) matchRun(c runClass) bool {
+	return anyOf(f.Statuses, c.status) && anyOf(f.Phases, c.phase) && anyOf(f.Adapters, c.adapter)
 }
 
 // ListRuns returns up to limit runs matching f, newest first (CreatedAt
@@ -288,7 +291,7 @@ func (s *Store) ListRuns(f RunFilter, cursor string, limit int) (runs []Run, nex
 	lists, check := o.runLists(f, sel)
 	var last ovKey
 	for e := range descend(lists, after) {
-		if (check && !sel.has(e.proj)) || !f.matchRun(e.r) {
+		if (check && !sel.has(e.proj)) || !f.matchRun(o.classes[e.r.class]) {
 			continue
 		}
 		if len(runs) == limit {
@@ -333,8 +336,8 @@ func (s *Store) Daily(f RunFilter, since, now time.Time) []DayTotal {
 		}
 		for _, d := range buckets {
 			for i := range out {
-				for c, a := range d[first+int64(i)] {
-					if anyOf(f.Statuses, c.status) && anyOf(f.Phases, c.phase) && anyOf(f.Adapters, c.adapter) {
+				for ci, a := range d[first+int64(i)] {
+					if c := o.classes[ci]; anyOf(f.Statuses, c.status) && anyOf(f.Phases, c.phase) && anyOf(f.Adapters, c.adapter) {
 						if a.runs != 0 {
 							out[i].Runs[string(c.status)] += a.runs
 						}
@@ -347,11 +350,12 @@ func (s *Store) Daily(f RunFilter, since, now time.Time) []DayTotal {
 		lists, check := o.runLists(f, sel)
 		from, to := ovKey{t: dayNanos(first)}, ovKey{t: dayNanos(last + 1)}
 		for e := range ascend(lists, from, to) {
-			if (check && !sel.has(e.proj)) || !f.matchRun(e.r) || e.day < first || e.day > last {
+			c := o.classes[e.r.class]
+			if (check && !sel.has(e.proj)) || !f.matchRun(c) || e.day < first || e.day > last {
 				continue
 			}
 			i := e.day - first
-			out[i].Runs[string(e.r.Status)]++
+			out[i].Runs[string(c.status)]++
 			aggs[i].add(e.tot, 1)
 		}
 	}
@@ -669,13 +673,11 @@ func (e *mbEntry) key() ovKey { return e.k }
 type runEntry struct {
 	r    *runLite // snapshot.entryRun reads the whole run
 	path string   // the run's record
-	dir  string   // the mailbox's folder
-	mbID string
 	proj *projIndex
 	k    ovKey // CreatedAt, run id
 	day  int64
-	tot  totals      // of the run's llm sessions
-	last *LLMSession // its newest llm session
+	tot  totals       // of the run's llm sessions
+	last *sessionLite // its newest llm session
 }
 
 func (e *runEntry) key() ovKey { return e.k }
@@ -698,28 +700,28 @@ type runClass struct {
 	phase, adapter string
 }
 
-// dayBuckets are runs and totals by UTC day (dayOf), then run class.
-type dayBuckets map[int64]map[runClass]*dayAgg
+// dayBuckets are runs and totals by UTC day (dayOf), then run class
+// number (overview.classes); the aggregates are held in the maps, not
+// pointed at (a pointer and an allocation a bucket less).
+type dayBuckets map[int64]map[uint32]dayAgg
 
 func (d dayBuckets) add(e *runEntry, runs int, t totals, sign int64) {
 	day := d[e.day]
 	if day == nil {
-		day = map[runClass]*dayAgg{}
+		day = map[uint32]dayAgg{}
 		d[e.day] = day
 	}
-	c := runClass{e.r.Status, e.r.Phase, e.r.AdapterID}
+	c := e.r.class
 	a := day[c]
-	if a == nil {
-		a = &dayAgg{}
-		day[c] = a
-	}
 	a.runs += runs * int(sign)
 	a.tot.add(t, sign)
-	if a.runs == 0 && a.tot == (totals{}) {
-		delete(day, c)
-		if len(day) == 0 {
-			delete(d, e.day)
-		}
+	if a.runs != 0 || a.tot != (totals{}) {
+		day[c] = a
+		return
+	}
+	delete(day, c)
+	if len(day) == 0 {
+		delete(d, e.day)
 	}
 }
 
@@ -750,6 +752,21 @@ type overview struct {
 	stats     map[string]*mbStats   // by mailbox id
 	projects  map[string]*projIndex // by escaped "forge/owner/project"
 	days      dayBuckets            // of every project
+	// classes are the run classes met, numbered in classIDs: a run keeps
+	// its class's number (runLite.class), not three strings.
+	classes  []runClass
+	classIDs map[runClass]uint32
+}
+
+// classOf returns the number of run class c, numbering it when new.
+func (o *overview) classOf(c runClass) uint32 {
+	id, ok := o.classIDs[c]
+	if !ok {
+		id = uint32(len(o.classes))
+		o.classes = append(o.classes, c)
+		o.classIDs[c] = id
+	}
+	return id
 }
 
 // endBulk orders what was indexed in bulk.
@@ -778,7 +795,8 @@ func insert[T keyed](o *overview, l *sortedList[T], e T) {
 // newOverview returns empty indexes sized for z.
 func newOverview(z snapSizes) overview {
 	return overview{mbByPath: make(map[string]*mbEntry, z.mailboxes), runByPath: make(map[string]*runEntry, z.runs),
-		stats: make(map[string]*mbStats, z.mailboxes), projects: map[string]*projIndex{}, days: dayBuckets{}}
+		stats: make(map[string]*mbStats, z.mailboxes), projects: map[string]*projIndex{}, days: dayBuckets{},
+		classIDs: map[runClass]uint32{}}
 }
 
 // dayOf numbers t's UTC day from the Unix epoch.
@@ -845,7 +863,7 @@ func (o *overview) dropStat(mbID string, st *mbStats) {
 }
 
 // sessionRunPath returns the path of the run an llm session at path belongs to.
-func sessionRunPath(path string, ls *LLMSession) (dir, run string) {
+func sessionRunPath(path string, ls *sessionLite) (dir, run string) {
 	i := strings.LastIndex(path, "/llm_sessions/")
 	if i < 0 {
 		return "", ""
@@ -855,7 +873,7 @@ func sessionRunPath(path string, ls *LLMSession) (dir, run string) {
 
 // sessionRun is sessionRunPath's run path, found through the runs index
 // when it holds it (no string to build).
-func (s *snapshot) sessionRun(path string, ls *LLMSession) string {
+func (s *snapshot) sessionRun(path string, ls *sessionLite) string {
 	i := strings.LastIndex(path, "/llm_sessions/")
 	if i < 0 {
 		return ""
@@ -889,8 +907,8 @@ func (s *snapshot) ovIndex(path, mbID string, r *record) {
 		insert(o, &p.mailboxes, e)
 	case *runLite:
 		s.ovIndexRun(path, mbID, v)
-	case *LLMSession:
-		t := sessionTotals(v)
+	case *sessionLite:
+		t := v.tot
 		st := o.stat(mbID)
 		st.sessions++
 		st.tot.add(t, 1)
@@ -913,13 +931,14 @@ func (s *snapshot) ovIndexRun(path, mbID string, v *runLite) {
 	if p == nil || i < 0 {
 		return
 	}
-	e := &runEntry{r: v, path: path, dir: path[:i], mbID: mbID, proj: p, k: ovKey{timeKey(v.CreatedAt), v.ID}, day: dayOf(v.CreatedAt)}
-	for _, sp := range s.sessionsByRun[v.ID] {
-		if !strings.HasPrefix(sp, e.dir) || !strings.HasPrefix(sp[len(e.dir):], "/llm_sessions/") {
+	e := &runEntry{r: v, path: path, proj: p, k: ovKey{v.t, v.ID}, day: int64(v.day)}
+	dir := path[:i] // the mailbox's folder
+	for sp := range s.sessionsByRun.of(v.ID) {
+		if !strings.HasPrefix(sp, dir) || !strings.HasPrefix(sp[len(dir):], "/llm_sessions/") {
 			continue
 		}
-		if ls, ok := s.files[sp].val.(*LLMSession); ok {
-			e.tot.add(sessionTotals(ls), 1)
+		if ls, ok := s.files[sp].val.(*sessionLite); ok {
+			e.tot.add(ls.tot, 1)
 			if e.last == nil || sessionLess(e.last, ls) {
 				e.last = ls
 			}
@@ -967,8 +986,8 @@ func (s *snapshot) ovUnindex(path string, r *record) {
 			o.dropStat(mbID, st)
 		}
 		o.dropProject(e.proj)
-	case *LLMSession:
-		t := sessionTotals(v)
+	case *sessionLite:
+		t := v.tot
 		if st := o.stats[mbID]; st != nil {
 			st.sessions--
 			st.tot.add(t, -1)
@@ -984,8 +1003,8 @@ func (s *snapshot) ovUnindex(path string, r *record) {
 		if e.last == v {
 			e.last = nil
 			prefix := dir + "/llm_sessions/"
-			for _, sp := range s.sessionsByRun[v.RunID] {
-				if ls, ok := s.files[sp].val.(*LLMSession); ok && strings.HasPrefix(sp, prefix) && (e.last == nil || sessionLess(e.last, ls)) {
+			for sp := range s.sessionsByRun.of(v.RunID) {
+				if ls, ok := s.files[sp].val.(*sessionLite); ok && strings.HasPrefix(sp, prefix) && (e.last == nil || sessionLess(e.last, ls)) {
 					e.last = ls
 				}
 			}

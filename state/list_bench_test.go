@@ -217,8 +217,10 @@ func BenchmarkOverviewIndexWrite(b *testing.B) {
 				recs[1] = &record{val: &m}
 			case *runLite:
 				r := *v
-				r.Status = RunCanceled
-				recs[1] = &record{val: &r, light: true}
+				c := snap.ov.classes[r.class]
+				c.status = RunCanceled
+				r.class = snap.ov.classOf(c)
+				recs[1] = &record{val: &r}
 			}
 			b.ReportAllocs()
 			b.ResetTimer()

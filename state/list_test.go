@@ -159,7 +159,7 @@ func (o oracle) mailboxRows(f MailboxFilter) []MailboxRow {
 				row.InputTokens += ls.InputTokens
 				row.OutputTokens += ls.OutputTokens
 				row.CostUSD += ls.CostUSD
-				if row.LastRun != nil && ls.RunID == row.LastRun.ID && (row.LastSession == nil || sessionLess(row.LastSession, &ls)) {
+				if row.LastRun != nil && ls.RunID == row.LastRun.ID && (row.LastSession == nil || llmSessionLess(row.LastSession, &ls)) {
 					row.LastSession = &ls
 				}
 			}

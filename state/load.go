@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -34,8 +35,8 @@ func readTip(stor *filesystem.Storage) (plumbing.Hash, error) {
 	return ref.Hash(), nil
 }
 
-// load reads the branch tip: every tree into memory, every record decoded
-// and indexed. A record that cannot be decoded is kept as unreadable and
+// load reads the branch tip: every tree walked (not kept: see tipTrees),
+// every record decoded and indexed. A record that cannot be decoded is kept as unreadable and
 // reported; it does not stop the load. Records come from packList (listed
 // here when nil).
 func load(repo string, packList []packInfo) (*snapshot, []*UnreadableError, error) {
@@ -63,7 +64,8 @@ func load(repo string, packList []packInfo) (*snapshot, []*UnreadableError, erro
 		return nil, nil, err
 	}
 	snap := newSnapshot(l.sizes)
-	snap.tip, snap.trees = tip, l.trees
+	snap.tip, snap.trees.root = tip, l.root
+	snap.paths = newPathSet(l.paths())
 	var problems []*UnreadableError
 	snap.ov.bulk = true
 	defer snap.ov.endBulk()
@@ -85,10 +87,35 @@ type loader struct {
 	tip   plumbing.Hash
 	rd    *objectReader
 	names *interner // folder names
-	trees map[string]*treeNode
+	root  plumbing.Hash
 	blobs []blob
 	sizes snapSizes
 	slab  []record // records are allocated from it, a few thousand at a time
+	text  arena    // the records' paths
+}
+
+// arena holds strings back to back in large blocks: a path costs its bytes,
+// where an allocation of its own would round it up to a size class (a
+// tenth more) and cost a malloc. A block stays while any of its strings
+// does; only Open's paths are made here, so what deleted records leave is
+// bounded by the tip Open read.
+type arena struct{ block []byte }
+
+// arenaBlock is the size of an arena's blocks.
+const arenaBlock = 256 << 10
+
+// concat returns x+y, made in the arena.
+func (a *arena) concat(x, y string) string {
+	n := len(x) + len(y)
+	if n == 0 {
+		return ""
+	}
+	if cap(a.block)-len(a.block) < n {
+		a.block = make([]byte, 0, max(arenaBlock, n))
+	}
+	start := len(a.block)
+	a.block = append(append(a.block, x...), y...)
+	return unsafe.String(&a.block[start], n)
 }
 
 type blob struct {
@@ -103,16 +130,24 @@ func (l *loader) walk() error {
 	if err != nil {
 		return fmt.Errorf("read state commit %s: %w", l.tip, err)
 	}
-	root, err := commitTree(raw)
-	if err != nil {
+	if l.root, err = commitTree(raw); err != nil {
 		return fmt.Errorf("read state commit %s: %w", l.tip, err)
 	}
-	objects := 0
-	for _, p := range l.rd.packs {
-		objects += p.idx.count()
+	return l.walkTree("", l.root)
+}
+
+// paths returns the paths walked, in byte order: a walk in git's tree order
+// lists them so (a folder sorts as its name and '/', as its files' paths
+// do), unless a tree was written out of order by another tool.
+func (l *loader) paths() []string {
+	out := make([]string, len(l.blobs))
+	for i, b := range l.blobs {
+		out[i] = b.path
 	}
-	l.trees = make(map[string]*treeNode, objects/3) // about one folder for two files
-	return l.walkTree("", root)
+	if !slices.IsSorted(out) {
+		slices.Sort(out)
+	}
+	return slices.Compact(out)
 }
 
 func (l *loader) walkTree(dir string, h plumbing.Hash) error {
@@ -127,22 +162,18 @@ func (l *loader) walkTree(dir string, h plumbing.Hash) error {
 	if err != nil {
 		return fmt.Errorf("read tree %q (%s) at commit %s: %w", dir, h, l.tip, err)
 	}
-	l.trees[dir] = &treeNode{hash: h, entries: entries}
 	prefix := ""
 	if dir != "" {
 		prefix = dir + "/"
 	}
-	for i, e := range entries {
-		p := prefix + e.name
-		if !e.dir && e.name != "mailbox.json" {
-			entries[i].name = p[len(prefix):] // the file's name shares its path's bytes
-		}
+	for _, e := range entries {
 		if e.dir {
-			if err := l.walkTree(p, e.hash); err != nil {
+			if err := l.walkTree(prefix+e.name, e.hash); err != nil {
 				return err
 			}
 			continue
 		}
+		p := l.text.concat(prefix, e.name)
 		if len(l.slab) == 0 {
 			l.slab = make([]record, 4096)
 		}

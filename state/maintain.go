@@ -420,10 +420,8 @@ func (s *Store) checkIndexes() []string {
 	for p := range s.snap.mailboxFiles {
 		missing("mailboxes", p, p)
 	}
-	for run, paths := range s.snap.sessionsByRun {
-		for _, p := range paths {
-			missing("llm sessions", run, p)
-		}
+	for run, p := range s.snap.sessionsByRun.all() {
+		missing("llm sessions", run, p)
 	}
 	sort.Strings(out)
 	return out

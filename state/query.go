@@ -183,12 +183,17 @@ func (s *Store) RunWithSessions(runID string) (Run, []LLMSession, error) {
 		return Run{}, nil, err
 	}
 	var sessions []LLMSession
-	for _, sp := range s.snap.sessionsByRun[runID] {
-		sessions = append(sessions, *s.snap.files[sp].val.(*LLMSession))
-	}
-	sort.Slice(sessions, func(i, j int) bool { return sessionLess(&sessions[i], &sessions[j]) })
-	// Sessions of this mailbox that cannot be read might belong to the run.
 	var errs []error
+	for sp := range s.snap.sessionsByRun.of(runID) {
+		ls, err := s.snap.session(sp, s.snap.files[sp])
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		sessions = append(sessions, ls)
+	}
+	sort.Slice(sessions, func(i, j int) bool { return llmSessionLess(&sessions[i], &sessions[j]) })
+	// Sessions of this mailbox that cannot be read might belong to the run.
 	if mbID, _, ok := mailboxIDOf(p); ok {
 		if m := s.snap.mailboxes[mbID]; m != nil {
 			for _, e := range m.bad {
@@ -213,8 +218,11 @@ func (s *Store) PriorSession(mailboxID, adapterID, excludeRunID string) (ls LLMS
 	}
 	for i := len(m.sessions) - 1; i >= 0; i-- {
 		x := m.sessions[i]
-		if x.AdapterID == adapterID && x.NativeSessionID != nil && x.RunID != excludeRunID {
-			ls, found = *x, true
+		if x.AdapterID == adapterID && x.native && x.RunID != excludeRunID {
+			if ls, err = s.snap.session(x.path, s.snap.files[x.path]); err != nil {
+				return LLMSession{}, false, err
+			}
+			found = true
 			break
 		}
 	}
@@ -241,7 +249,7 @@ func (s *Store) FailedResumes(mailboxID, adapterID, nativeID, excludeRunID strin
 		if x.AdapterID != adapterID || x.RunID == excludeRunID {
 			continue
 		}
-		if x.ResumeOf == nil || *x.ResumeOf != nativeID || x.Outcome != "failed" || x.ResumeFallback != nil {
+		if x.ResumeOf == nil || *x.ResumeOf != nativeID || !x.failed || x.fallback {
 			break
 		}
 		n++
@@ -263,7 +271,7 @@ func (s *Store) OtherAdapterSession(mailboxID, adapterID string) (bool, error) {
 		err = m.badErr()
 	}
 	for _, x := range m.sessions {
-		if x.AdapterID != adapterID && x.NativeSessionID != nil {
+		if x.AdapterID != adapterID && x.native {
 			return true, err
 		}
 	}

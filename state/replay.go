@@ -151,7 +151,9 @@ func (s *Store) replay() (int64, error) {
 			}
 			overlay[e.path] = c
 		}
-		s.stage(s.snap, overlay, keepChanges(s.snap, overlay))
+		if err := s.stage(s.snap, overlay, keepChanges(s.snap, overlay)); err != nil {
+			return 0, fmt.Errorf("%s: frame %d: %w", journalPath(s.dir), f.seq, err)
+		}
 		s.pend.seq = f.seq
 	}
 	if len(frames) > 0 && !s.opts.ReadOnly {

@@ -247,7 +247,7 @@ func (s *Store) reload(packs []packInfo) error {
 	for _, p := range problems {
 		s.log.Warn("unreadable state record", "path", p.Path, "commit", p.Commit, "err", p.Err)
 	}
-	snap.blobs = s.blobs
+	snap.useBlobs(s.blobs)
 	s.mu.Lock()
 	s.snap, s.problems = snap, problems
 	s.mu.Unlock()
@@ -468,7 +468,10 @@ func (s *Store) tryCommit(batch []*request, results []error) (commit plumbing.Ha
 	if len(changes) == 0 {
 		return plumbing.ZeroHash, false, nil
 	}
-	newTrees, removed, objs := buildTrees(snap.trees, changes)
+	newTrees, objs, err := buildTrees(snap.trees, changes)
+	if err != nil {
+		return plumbing.ZeroHash, false, fmt.Errorf("commit state: %w", err)
+	}
 	// Blobs in path order: a cold open reads them in that order.
 	for _, p := range slices.Sorted(maps.Keys(overlay)) {
 		if c := overlay[p]; !c.deleted {
@@ -488,7 +491,7 @@ func (s *Store) tryCommit(batch []*request, results []error) (commit plumbing.Ha
 		}
 		return plumbing.ZeroHash, lost, err
 	}
-	s.apply(snap, c.hash, overlay, newTrees, removed)
+	s.apply(snap, c.hash, overlay, newTrees)
 	return c.hash, false, nil
 }
 
@@ -557,21 +560,16 @@ func dedupe(objs []gitObject) []gitObject {
 }
 
 // apply installs a committed (or logged) batch into the in-memory state.
-func (s *Store) apply(snap *snapshot, tip plumbing.Hash, overlay map[string]*change, trees map[string]*treeNode, removed []string) {
+func (s *Store) apply(snap *snapshot, tip plumbing.Hash, overlay map[string]*change, trees map[string]*treeNode) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.applyLocked(snap, tip, overlay, trees, removed)
+	s.applyLocked(snap, tip, overlay, trees)
 }
 
 // applyLocked is apply with s.mu held.
-func (s *Store) applyLocked(snap *snapshot, tip plumbing.Hash, overlay map[string]*change, trees map[string]*treeNode, removed []string) {
+func (s *Store) applyLocked(snap *snapshot, tip plumbing.Hash, overlay map[string]*change, trees map[string]*treeNode) {
 	snap.tip = tip
-	for dir, n := range trees {
-		snap.trees[dir] = n
-	}
-	for _, dir := range removed {
-		delete(snap.trees, dir)
-	}
+	snap.setTrees(trees)
 	for p, c := range overlay {
 		if old := snap.files[p]; old != nil {
 			snap.unindex(p, old)
@@ -580,11 +578,11 @@ func (s *Store) applyLocked(snap *snapshot, tip plumbing.Hash, overlay map[strin
 			}
 		}
 		if c.deleted {
-			delete(snap.files, p)
+			snap.deleteFile(p)
 			continue
 		}
 		r := &record{hash: c.hash, val: c.val}
-		snap.files[p] = r
+		snap.setFile(p, r)
 		snap.index(p, r)
 	}
 }

@@ -2,10 +2,12 @@ package state
 
 import (
 	"crypto/sha1"
+	"fmt"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -116,8 +118,10 @@ type pendingDir struct {
 }
 
 // buildTrees applies file changes to the tip trees and returns the changed
-// and removed folders and the new tree objects. The tip is not modified.
-func buildTrees(tip map[string]*treeNode, changes map[string]fileChange) (changed map[string]*treeNode, removed []string, objs []gitObject) {
+// folders (a folder left empty is removed from its parent) and the new tree
+// objects. The tip is not modified; it fails only when a tip tree cannot be
+// read.
+func buildTrees(tip treeSource, changes map[string]fileChange) (changed map[string]*treeNode, objs []gitObject, err error) {
 	byDir := map[string]*pendingDir{}
 	get := func(dir string) *pendingDir {
 		p := byDir[dir]
@@ -141,14 +145,17 @@ func buildTrees(tip map[string]*treeNode, changes map[string]fileChange) (change
 	for d := maxDepth; d >= 0; d-- {
 		for _, dir := range dirsAt(byDir, d) {
 			var old []treeEntry
-			if n := tip[dir]; n != nil {
+			n, err := tip.tree(dir)
+			if err != nil {
+				return nil, nil, err
+			}
+			if n != nil {
 				old = n.entries
 			}
 			entries := byDir[dir].apply(old)
 			delete(byDir, dir)
 			pdir, base := parentDir(dir)
 			if dir != "" && len(entries) == 0 {
-				removed = append(removed, dir)
 				get(pdir).dels[base] = true
 				continue
 			}
@@ -160,7 +167,7 @@ func buildTrees(tip map[string]*treeNode, changes map[string]fileChange) (change
 			}
 		}
 	}
-	return changed, removed, objs
+	return changed, objs, nil
 }
 
 // dirsAt returns the folders of byDir at depth d, sorted.
@@ -214,4 +221,112 @@ func (p *pendingDir) apply(old []treeEntry) []treeEntry {
 		}
 	}
 	return append(append(out, kept...), added...)
+}
+
+// treeSource gives the tip's folder trees to buildTrees: nil for a folder
+// the tip does not have.
+type treeSource interface {
+	tree(dir string) (*treeNode, error)
+}
+
+// tipTrees is the tip's git trees as a commit needs them: its root tree's
+// hash, and the trees themselves read from the packs on demand through a
+// bounded cache. A commit reads the folders on its paths only (about ten
+// trees a record, most of them shared), so the trees of the whole tip,
+// which a store of a million records holds as a few hundred thousand
+// folders, need not stay in memory. Only the committer reads them.
+type tipTrees struct {
+	root  plumbing.Hash
+	cache *treeCache
+}
+
+// emptyTree is the hash of the tree with no entries, the root of an empty
+// branch (it is in no pack).
+var emptyTree = hashObject(plumbing.TreeObject, nil)
+
+// tree returns the folder dir of the tip, walking from the root.
+func (t *tipTrees) tree(dir string) (*treeNode, error) {
+	h := t.root
+	entries, err := t.cache.get(h)
+	if err != nil {
+		return nil, err
+	}
+	for rest := dir; rest != ""; {
+		name, tail, _ := strings.Cut(rest, "/")
+		rest = tail
+		i := slices.IndexFunc(entries, func(e treeEntry) bool { return e.dir && e.name == name })
+		if i < 0 {
+			return nil, nil
+		}
+		h = entries[i].hash
+		if entries, err = t.cache.get(h); err != nil {
+			return nil, fmt.Errorf("read tree %q: %w", dir, err)
+		}
+	}
+	return &treeNode{hash: h, entries: entries}, nil
+}
+
+// treeCache holds trees by hash, read from the packs on a miss; it keeps
+// at most max entries (of all its trees), dropping arbitrary trees when
+// full. Trees are immutable, so a cached one is never stale, whatever the
+// tip.
+type treeCache struct {
+	mu      sync.Mutex
+	max     int
+	entries int // of the trees held
+	nodes   map[plumbing.Hash][]treeEntry
+	read    func(plumbing.Hash) ([]byte, error) // the raw tree
+}
+
+// treeCacheEntries bounds the cache, about 3 MiB of entries: a batch of a
+// few hundred records reads a few thousand trees, most of a few entries,
+// those of the shard folders (a hundred mailboxes each) and of the folders
+// above them of some hundreds.
+const treeCacheEntries = 1 << 16
+
+func newTreeCache(read func(plumbing.Hash) ([]byte, error)) *treeCache {
+	return &treeCache{max: treeCacheEntries, nodes: map[plumbing.Hash][]treeEntry{}, read: read}
+}
+
+// get returns the entries of tree h, in git order.
+func (c *treeCache) get(h plumbing.Hash) ([]treeEntry, error) {
+	if h == emptyTree {
+		return nil, nil
+	}
+	c.mu.Lock()
+	entries, ok := c.nodes[h]
+	c.mu.Unlock()
+	if ok {
+		return entries, nil
+	}
+	raw, err := c.read(h)
+	if err != nil {
+		return nil, fmt.Errorf("read tree %s: %w", h, err)
+	}
+	if entries, err = parseTree(raw, nil); err != nil {
+		return nil, fmt.Errorf("read tree %s: %w", h, err)
+	}
+	c.put(h, entries)
+	return entries, nil
+}
+
+// put caches tree h, making room when the cache is full; a tree larger
+// than the cache is not kept.
+func (c *treeCache) put(h plumbing.Hash, entries []treeEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.nodes[h]; ok || len(entries) > c.max {
+		return
+	}
+	if c.entries+len(entries) > c.max {
+		for k, e := range c.nodes {
+			if c.entries+len(entries) <= c.max*3/4 {
+				break
+			}
+			delete(c.nodes, k)
+			c.entries -= len(e)
+		}
+	}
+	c.nodes[h] = entries
+	c.entries += len(entries)
 }

@@ -249,11 +249,15 @@ func (tx *Tx) LLMSession(mailboxID, id string) (LLMSession, error) {
 	if err != nil {
 		return LLMSession{}, err
 	}
-	v, err := tx.value(p)
-	if err != nil {
-		return LLMSession{}, err
+	c, r := tx.lookup(p)
+	if c != nil || r == nil || r.err != nil {
+		v, err := tx.value(p)
+		if err != nil {
+			return LLMSession{}, err
+		}
+		return *v.(*LLMSession), nil
 	}
-	return *v.(*LLMSession), nil
+	return tx.snap.session(p, r)
 }
 
 // PutLLMSession stores ls under its mailbox, setting its format version
