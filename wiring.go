@@ -508,7 +508,7 @@ func openState(ctx context.Context, c *config.Config, m *metrics.Metrics, log *s
 		}
 		k.mirror = mr
 	}
-	st, err := state.Open(ctx, c.StateDir, state.Options{Logger: log, Journal: true, Observe: k.observe, Committed: k.committed})
+	st, err := openWaiting(ctx, c.StateDir, state.Options{Logger: log, Journal: true, Observe: k.observe, Committed: k.committed}, stateLockWait, log)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -517,6 +517,32 @@ func openState(ctx context.Context, c *config.Config, m *metrics.Metrics, log *s
 		k.mirror.Start()
 	}
 	return st, k, nil
+}
+
+// stateLockWait bounds how long serve waits for another server to let go of
+// the state store. A Pod that replaces a deleted one starts while the old
+// one still shuts down (the manifests give it 45 s, and their startup
+// probe 180 s): the new one waits rather than exits and restarts.
+var stateLockWait = 90 * time.Second
+
+// openWaiting opens the state store, waiting at most wait while another
+// server holds it; then the error names the holder.
+func openWaiting(ctx context.Context, dir string, opts state.Options, wait time.Duration, log *slog.Logger) (*state.Store, error) {
+	deadline := time.Now().Add(wait)
+	for logged := false; ; logged = true {
+		st, err := state.Open(ctx, dir, opts)
+		if err == nil || !errors.Is(err, state.ErrLocked) || !time.Now().Before(deadline) {
+			return st, err
+		}
+		if !logged {
+			log.Warn("the state store is held by another server; waiting for it to stop", "state", dir, "wait", wait, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("open state %s: %w", dir, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // prepareMirror restores or checks the state folder against the remote and

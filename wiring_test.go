@@ -211,3 +211,54 @@ func TestForgeCredentialsStayOnTheirHost(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenWaitsForTheLock: serve's state open waits while another server
+// holds the store (a replaced Pod's predecessor still shutting down) and
+// opens once it lets go; past its wait, the error names the lock.
+func TestOpenWaitsForTheLock(t *testing.T) {
+	ctx := context.Background()
+	log := slog.New(slog.DiscardHandler)
+	for _, tc := range []struct {
+		name     string
+		wait     time.Duration
+		holdFor  time.Duration
+		wantOpen bool
+	}{
+		{"the holder stops within the wait", 10 * time.Second, 400 * time.Millisecond, true},
+		{"the holder outlasts the wait", 300 * time.Millisecond, 3 * time.Second, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "state")
+			holder, err := state.Open(ctx, dir, state.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			released := make(chan struct{})
+			go func() {
+				defer close(released)
+				time.Sleep(tc.holdFor)
+				holder.Close()
+			}()
+			start := time.Now()
+			st, err := openWaiting(ctx, dir, state.Options{}, tc.wait, log)
+			took := time.Since(start)
+			<-released
+			if !tc.wantOpen {
+				if !errors.Is(err, state.ErrLocked) {
+					t.Fatalf("open past the wait: %v, want ErrLocked", err)
+				}
+				if took < tc.wait {
+					t.Fatalf("gave up after %v, before its wait of %v", took, tc.wait)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("open once the holder stopped: %v", err)
+			}
+			defer st.Close()
+			if took < tc.holdFor {
+				t.Fatalf("opened after %v while the holder held the store for %v", took, tc.holdFor)
+			}
+		})
+	}
+}
