@@ -20,17 +20,7 @@ func (s *Store) commitLogged(batch []*request) {
 	logged, err := s.logBatch(batch, results)
 	quiet := err == nil && s.foldErr != nil // the store is not healthy until a fold succeeds
 	s.jmu.Unlock()
-	s.qmu.Lock()
-	for _, r := range batch {
-		r.answered = true
-	}
-	s.qmu.Unlock()
-	for i, r := range batch {
-		if results[i] == nil {
-			results[i] = err
-		}
-		r.done <- results[i]
-	}
+	s.answer(batch, results, err)
 	if (logged || err != nil) && !quiet && s.opts.Observe != nil {
 		s.opts.Observe(time.Since(start), err)
 	}

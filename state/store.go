@@ -438,6 +438,18 @@ func (s *Store) commitBatch(batch []*request) {
 			break
 		}
 	}
+	s.answer(batch, results, err)
+	if (!commit.IsZero() || err != nil) && s.opts.Observe != nil {
+		s.opts.Observe(time.Since(start), err)
+	}
+	if !commit.IsZero() && s.opts.Committed != nil {
+		s.opts.Committed(commit.String())
+	}
+}
+
+// answer marks the batch answered and gives each caller its result: its
+// transaction's own error, else err.
+func (s *Store) answer(batch []*request, results []error, err error) {
 	s.qmu.Lock()
 	for _, r := range batch {
 		r.answered = true
@@ -448,12 +460,6 @@ func (s *Store) commitBatch(batch []*request) {
 			results[i] = err
 		}
 		r.done <- results[i]
-	}
-	if (!commit.IsZero() || err != nil) && s.opts.Observe != nil {
-		s.opts.Observe(time.Since(start), err)
-	}
-	if !commit.IsZero() && s.opts.Committed != nil {
-		s.opts.Committed(commit.String())
 	}
 }
 
