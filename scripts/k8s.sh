@@ -66,7 +66,8 @@
 # with a containerd of its own (two kubelets on one CRI would each
 # garbage-collect the other's Pods):
 #   etcd                     Debian's etcd-server, TLS with client certificates
-#   kube-apiserver           Node,RBAC authorization, NodeRestriction, no privileged Pods;
+#   kube-apiserver           Node,RBAC authorization, NodeRestriction, no privileged Pods,
+#                            an audit log of who created and deleted which Pod;
 #                            on 10.244.0.1, which it advertises: the Service
 #                            default/kubernetes (10.96.0.1:443) leads there, and the
 #                            Pods' InClusterConfig with it
@@ -636,7 +637,28 @@ start_etcd() {
 		--key "$PKI/apiserver-etcd-client.key" "https://127.0.0.1:$ETCD_PORT/health"
 }
 
+# audit_policy writes the API server's audit policy: who created and deleted
+# which Pod, from which address (Metadata: no object, no secret), nothing
+# else. The tests read the log ($LOGS/audit.log, ALFRED_TEST_K8S_AUDIT_LOG)
+# to see who made a run's Pod.
+audit_policy() {
+	cat >"$STATE/audit-policy.yaml" <<-EOF
+		# Written by scripts/k8s.sh; deleted by its stop.
+		apiVersion: audit.k8s.io/v1
+		kind: Policy
+		omitStages: [RequestReceived]
+		rules:
+		- level: Metadata
+		  verbs: [create, delete]
+		  resources:
+		  - group: ""
+		    resources: [pods]
+		- level: None
+	EOF
+}
+
 start_apiserver() {
+	audit_policy
 	launch kube-apiserver "$BIN/kube-apiserver" \
 		--etcd-servers="https://127.0.0.1:$ETCD_PORT" --etcd-cafile="$PKI/ca.crt" \
 		--etcd-certfile="$PKI/apiserver-etcd-client.crt" "$(mark kube-apiserver)" \
@@ -650,7 +672,9 @@ start_apiserver() {
 		--service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
 		--service-cluster-ip-range="$SERVICE_RANGE" \
 		--authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
-		--allow-privileged=false --anonymous-auth=false --profiling=false
+		--allow-privileged=false --anonymous-auth=false --profiling=false \
+		--audit-policy-file="$STATE/audit-policy.yaml" --audit-log-path="$LOGS/audit.log" \
+		--audit-log-maxsize=50 --audit-log-maxbackup=1
 }
 
 wait_apiserver() {
@@ -1393,6 +1417,8 @@ write_env() {
 		ALFRED_TEST_K8S_POD_BRIDGE=$BRIDGE
 		ALFRED_TEST_K8S_NODE_IP=$NODE_IP
 		ALFRED_TEST_K8S_STORAGE_CLASS=$STORAGE_CLASS
+		ALFRED_TEST_K8S_AUDIT_LOG=$LOGS/audit.log
+		ALFRED_TEST_K8S_KUBECTL=$BIN/kubectl
 		ALFRED_TEST_K8S_POD_PIDS_LIMIT=$POD_PIDS_LIMIT
 	EOF
 	umask 022
