@@ -225,7 +225,7 @@ HOSTPATH_PV=/tmp/hostpath_pv
 STORAGE_CLASS=alfred-test-hostpath
 SYSCTLS="net/ipv4/ip_forward vm/overcommit_memory vm/panic_on_oom kernel/panic kernel/panic_on_oops kernel/keys/root_maxkeys kernel/keys/root_maxbytes"
 # Started in this order, stopped in the reverse one.
-SERVICES="etcd volumes kube-apiserver containerd containerd2 kube-controller-manager kube-scheduler kubelet kubelet2 kube-router kube-proxy"
+SERVICES="volumes etcd kube-apiserver containerd containerd2 kube-proxy kube-controller-manager kube-scheduler kubelet kubelet2 kube-router"
 # The NetworkPolicy enforcer (see start_netpol).
 NETPOL_VERSION=${ALFRED_K8S_NETPOL_VERSION:-2.1.0}
 NETPOL_VERSION=${NETPOL_VERSION#v}
