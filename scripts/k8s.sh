@@ -48,7 +48,10 @@
 # (one made before kube-proxy was added) gets only those built: kube-proxy
 # alone took 300 s with an empty Go build cache (its modules downloaded,
 # two shared cores under a load of ~3) and 11 s with the build cache of
-# the others warm. A warm start takes 13-50 s; the
+# the others warm. A warm start takes 13-50 s: 13.8 s with kube-proxy, the
+# provisioner, the gateway address and the audit log against 14.4 s without
+# them (main's script before them, medians of 4 and 3 started in turns on
+# two shared cores under a load of 4-12: no cost seen beyond the noise); the
 # second node adds about 1.1 s to it (14.2 s against 13.1 s for main's
 # one-node script, medians of 4 on two shared cores: its containerd 0.1 s,
 # the images imported twice 0.3 s, its kubelet Ready 1.1 s; both smoke Pods
