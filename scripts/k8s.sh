@@ -62,7 +62,9 @@
 # downloaded too; 6 s again with Go's build cache warm); about 0.6 s added to a
 # warm start (its first sync).
 #
-# What runs, on 127.0.0.1 (ports picked free, never in the NodePort range)
+# What runs, on 127.0.0.1 (ports picked free, never in the NodePort range,
+# which is kept to 30000-30009: kube-router lets every Pod reach the node on
+# those ports)
 # but the API server (on 10.244.0.1, the host's address on the Pod bridge),
 # with one CA made by openssl
 # for every certificate; the two nodes are two kubelets on this host, each
@@ -214,6 +216,10 @@ NODE_IP=10.244.0.1
 POD_RANGE="10.244.0.2 10.244.0.254"
 POD_RANGE2="10.244.1.1 10.244.1.254"
 SERVICE_RANGE=10.96.0.0/24
+# The NodePorts: kube-router lets every Pod, a sealed one too, reach the
+# node's own addresses on these ports, so the range is kept to ten (the
+# suite uses none) and no port of ours is picked in it.
+NODE_PORTS=30000-30009
 CGROUP_ROOT=alfred-test-k8s
 CGROUP_ROOT2=alfred-test-k8s-2
 # Processes (threads) a Pod may have at once, all its containers together:
@@ -375,9 +381,8 @@ pick_port() {
 		i=$((i + 1))
 		port=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 30000))
 		case " $PORTS_TAKEN " in *" $port "*) continue ;; esac
-		# Not in the NodePort range: kube-router lets every Pod, a sealed one
-		# too, reach the node's own addresses on those ports.
-		[ "$port" -ge 30000 ] && [ "$port" -le 32767 ] && continue
+		# Not in the NodePort range (see NODE_PORTS).
+		[ "$port" -ge "${NODE_PORTS%-*}" ] && [ "$port" -le "${NODE_PORTS#*-}" ] && continue
 		listening | grep -qx "$(printf '%04X' "$port")" && continue
 		PORTS_TAKEN="$PORTS_TAKEN $port"
 		eval "$1=$port"
@@ -673,7 +678,7 @@ start_apiserver() {
 		--kubelet-certificate-authority="$PKI/ca.crt" \
 		--service-account-issuer=https://kubernetes.default.svc.cluster.local \
 		--service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
-		--service-cluster-ip-range="$SERVICE_RANGE" \
+		--service-cluster-ip-range="$SERVICE_RANGE" --service-node-port-range="$NODE_PORTS" \
 		--authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
 		--allow-privileged=false --anonymous-auth=false --profiling=false \
 		--audit-policy-file="$STATE/audit-policy.yaml" --audit-log-path="$LOGS/audit.log" \
@@ -1063,7 +1068,7 @@ start_netpol() {
 	launch kube-router "$NETPOL_BIN" "$(mark kube-router)" --hostname-override="$NODE" \
 		--run-firewall=true --run-router=false --run-service-proxy=false --enable-cni=false \
 		--enable-ipv4=true --enable-ipv6=false --health-port=0 --metrics-port=0 \
-		--service-cluster-ip-range="$SERVICE_RANGE" --v=1
+		--service-cluster-ip-range="$SERVICE_RANGE" --service-node-port-range="$NODE_PORTS" --v=1
 	wait_for kube-router "its iptables chains" netpol_ready
 }
 
