@@ -827,17 +827,14 @@ func TestKubeCluster(t *testing.T) {
 }
 
 // deployBot applies the manifests for real in ns with the suite's bot image,
-// waits for the Pod to be Ready and reads /healthz and /readyz through a
-// port-forward. What the test cluster lacks is worked around, and said:
-//   - no forge is reachable (no route out, no DNS) and `alfred serve` asks its
-//     forge who the bot is before it listens: ALFRED_FORGE is emptied, so the
-//     bot serves without a forge (its state store only);
-//   - packets to the Pod network leave the host by its default route, so the
-//     kubelet's httpGet probes (and the API server's Pod proxy) reach no Pod:
-//     each probe becomes an exec of the same GET on the same path and port, as
-//     the image's HEALTHCHECK does it (bash's /dev/tcp);
-//   - no StorageClass provisions the PVC: without a default one, the data
-//     volume is an emptyDir.
+// waits for the PVC to be Bound by the cluster's default StorageClass (the
+// controller manager's host-path provisioner in scripts/k8s.sh) and for the
+// Pod to be Ready by the manifest's own httpGet probes, and reads /healthz
+// and /readyz through the Service (its ClusterIP, which kube-proxy routes)
+// and through a port-forward. No forge is reachable here (the e2e test
+// TestE2EKubernetesInCluster gives the bot one) and `alfred serve` asks its
+// forge who the bot is before it listens: ALFRED_FORGE is emptied, so the
+// bot serves without a forge (its state store only).
 func deployBot(t *testing.T, ctx context.Context, c *cluster, ms []manifest, ns string) {
 	image := need(t, envBotImage)
 	need(t, envDockerHost)
@@ -851,15 +848,18 @@ func deployBot(t *testing.T, ctx context.Context, c *cluster, ms []manifest, ns 
 	}
 	t.Logf("scripts/k8s.sh import %s: %s", image, time.Since(t0).Round(time.Millisecond))
 
-	defaultClass := false
+	defaultClass := ""
 	classes, err := c.client.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, sc := range classes.Items {
 		if sc.Annotations["storageclass.kubernetes.io/is-default-class"] == "true" {
-			defaultClass = true
+			defaultClass = sc.Name
 		}
+	}
+	if defaultClass == "" {
+		t.Fatal("the cluster has no default StorageClass: the shipped PVC (no storageClassName) would never be bound; scripts/k8s.sh makes one")
 	}
 
 	// The Secret the operator makes, with dummy values.
@@ -894,18 +894,12 @@ func deployBot(t *testing.T, ctx context.Context, c *cluster, ms []manifest, ns 
 			ps := &d.Spec.Template.Spec
 			ps.Containers[0].Image = image
 			ps.Containers[0].ImagePullPolicy = corev1.PullNever
-			for _, p := range []*corev1.Probe{ps.Containers[0].StartupProbe, ps.Containers[0].LivenessProbe, ps.Containers[0].ReadinessProbe} {
-				port := containerPort(t, &ps.Containers[0], p.HTTPGet.Port)
-				p.ProbeHandler = corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: httpGetCommand(port, p.HTTPGet.Path)}}
-				p.PeriodSeconds = 1
-			}
-			if !defaultClass {
-				for i, v := range ps.Volumes {
-					if v.PersistentVolumeClaim != nil {
-						t.Logf("no default StorageClass: volume %s is an emptyDir instead of the PVC %s", v.Name, v.PersistentVolumeClaim.ClaimName)
-						ps.Volumes[i].VolumeSource = corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
-					}
+			// The same httpGet probes, at a pace a test can wait for.
+			for _, p := range []*corev1.Probe{ps.Containers[0].StartupProbe, ps.Containers[0].ReadinessProbe} {
+				if p.HTTPGet == nil {
+					t.Fatalf("the Deployment's probe %+v is no httpGet", p)
 				}
+				p.PeriodSeconds = 1
 			}
 			obj = toUnstructured(t, &d)
 		}
@@ -921,8 +915,18 @@ func deployBot(t *testing.T, ctx context.Context, c *cluster, ms []manifest, ns 
 	deployment := typed[appsv1.Deployment](t, ms, "Deployment")
 	selector := labels.SelectorFromSet(deployment.Spec.Selector.MatchLabels).String()
 	t1 := time.Now()
+	pvc := typed[corev1.PersistentVolumeClaim](t, ms, "PersistentVolumeClaim")
+	waitBound(t, ctx, c.client, ns, pvc.Name, defaultClass)
+	t.Logf("PVC %s Bound %s after its creation", pvc.Name, time.Since(t1).Round(time.Millisecond))
 	pod := waitReady(t, ctx, c, ns, selector, 90*time.Second)
 	t.Logf("Pod %s Ready %s after the Deployment", pod.Name, time.Since(t1).Round(time.Millisecond))
+	mounted := false
+	for _, v := range pod.Spec.Volumes {
+		mounted = mounted || v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == pvc.Name
+	}
+	if !mounted {
+		t.Errorf("the bot's Pod mounts no PVC %s: volumes %+v", pvc.Name, pod.Spec.Volumes)
+	}
 
 	if pod.Spec.SecurityContext == nil || !eq(pod.Spec.SecurityContext.RunAsUser, 1000) {
 		t.Errorf("the Pod's securityContext %+v; want the manifest's", pod.Spec.SecurityContext)
@@ -941,7 +945,7 @@ func deployBot(t *testing.T, ctx context.Context, c *cluster, ms []manifest, ns 
 	}
 
 	// The Service selects the bot's Pod, on its 8080 (the EndpointSlice
-	// controller says so; without kube-proxy nothing routes to it here).
+	// controller says so), and kube-proxy routes its ClusterIP there.
 	svcPort := func() bool {
 		slices, err := c.client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=alfred"})
 		if err != nil {
@@ -965,13 +969,50 @@ func deployBot(t *testing.T, ctx context.Context, c *cluster, ms []manifest, ns 
 		}
 	}
 
+	svc, err := c.client.CoreV1().Services(ns).Get(ctx, "alfred", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	port := forwardPort(t, c, ns, pod.Name, 8080)
-	for _, probe := range []struct{ path, body string }{{"/healthz", "ok\n"}, {"/readyz", "ready\n"}} {
-		code, body := waitHTTP(t, fmt.Sprintf("http://127.0.0.1:%d%s", port, probe.path), 10*time.Second)
-		if code != http.StatusOK || body != probe.body {
-			t.Errorf("GET %s through a port-forward = %d %q; want 200 %q", probe.path, code, body, probe.body)
+	for _, via := range []struct{ name, addr string }{
+		{"the Service's ClusterIP", fmt.Sprintf("%s:%d", svc.Spec.ClusterIP, svc.Spec.Ports[0].Port)},
+		{"a port-forward", fmt.Sprintf("127.0.0.1:%d", port)},
+	} {
+		for _, probe := range []struct{ path, body string }{{"/healthz", "ok\n"}, {"/readyz", "ready\n"}} {
+			code, body := waitHTTP(t, "http://"+via.addr+probe.path, 10*time.Second)
+			if code != http.StatusOK || body != probe.body {
+				t.Errorf("GET %s through %s (%s) = %d %q; want 200 %q", probe.path, via.name, via.addr, code, body, probe.body)
+			}
 		}
 	}
+}
+
+// waitBound waits for the PVC name in ns to be Bound, by class; on a
+// timeout it fails with the claim's state and events.
+func waitBound(t *testing.T, ctx context.Context, client kubernetes.Interface, ns, name, class string) *corev1.PersistentVolumeClaim {
+	t.Helper()
+	var last *corev1.PersistentVolumeClaim
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
+		pvc, err := client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("PVC %s/%s: %v", ns, name, err)
+		}
+		last = pvc
+		if pvc.Status.Phase == corev1.ClaimBound {
+			if got := ptr.Deref(pvc.Spec.StorageClassName, ""); got != class {
+				t.Errorf("PVC %s bound by the class %q; want the default %q", name, got, class)
+			}
+			return pvc
+		}
+	}
+	var b strings.Builder
+	if evs, err := client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name}); err == nil {
+		for _, e := range evs.Items {
+			fmt.Fprintf(&b, "\nevent %s: %s", e.Reason, e.Message)
+		}
+	}
+	t.Fatalf("PVC %s/%s not Bound within a minute: %+v%s", ns, name, last.Status, b.String())
+	return nil
 }
 
 // imageAcceptsRunner tells whether the bot of image accepts ALFRED_RUNNER=v,
@@ -986,12 +1027,6 @@ func imageAcceptsRunner(t *testing.T, image, v string) bool {
 	}
 	t.Fatalf("%s config reference lists no ALFRED_RUNNER:\n%s", image, out)
 	return false
-}
-
-// httpGetCommand GETs path on the container's port and succeeds on a 200:
-// the image has bash and no curl (the Dockerfile's HEALTHCHECK does the same).
-func httpGetCommand(port int32, path string) []string {
-	return []string{"bash", "-c", fmt.Sprintf(`exec 3<>/dev/tcp/127.0.0.1/%d && printf 'GET %s HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3 && read -r _ code _ <&3 && [ "$code" = 200 ]`, port, path)}
 }
 
 // waitReady waits for the one Pod of selector in ns to be Ready; on a

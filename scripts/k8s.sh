@@ -6,10 +6,11 @@
 #                           module proxy (once: the binaries are cached), install the
 #                           Debian packages (etcd-server, containerd, runc,
 #                           containernetworking-plugins, openssl, busybox-static,
-#                           iptables, ipset, nftables) when missing, start etcd,
-#                           kube-apiserver, kube-controller-manager, kube-scheduler,
-#                           a containerd (its CRI plugin) and a kubelet per node, and
-#                           kube-router's NetworkPolicy controller, import the test
+#                           iptables, ipset, nftables, inotify-tools) when missing,
+#                           start etcd, kube-apiserver, kube-controller-manager (its
+#                           host-path provisioner: a default StorageClass), kube-scheduler,
+#                           a containerd (its CRI plugin) and a kubelet per node,
+#                           kube-proxy and kube-router's NetworkPolicy controller, import the test
 #                           images into both nodes, run a smoke Pod on each and print
 #                           the variables the tests read
 #   scripts/k8s.sh env      print those variables again (the cluster must be running)
@@ -41,9 +42,16 @@
 # replaces them with its own staging/ folders, which a dependency cannot see) by
 # its release v0.$MINOR.$PATCH; `go build` (CGO_ENABLED=0, nice -n 15, -p 2: the
 # machine is shared) of kube-apiserver, kube-controller-manager, kube-scheduler,
-# kubelet and kubectl into $ALFRED_K8S_CACHE/k8s-v$VERSION/bin. The first build takes
+# kubelet, kubectl and kube-proxy into $ALFRED_K8S_CACHE/k8s-v$VERSION/bin. The first build takes
 # 20-60 minutes on two shared cores (56 min measured under a load of ~10);
-# `scripts/k8s.sh build` can run it ahead. A warm start takes 13-50 s; the
+# `scripts/k8s.sh build` can run it ahead. A cache that lacks some of them
+# (one made before kube-proxy was added) gets only those built: kube-proxy
+# alone took 300 s with an empty Go build cache (its modules downloaded,
+# two shared cores under a load of ~3) and 11 s with the build cache of
+# the others warm. A warm start takes 13-50 s: 13.8 s with kube-proxy, the
+# provisioner, the gateway address and the audit log against 14.4 s without
+# them (main's script before them, medians of 4 and 3 started in turns on
+# two shared cores under a load of 4-12: no cost seen beyond the noise); the
 # second node adds about 1.1 s to it (14.2 s against 13.1 s for main's
 # one-node script, medians of 4 on two shared cores: its containerd 0.1 s,
 # the images imported twice 0.3 s, its kubelet Ready 1.1 s; both smoke Pods
@@ -54,13 +62,29 @@
 # downloaded too; 6 s again with Go's build cache warm); about 0.6 s added to a
 # warm start (its first sync).
 #
-# What runs, all on 127.0.0.1 (ports picked free), with one CA made by openssl
+# What runs, on 127.0.0.1 (ports picked free, never in the NodePort range,
+# which is kept to 30000-30009: kube-router lets every Pod reach the node on
+# those ports)
+# but the API server (on 10.244.0.1, the host's address on the Pod bridge),
+# with one CA made by openssl
 # for every certificate; the two nodes are two kubelets on this host, each
 # with a containerd of its own (two kubelets on one CRI would each
 # garbage-collect the other's Pods):
 #   etcd                     Debian's etcd-server, TLS with client certificates
-#   kube-apiserver           Node,RBAC authorization, NodeRestriction, no privileged Pods
-#   kube-controller-manager  and kube-scheduler, no leader election
+#   kube-apiserver           Node,RBAC authorization, NodeRestriction, no privileged Pods,
+#                            an audit log of who created and deleted which Pod;
+#                            on 10.244.0.1, which it advertises: the Service
+#                            default/kubernetes (10.96.0.1:443) leads there, and the
+#                            Pods' InClusterConfig with it
+#   kube-controller-manager  and kube-scheduler, no leader election; the controller
+#                            manager's host-path provisioner (--enable-hostpath-provisioner)
+#                            behind the default StorageClass alfred-test-hostpath: each
+#                            volume a folder /tmp/hostpath_pv/UUID (a path fixed in its
+#                            code; the folder links into the state folder), opened to
+#                            every user as it appears (start_volumes says why)
+#   kube-proxy               one for both nodes, iptables mode, clusterCIDR the Pod
+#                            subnet, NodePorts only on 10.244.0.1, no route_localnet and
+#                            the conntrack sysctls left alone
 #   containerd               Debian's 1.6 (the kubelet falls back from the RuntimeConfig
 #                            call it lacks), our own instances (config, root, state, socket
 #                            under the state folder; the second node's under node2/),
@@ -79,14 +103,18 @@
 #                            controller would (start_kubelet2 says why: the one
 #                            NetworkPolicy enforcer guards the Pods whose host IP is its
 #                            node's address)
-#   CNI                      one bridge alfk8s0 with no address on the host, the Pod
+#   CNI                      one bridge alfk8s0 with the host's address 10.244.0.1/23
+#                            (the Pods' gateway for one route, the Service range's), the Pod
 #                            subnet 10.244.0.0/23 from host-local: node 127.0.0.1 hands
 #                            out 10.244.0.2-254, the second node 10.244.1.1-254 (its own
 #                            range and IPAM folder). One bridge, not one per node: Pods
 #                            of both nodes reach each other as in a real cluster (two
 #                            bridges without host addresses or routes would cut the nodes
 #                            apart), and the bridge's netfilter and IPv6 rules cover
-#                            both. Nothing routes out.
+#                            both. Nothing routes out: no default route in the Pods, and
+#                            an nftables table "ip alfred-k8s-fwd" drops what the host
+#                            would forward between the bridge and another interface (the
+#                            bridge plugin turns IP forwarding on for a gateway).
 #   NetworkPolicies          kube-router v2.1.0's network policy controller alone, one
 #                            for both nodes (as node 127.0.0.1, whose address is the
 #                            host IP of every Pod: two would delete each other's chains)
@@ -105,7 +133,8 @@
 #                            version the module proxy serves, is flagged for security
 #                            reports: it runs here only as the test cluster's enforcer,
 #                            with no port open and read-only API access.
-# No kube-proxy and no DNS: Services do not work; Pods run, log and exit.
+# No DNS: a Pod names a Service by its ClusterIP (the variables the kubelet
+# sets, KUBERNETES_SERVICE_HOST for one).
 #
 # No registry is reachable: the images are built here (a busybox-static root file
 # system, every applet a symlink, a user 1000 "agent"), written as an OCI archive
@@ -115,12 +144,14 @@
 #   alfred-test/pause:1          the Pod sandbox image (a shell waiting for SIGTERM)
 #
 # On the host, outside the state folder, a start changes (and stop undoes): the
-# sysctls the kubelets set (vm.overcommit_memory=1, kernel.panic=10,
+# sysctls the kubelets and the bridge plugin set (net.ipv4.ip_forward=1,
+# vm.overcommit_memory=1, kernel.panic=10,
 # kernel.panic_on_oops=1, ...: their old values are saved and restored),
 # net.bridge.bridge-nf-call-iptables and -ip6tables (set to 1, restored),
 # kube-router's KUBE-ROUTER-*, KUBE-POD-FW-* and KUBE-NWPLCY-* chains of the
-# filter table and its KUBE-SRC-*/KUBE-DST-* ipsets, the nftables table ip6
-# alfred-k8s-netpol, the
+# filter table and its KUBE-SRC-*/KUBE-DST-* ipsets, kube-proxy's KUBE-*
+# chains (removed by kube-proxy --cleanup), the nftables tables ip6
+# alfred-k8s-netpol and ip alfred-k8s-fwd, the link /tmp/hostpath_pv, the
 # cgroups /alfred-test-k8s and /alfred-test-k8s-2 in each cgroup v1 hierarchy,
 # the bridge alfk8s0, the folders /var/lib/cni (CNI result cache),
 # /var/lib/kubelet (the device plugin socket: a fixed path, which the second
@@ -160,7 +191,7 @@ CACHE=$CACHE_ROOT/k8s-v$VERSION
 BIN=$CACHE/bin
 BUILD_LOG=$CACHE_ROOT/build-k8s-v$VERSION.log
 BUILD_JOBS=${ALFRED_K8S_BUILD_JOBS:-2}
-COMPONENTS="kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl"
+COMPONENTS="kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl kube-proxy"
 STATE=${ALFRED_K8S_STATE:-/tmp/alfred-test-k8s}
 WAIT=${ALFRED_K8S_WAIT:-120}
 NAMESPACE=${ALFRED_K8S_NAMESPACE:-alfred-test}
@@ -179,9 +210,16 @@ CTRD2_SOCK=$NODE2_DIR/containerd.sock
 BRIDGE=alfk8s0
 # One Pod network on one bridge; each node's host-local hands out its own range.
 POD_SUBNET=10.244.0.0/23
+# The host's address on the Pod bridge: the Pods' gateway, where the API
+# server listens (the Service default/kubernetes sends the Pods there).
+NODE_IP=10.244.0.1
 POD_RANGE="10.244.0.2 10.244.0.254"
 POD_RANGE2="10.244.1.1 10.244.1.254"
 SERVICE_RANGE=10.96.0.0/24
+# The NodePorts: kube-router lets every Pod, a sealed one too, reach the
+# node's own addresses on these ports, so the range is kept to ten (the
+# suite uses none) and no port of ours is picked in it.
+NODE_PORTS=30000-30009
 CGROUP_ROOT=alfred-test-k8s
 CGROUP_ROOT2=alfred-test-k8s-2
 # Processes (threads) a Pod may have at once, all its containers together:
@@ -190,9 +228,13 @@ POD_PIDS_LIMIT=${ALFRED_K8S_POD_PIDS_LIMIT:-1024}
 IMAGE=alfred-test/busybox:latest
 PAUSE_IMAGE=alfred-test/pause:1
 HOST_DIRS="/var/lib/cni /var/lib/kubelet /var/log/containers"
-SYSCTLS="vm/overcommit_memory vm/panic_on_oom kernel/panic kernel/panic_on_oops kernel/keys/root_maxkeys kernel/keys/root_maxbytes"
+# The folder the controller manager's host-path provisioner makes volumes in
+# (fixed in its code); a link into the state folder while the cluster runs.
+HOSTPATH_PV=/tmp/hostpath_pv
+STORAGE_CLASS=alfred-test-hostpath
+SYSCTLS="net/ipv4/ip_forward vm/overcommit_memory vm/panic_on_oom kernel/panic kernel/panic_on_oops kernel/keys/root_maxkeys kernel/keys/root_maxbytes"
 # Started in this order, stopped in the reverse one.
-SERVICES="etcd kube-apiserver containerd containerd2 kube-controller-manager kube-scheduler kubelet kubelet2 kube-router"
+SERVICES="volumes etcd kube-apiserver containerd containerd2 kube-proxy kube-controller-manager kube-scheduler kubelet kubelet2 kube-router"
 # The NetworkPolicy enforcer (see start_netpol).
 NETPOL_VERSION=${ALFRED_K8S_NETPOL_VERSION:-2.1.0}
 NETPOL_VERSION=${NETPOL_VERSION#v}
@@ -202,6 +244,9 @@ NETPOL_BIN=$NETPOL_CACHE/bin/kube-router
 NETPOL_BUILD_LOG=$CACHE_ROOT/build-netpol-kube-router-v$NETPOL_VERSION.log
 BRIDGE_NF="net/bridge/bridge-nf-call-iptables net/bridge/bridge-nf-call-ip6tables"
 NFT_TABLE=alfred-k8s-netpol
+# Pods reach each other and the host, never beyond: no forwarding between
+# the Pod bridge and another interface (an nftables table of ours).
+NFT_FWD_TABLE=alfred-k8s-fwd
 
 log() { printf 'k8s.sh: %s\n' "$*" >&2; }
 die() {
@@ -241,13 +286,20 @@ install_packages() {
 
 # ---------------------------------------------------------------- build
 
-k8s_cached() {
-	for c in $COMPONENTS; do [ -x "$BIN/$c" ] || return 1; done
+k8s_cached() { [ -z "$(k8s_missing)" ]; }
+
+# k8s_missing lists the components the cache lacks.
+k8s_missing() {
+	for c in $COMPONENTS; do [ -x "$BIN/$c" ] || printf '%s ' "$c"; done
 }
 
-# build_k8s builds the components into a temporary folder next to the cache
-# and renames it into place, so that a killed build never leaves a half cache.
+# build_k8s builds the components the cache lacks (all of them the first
+# time; one added to COMPONENTS later alone) into a temporary folder next to
+# the cache and moves them into place, a whole folder the first time, one
+# binary at a time (each a rename) after: a killed build never leaves a half
+# cache or a half binary.
 build_k8s() {
+	missing=$(k8s_missing)
 	command -v go >/dev/null 2>&1 || die "build of Kubernetes failed: the go command is missing"
 	mkdir -p "$CACHE_ROOT" || die "cannot create the cache folder $CACHE_ROOT"
 	tmp=$(mktemp -d "$CACHE_ROOT/.build-k8s-v$VERSION.XXXXXX") || die "cannot create a build folder in $CACHE_ROOT"
@@ -255,7 +307,7 @@ build_k8s() {
 	trap 'rm -rf "$tmp"' EXIT
 	trap 'exit 1' INT TERM HUP
 	t0=$(date +%s)
-	log "building Kubernetes v$VERSION ($COMPONENTS) from the Go module proxy (20-40 min the first time; log: $BUILD_LOG)"
+	log "building Kubernetes v$VERSION (${missing% }) from the Go module proxy (20-60 min the first time, all of them; log: $BUILD_LOG)"
 	: >"$BUILD_LOG"
 	go mod download -json "k8s.io/kubernetes@v$VERSION" >"$tmp/module.json" 2>>"$BUILD_LOG" ||
 		{ cat "$tmp/module.json" >>"$BUILD_LOG"; die "build failed: download of k8s.io/kubernetes@v$VERSION; see $BUILD_LOG"; }
@@ -285,7 +337,7 @@ build_k8s() {
 		ldflags="$ldflags -X $p.gitTreeState=clean -X $p.buildDate=$date${commit:+ -X $p.gitCommit=$commit}"
 	done
 	pkgs=""
-	for c in $COMPONENTS; do pkgs="$pkgs k8s.io/kubernetes/cmd/$c"; done
+	for c in $missing; do pkgs="$pkgs k8s.io/kubernetes/cmd/$c"; done
 	# nice and few parallel jobs: the machine is shared with other test runs.
 	# The tags are those of Kubernetes' own release builds (hack/lib/golang.sh).
 	# shellcheck disable=SC2086
@@ -298,13 +350,17 @@ build_k8s() {
 	mkdir -p "$CACHE"
 	# mv -T refuses to move into an existing folder: another start may have
 	# finished the same build first, and its cache is as good as ours.
-	if ! mv -T "$tmp/bin" "$BIN" 2>/dev/null; then
+	if [ -d "$BIN" ]; then
+		for c in $missing; do
+			[ -x "$BIN/$c" ] || mv -f "$tmp/bin/$c" "$BIN/$c" || die "cannot move $c into $BIN"
+		done
+	elif ! mv -T "$tmp/bin" "$BIN" 2>/dev/null; then
 		k8s_cached || die "cannot rename the build into $BIN"
 		log "another start cached Kubernetes v$VERSION meanwhile; using it"
 	fi
 	rm -rf "$tmp"
 	trap - EXIT INT TERM HUP
-	log "built Kubernetes v$VERSION in $(($(date +%s) - t0)) s into $BIN"
+	log "built Kubernetes v$VERSION (${missing% }) in $(($(date +%s) - t0)) s into $BIN"
 }
 
 # ---------------------------------------------------------------- ports
@@ -325,6 +381,8 @@ pick_port() {
 		i=$((i + 1))
 		port=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 30000))
 		case " $PORTS_TAKEN " in *" $port "*) continue ;; esac
+		# Not in the NodePort range (see NODE_PORTS).
+		[ "$port" -ge "${NODE_PORTS%-*}" ] && [ "$port" -le "${NODE_PORTS#*-}" ] && continue
 		listening | grep -qx "$(printf '%04X' "$port")" && continue
 		PORTS_TAKEN="$PORTS_TAKEN $port"
 		eval "$1=$port"
@@ -365,7 +423,7 @@ make_pki() {
 	cert etcd-server etcd "" "$loop"
 	cert apiserver-etcd-client kube-apiserver-etcd-client
 	cert apiserver kube-apiserver "" \
-		"$loop,IP:${SERVICE_RANGE%.0/*}.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+		"$loop,IP:$NODE_IP,IP:${SERVICE_RANGE%.0/*}.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
 	cert apiserver-kubelet-client kube-apiserver-kubelet-client system:masters
 	cert admin alfred-test-admin system:masters
 	cert controller-manager system:kube-controller-manager
@@ -374,6 +432,7 @@ make_pki() {
 	cert kubelet-server "$NODE" "" "$loop"
 	cert kubelet2 "system:node:$NODE2" system:nodes
 	cert kubelet2-server "$NODE2" "" "$loop"
+	cert kube-proxy system:kube-proxy
 	# The service account token signing key (ES256).
 	openssl ecparam -name prime256v1 -genkey -noout -out "$PKI/sa.key" 2>/dev/null
 	openssl ec -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub" 2>/dev/null
@@ -389,7 +448,7 @@ kubeconfig() {
 		clusters:
 		- name: alfred-test
 		  cluster:
-		    server: https://127.0.0.1:$APISERVER_PORT
+		    server: https://$NODE_IP:$APISERVER_PORT
 		    certificate-authority-data: $(b64 "$PKI/ca.crt")
 		users:
 		- name: $1
@@ -490,6 +549,8 @@ mark() {
 	kubelet) echo "--root-dir=$STATE/kubelet" ;;
 	kubelet2) echo "--root-dir=$NODE2_DIR/kubelet" ;;
 	kube-router) echo "--kubeconfig=$STATE/netpol.kubeconfig" ;;
+	kube-proxy) echo "--config=$STATE/kube-proxy.yaml" ;;
+	volumes) echo "$STATE/volumes" ;;
 	esac
 }
 
@@ -584,11 +645,32 @@ start_etcd() {
 		--key "$PKI/apiserver-etcd-client.key" "https://127.0.0.1:$ETCD_PORT/health"
 }
 
+# audit_policy writes the API server's audit policy: who created and deleted
+# which Pod, from which address (Metadata: no object, no secret), nothing
+# else. The tests read the log ($LOGS/audit.log, ALFRED_TEST_K8S_AUDIT_LOG)
+# to see who made a run's Pod.
+audit_policy() {
+	cat >"$STATE/audit-policy.yaml" <<-EOF
+		# Written by scripts/k8s.sh; deleted by its stop.
+		apiVersion: audit.k8s.io/v1
+		kind: Policy
+		omitStages: [RequestReceived]
+		rules:
+		- level: Metadata
+		  verbs: [create, delete]
+		  resources:
+		  - group: ""
+		    resources: [pods]
+		- level: None
+	EOF
+}
+
 start_apiserver() {
+	audit_policy
 	launch kube-apiserver "$BIN/kube-apiserver" \
 		--etcd-servers="https://127.0.0.1:$ETCD_PORT" --etcd-cafile="$PKI/ca.crt" \
 		--etcd-certfile="$PKI/apiserver-etcd-client.crt" "$(mark kube-apiserver)" \
-		--bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$APISERVER_PORT" \
+		--bind-address="$NODE_IP" --advertise-address="$NODE_IP" --secure-port="$APISERVER_PORT" \
 		--tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
 		--client-ca-file="$PKI/ca.crt" \
 		--kubelet-client-certificate="$PKI/apiserver-kubelet-client.crt" \
@@ -596,15 +678,16 @@ start_apiserver() {
 		--kubelet-certificate-authority="$PKI/ca.crt" \
 		--service-account-issuer=https://kubernetes.default.svc.cluster.local \
 		--service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
-		--service-cluster-ip-range="$SERVICE_RANGE" \
+		--service-cluster-ip-range="$SERVICE_RANGE" --service-node-port-range="$NODE_PORTS" \
 		--authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
 		--allow-privileged=false --anonymous-auth=false --profiling=false \
-		--endpoint-reconciler-type=none
+		--audit-policy-file="$STATE/audit-policy.yaml" --audit-log-path="$LOGS/audit.log" \
+		--audit-log-maxsize=50 --audit-log-maxbackup=1
 }
 
 wait_apiserver() {
 	wait_for kube-apiserver "readyz answer" curl -fsS --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" \
-		--key "$PKI/admin.key" "https://127.0.0.1:$APISERVER_PORT/readyz"
+		--key "$PKI/admin.key" "https://$NODE_IP:$APISERVER_PORT/readyz"
 }
 
 # containerd_files DIR SOCKET NETWORK "FIRST LAST" writes a containerd
@@ -655,9 +738,11 @@ containerd_files() {
 		    conf_dir = "$dir/cni/net.d"
 		    max_conf_num = 1
 	EOF
-	# A bridge with no address on the host and no gateway for the Pods: they
-	# reach each other (on both nodes) and nothing else; no IP forwarding, no
-	# masquerading.
+	# The bridge with the host's address as the Pods' gateway (start_bridge
+	# made it) for one route, the Service range's (no default route): they
+	# reach each other (on both nodes), the host's address on the bridge (the
+	# API server) and the Services (kube-proxy's DNAT on the host) and
+	# nothing beyond (no route; the table $NFT_FWD_TABLE); no masquerading.
 	cat >"$dir/cni/net.d/10-$net.conflist" <<-EOF
 		{
 		  "cniVersion": "1.0.0",
@@ -666,13 +751,14 @@ containerd_files() {
 		    {
 		      "type": "bridge",
 		      "bridge": "$BRIDGE",
-		      "isGateway": false,
+		      "isGateway": true,
 		      "ipMasq": false,
 		      "hairpinMode": false,
 		      "ipam": {
 		        "type": "host-local",
 		        "dataDir": "$dir/cni/ipam",
-		        "ranges": [[{"subnet": "$POD_SUBNET", "rangeStart": "$first", "rangeEnd": "$last"}]]
+		        "ranges": [[{"subnet": "$POD_SUBNET", "rangeStart": "$first", "rangeEnd": "$last"}]],
+		        "routes": [{"dst": "$SERVICE_RANGE"}]
 		      }
 		    },
 		    {"type": "loopback"}
@@ -723,7 +809,8 @@ start_controllers() {
 		--bind-address=127.0.0.1 --secure-port="$KCM_PORT" --leader-elect=false \
 		--use-service-account-credentials --service-account-private-key-file="$PKI/sa.key" \
 		--root-ca-file="$PKI/ca.crt" --cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
-		--service-cluster-ip-range="$SERVICE_RANGE" --profiling=false
+		--service-cluster-ip-range="$SERVICE_RANGE" --profiling=false \
+		--enable-hostpath-provisioner
 	launch kube-scheduler "$BIN/kube-scheduler" "$(mark kube-scheduler)" \
 		--authentication-kubeconfig="$STATE/scheduler.kubeconfig" \
 		--authorization-kubeconfig="$STATE/scheduler.kubeconfig" \
@@ -981,7 +1068,7 @@ start_netpol() {
 	launch kube-router "$NETPOL_BIN" "$(mark kube-router)" --hostname-override="$NODE" \
 		--run-firewall=true --run-router=false --run-service-proxy=false --enable-cni=false \
 		--enable-ipv4=true --enable-ipv6=false --health-port=0 --metrics-port=0 \
-		--service-cluster-ip-range="$SERVICE_RANGE" --v=1
+		--service-cluster-ip-range="$SERVICE_RANGE" --service-node-port-range="$NODE_PORTS" --v=1
 	wait_for kube-router "its iptables chains" netpol_ready
 }
 
@@ -1040,7 +1127,7 @@ attach_netpol() {
 	fi
 	install_netpol_packages
 	netpol_cached || build_netpol
-	APISERVER_PORT=$(sed -n 's#^ *server: https://127\.0\.0\.1:\([0-9]*\)$#\1#p' "$STATE/admin.kubeconfig")
+	APISERVER_PORT=$(sed -n 's#^ *server: https://[0-9.]*:\([0-9]*\)$#\1#p' "$STATE/admin.kubeconfig")
 	[ -n "$APISERVER_PORT" ] || die "netpol start: no API server port in $STATE/admin.kubeconfig"
 	trap 'stop_netpol' EXIT
 	ALFRED_K8S_KEEP_FAILED=1 # fail_start must not tear the running cluster down
@@ -1048,6 +1135,136 @@ attach_netpol() {
 	start_netpol
 	trap - EXIT
 	log "kube-router v$NETPOL_VERSION (NetworkPolicies) ready in $(($(now_ms) - t)) ms"
+}
+
+# ---------------------------------------------------------------- Pod network, Services, volumes
+
+# start_bridge makes the Pod bridge with the host's address on it, NODE_IP,
+# before the API server (which listens there) and the first Pod (the CNI
+# bridge plugin finds it and makes NODE_IP the Pods' gateway). The kernel
+# then routes between the bridge and the host's other interfaces (the
+# plugin turns IP forwarding on for a gateway; stop restores the switch): the
+# nftables table $NFT_FWD_TABLE drops every packet forwarded from the
+# bridge to another interface or back, so that Pods reach each other and
+# the host's addresses and nothing beyond.
+start_bridge() {
+	ip link add "$BRIDGE" type bridge || fail_start "ip link add $BRIDGE type bridge"
+	ip addr add "$NODE_IP/${POD_SUBNET#*/}" dev "$BRIDGE" || fail_start "ip addr add $NODE_IP to $BRIDGE"
+	ip link set "$BRIDGE" up || fail_start "ip link set $BRIDGE up"
+	nft -f - <<-EOF || fail_start "nft could not make the table ip $NFT_FWD_TABLE"
+		table ip $NFT_FWD_TABLE {
+		  chain forward { type filter hook forward priority 0; policy accept; iifname "$BRIDGE" oifname != "$BRIDGE" drop; oifname "$BRIDGE" iifname != "$BRIDGE" drop; }
+		}
+	EOF
+}
+
+stop_bridge() {
+	if command -v nft >/dev/null 2>&1 && nft list table ip "$NFT_FWD_TABLE" >/dev/null 2>&1; then
+		nft delete table ip "$NFT_FWD_TABLE" || log "could not delete the nftables table ip $NFT_FWD_TABLE"
+	fi
+	if [ -d "/sys/class/net/$BRIDGE" ]; then ip link delete "$BRIDGE" 2>/dev/null || log "could not delete the bridge $BRIDGE"; fi
+}
+
+# start_volumes readies the controller manager's host-path provisioner
+# (--enable-hostpath-provisioner): it makes each volume a folder
+# $HOSTPATH_PV/UUID, a path fixed in its code, which links here into the
+# state folder (volumes/, deleted by stop). It makes the folder root's, mode
+# 0750, and the kubelet changes no owner on a hostPath volume (fsGroup does
+# not apply), so a Pod of a user other than root could not write to its
+# volume: inotifywait (Debian's inotify-tools) sees each new folder and a
+# shell opens it to every user (mode 0777), as the small real provisioners
+# do (local-path-provisioner's mkdir -m 0777), before its Pod can start (the
+# volume is made before the claim is bound, the Pod scheduled after).
+start_volumes() {
+	if [ -e "$HOSTPATH_PV" ] || [ -L "$HOSTPATH_PV" ]; then
+		case $(readlink "$HOSTPATH_PV" 2>/dev/null) in
+		"$STATE/volumes") ;;
+		*) fail_start "$HOSTPATH_PV exists and is not a link of ours: the host-path provisioner's folder is taken" ;;
+		esac
+		rm -f "$HOSTPATH_PV"
+	fi
+	mkdir -p "$STATE/volumes"
+	ln -s "$STATE/volumes" "$HOSTPATH_PV" || fail_start "ln -s $STATE/volumes $HOSTPATH_PV"
+	cat >"$STATE/volume-mode" <<-'EOF'
+		#!/bin/sh
+		# Written by scripts/k8s.sh: each new folder of the volumes folder $1
+		# is opened to every user. Stop ends the process group.
+		inotifywait -m -q -e create -e moved_to --format %f "$1" | while read -r name; do
+			[ -d "$1/$name" ] && chmod 0777 "$1/$name"
+		done
+	EOF
+	launch volumes sh "$STATE/volume-mode" "$(mark volumes)"
+}
+
+stop_volumes() {
+	# The shell, inotifywait and the loop: the whole group (launch's setsid).
+	if pid=$(ours volumes); then kill -TERM -- "-$pid" 2>/dev/null || true; fi
+	stop_services volumes
+	case $(readlink "$HOSTPATH_PV" 2>/dev/null) in "$STATE/volumes") rm -f "$HOSTPATH_PV" ;; esac
+}
+
+# storage_class makes the cluster's default StorageClass, the host-path
+# provisioner's: a PersistentVolumeClaim without a class gets a volume.
+storage_class() {
+	kubectl apply -f - >/dev/null <<-EOF || fail_start "creation of the StorageClass $STORAGE_CLASS" kube-apiserver
+		apiVersion: storage.k8s.io/v1
+		kind: StorageClass
+		metadata:
+		  name: $STORAGE_CLASS
+		  annotations:
+		    storageclass.kubernetes.io/is-default-class: "true"
+		provisioner: kubernetes.io/host-path
+		reclaimPolicy: Delete
+		volumeBindingMode: Immediate
+	EOF
+}
+
+# start_proxy starts kube-proxy, one for both nodes (they share the host's
+# network), in iptables mode (Debian's iptables, as kube-router's): the
+# Services' ClusterIPs, the Service default/kubernetes (10.96.0.1:443, the
+# API server on NODE_IP) for the Pods' InClusterConfig among them. It
+# leaves the host's conntrack sysctls alone and sets no route_localnet
+# (no NodePort on loopback); NodePorts only on NODE_IP.
+start_proxy() {
+	kubeconfig kube-proxy kube-proxy
+	cat >"$STATE/kube-proxy.yaml" <<-EOF
+		# Written by scripts/k8s.sh; deleted by its stop.
+		apiVersion: kubeproxy.config.k8s.io/v1alpha1
+		kind: KubeProxyConfiguration
+		clientConnection:
+		  kubeconfig: $STATE/kube-proxy.kubeconfig
+		mode: iptables
+		clusterCIDR: $POD_SUBNET
+		hostnameOverride: "$NODE"
+		healthzBindAddress: 127.0.0.1:$KPROXY_PORT
+		metricsBindAddress: 127.0.0.1:$KPROXY_METRICS_PORT
+		nodePortAddresses: ["$NODE_IP/32"]
+		conntrack:
+		  maxPerCore: 0
+		  min: 0
+		  tcpEstablishedTimeout: 0s
+		  tcpCloseWaitTimeout: 0s
+		iptables:
+		  localhostNodePorts: false
+		logging:
+		  verbosity: 1
+	EOF
+	launch kube-proxy "$BIN/kube-proxy" "$(mark kube-proxy)"
+}
+
+wait_proxy() {
+	wait_for kube-proxy "healthz answer" curl -fsS "http://127.0.0.1:$KPROXY_PORT/healthz"
+}
+
+# stop_proxy stops kube-proxy and removes its iptables chains
+# (kube-proxy --cleanup: its KUBE-* chains of every mode, nothing else).
+stop_proxy() {
+	was=$(ours kube-proxy) || was=""
+	stop_services kube-proxy
+	if [ -n "$was" ] && [ -x "$BIN/kube-proxy" ]; then
+		"$BIN/kube-proxy" --cleanup >"$LOGS/kube-proxy-cleanup.log" 2>&1 ||
+			log "kube-proxy --cleanup failed: see $LOGS/kube-proxy-cleanup.log"
+	fi
 }
 
 # ---------------------------------------------------------------- smoke test
@@ -1206,6 +1423,10 @@ write_env() {
 		ALFRED_TEST_K8S_NODE=$NODE
 		ALFRED_TEST_K8S_NODES='$NODE $NODE2'
 		ALFRED_TEST_K8S_POD_BRIDGE=$BRIDGE
+		ALFRED_TEST_K8S_NODE_IP=$NODE_IP
+		ALFRED_TEST_K8S_STORAGE_CLASS=$STORAGE_CLASS
+		ALFRED_TEST_K8S_AUDIT_LOG=$LOGS/audit.log
+		ALFRED_TEST_K8S_KUBECTL=$BIN/kubectl
 		ALFRED_TEST_K8S_POD_PIDS_LIMIT=$POD_PIDS_LIMIT
 	EOF
 	umask 022
@@ -1229,7 +1450,7 @@ start() {
 	fi
 	install_packages /usr/bin/etcd:etcd-server /usr/bin/containerd:containerd /usr/sbin/runc:runc \
 		/usr/lib/cni/bridge:containernetworking-plugins /usr/bin/openssl:openssl /bin/busybox:busybox-static \
-		/usr/bin/curl:curl
+		/usr/bin/curl:curl /usr/bin/inotifywait:inotify-tools
 	install_netpol_packages
 	if k8s_cached; then
 		log "using the cached Kubernetes v$VERSION in $BIN"
@@ -1244,13 +1465,17 @@ start() {
 	: >"$MARKER"
 	t=$(now_ms)
 	make_pki
-	for p in ETCD_PORT ETCD_PEER_PORT APISERVER_PORT KCM_PORT SCHED_PORT KUBELET_PORT KUBELET2_PORT; do pick_port $p; done
+	for p in ETCD_PORT ETCD_PEER_PORT APISERVER_PORT KCM_PORT SCHED_PORT KUBELET_PORT KUBELET2_PORT KPROXY_PORT KPROXY_METRICS_PORT; do pick_port $p; done
 	kubeconfig admin admin
 	kubeconfig controller-manager controller-manager
 	kubeconfig scheduler scheduler
 	kubeconfig kubelet kubelet
 	kubeconfig kubelet2 kubelet2
 	log "certificates and kubeconfigs made in $(($(now_ms) - t)) ms"
+	t=$(now_ms)
+	start_bridge
+	start_volumes
+	log "Pod bridge $BRIDGE ($NODE_IP) and the volumes folder ready in $(($(now_ms) - t)) ms"
 	t=$(now_ms)
 	start_etcd
 	log "etcd $(etcd --version | sed -n 's/^etcd Version: //p') ready in $(($(now_ms) - t)) ms on 127.0.0.1:$ETCD_PORT"
@@ -1268,8 +1493,9 @@ start() {
 	import_images
 	log "imported $IMAGE and $PAUSE_IMAGE into both nodes in $(($(now_ms) - t)) ms"
 	wait_apiserver
-	log "kube-apiserver v$VERSION ready in $(($(now_ms) - t_api)) ms on https://127.0.0.1:$APISERVER_PORT"
+	log "kube-apiserver v$VERSION ready in $(($(now_ms) - t_api)) ms on https://$NODE_IP:$APISERVER_PORT"
 	t=$(now_ms)
+	start_proxy
 	start_controllers
 	log "kube-controller-manager and kube-scheduler ready in $(($(now_ms) - t)) ms"
 	t=$(now_ms)
@@ -1282,6 +1508,10 @@ start() {
 	start_netpol
 	log "kube-router v$NETPOL_VERSION (NetworkPolicies) ready in $(($(now_ms) - t)) ms"
 	t=$(now_ms)
+	wait_proxy
+	log "kube-proxy (iptables) ready in $(($(now_ms) - t)) ms"
+	t=$(now_ms)
+	storage_class
 	setup_namespace
 	smoke_test
 	log "smoke Pods ran 'echo ok' in $NAMESPACE on $NODE and $NODE2 in $(($(now_ms) - t)) ms"
@@ -1333,7 +1563,9 @@ kill_tasks() {
 teardown() {
 	drain_pods
 	stop_netpol
+	stop_proxy
 	stop_services kubelet kubelet2 kube-scheduler kube-controller-manager
+	stop_volumes
 	kill_tasks containerd ctr_k8s
 	kill_tasks containerd2 ctr_node2
 	stop_services containerd containerd2 kube-apiserver
@@ -1348,7 +1580,7 @@ teardown() {
 	done
 	restore_sysctls
 	remove_cgroups
-	if [ -d "/sys/class/net/$BRIDGE" ]; then ip link delete "$BRIDGE" 2>/dev/null || log "could not delete the bridge $BRIDGE"; fi
+	stop_bridge
 	# The kubelet's legacy symlinks to the container logs and the CNI results
 	# of our network, ours only; then the folders that a start made.
 	for l in /var/log/containers/*.log; do

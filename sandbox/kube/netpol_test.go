@@ -35,12 +35,14 @@ type netTarget struct {
 	name string
 	host string // an IPv6 link-local address carries its zone: the Pod's eth0
 	port int
-	// open: an unsealed run reaches it. The others have no route from any
-	// Pod of the test cluster once scripts/k8s.sh set it up (the bridge has
-	// no IPv4 address on the node, the API server listens on the node's
-	// loopback, no kube-proxy, IPv6 dropped on the bridge); without that
-	// setup a Pod reaches the node over IPv6. A sealed run must fail them all.
+	// open: an unsealed run reaches it and gets listenerHello. The Pod's
+	// and the node's IPv6 link-local addresses have no route from any Pod
+	// of the test cluster once scripts/k8s.sh set it up (IPv6 dropped on
+	// the bridge); without that setup a Pod reaches them.
 	open bool
+	// connects: an unsealed run connects to it (a server that says nothing
+	// first, the API server). A sealed run must fail them all.
+	connects bool
 }
 
 // TestSealedRunHasNoNetwork: a sealed run (the runner's deny-all
@@ -55,15 +57,15 @@ func TestSealedRunHasNoNetwork(t *testing.T) {
 	r := newTestRunner(t, func(o *Options) { o.Relay = fwd })
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	targets := append(listenerPod(ctx, t, r.c, ""), nodeListener(t), apiServerTarget(t, r.c))
+	targets := append(listenerPod(ctx, t, r.c, ""), nodeListener(t), nodeListenerIPv4(t), apiServerTarget(t, r.c))
 
 	unsealed := r.spec(probeScript(targets))
 	unsealed.Network = sandbox.NetworkPod
 	res := r.run(t, unsealed)
 	got := probeResults(t, "unsealed", res)
 	for _, tg := range targets {
-		if tg.open && got[tg.name] != "open" {
-			t.Fatalf("the unsealed run did not reach %s (%s): %q; the test's listener is not reachable, so the sealed run's failure would prove nothing", tg.name, net.JoinHostPort(tg.host, strconv.Itoa(tg.port)), res.Stdout)
+		if tg.open && got[tg.name] != "open" || tg.connects && got[tg.name] != "connected" {
+			t.Fatalf("the unsealed run did not reach %s (%s): %q; the target is not reachable, so the sealed run's failure would prove nothing", tg.name, net.JoinHostPort(tg.host, strconv.Itoa(tg.port)), res.Stdout)
 		}
 	}
 
@@ -102,10 +104,12 @@ func settleScript(tg netTarget) string {
 const policySettle = 5 * time.Second
 
 // probeScript tries each target with busybox nc (2 s to connect) and prints
-// "probe NAME open|closed OUTPUT" lines.
+// "probe NAME open|connected|closed OUTPUT" lines: open when the target
+// said listenerHello, connected when the connection was made and closed
+// cleanly without it (busybox nc exits 0), closed otherwise.
 func probeScript(targets []netTarget) string {
 	var b strings.Builder
-	b.WriteString(`probe() { if out=$(nc -w 2 "$2" "$3" </dev/null 2>&1) && [ "$out" = ` + listenerHello + ` ]; then echo "probe $1 open"; else echo "probe $1 closed $out"; fi; }` + "\n")
+	b.WriteString(`probe() { if out=$(nc -w 2 "$2" "$3" </dev/null 2>&1); then if [ "$out" = ` + listenerHello + ` ]; then echo "probe $1 open"; else echo "probe $1 connected $out"; fi; else echo "probe $1 closed $out"; fi; }` + "\n")
 	for _, tg := range targets {
 		fmt.Fprintf(&b, "probe %s %s %d\n", tg.name, tg.host, tg.port)
 	}
@@ -213,8 +217,8 @@ func listenerIPv6(ctx context.Context, t *testing.T, c testCluster, name string)
 	return strings.TrimSpace(v6)
 }
 
-// nodeListener listens on the node's address on the Pod bridge (its IPv6
-// link-local one: the bridge has no IPv4 address) and answers listenerHello.
+// nodeListener listens on the node's IPv6 link-local address on the Pod
+// bridge (nodeListenerIPv4 takes its IPv4 one) and answers listenerHello.
 func nodeListener(t *testing.T) netTarget {
 	t.Helper()
 	bridge := os.Getenv("ALFRED_TEST_K8S_POD_BRIDGE")
@@ -256,9 +260,36 @@ func nodeListener(t *testing.T) netTarget {
 	return netTarget{name: "node", host: ip.String() + "%eth0", port: ln.Addr().(*net.TCPAddr).Port}
 }
 
+// nodeListenerIPv4 listens on the node's IPv4 address on the Pod bridge
+// (ALFRED_TEST_K8S_NODE_IP: the Pods' gateway, where the API server
+// listens) and answers listenerHello.
+func nodeListenerIPv4(t *testing.T) netTarget {
+	t.Helper()
+	ip := os.Getenv("ALFRED_TEST_K8S_NODE_IP")
+	if net.ParseIP(ip).To4() == nil {
+		t.Fatalf("ALFRED_TEST_K8S_NODE_IP = %q: want the node's IPv4 address on the Pod bridge (scripts/k8s.sh env)", ip)
+	}
+	ln, err := net.Listen("tcp4", net.JoinHostPort(ip, "0"))
+	if err != nil {
+		t.Fatalf("listen on the node's bridge address %s: %v", ip, err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			fmt.Fprintln(conn, listenerHello)
+			conn.Close()
+		}
+	}()
+	return netTarget{name: "node-ipv4", host: ip, port: ln.Addr().(*net.TCPAddr).Port, open: true}
+}
+
 // apiServerTarget is the API server as a Pod addresses it: the Service
-// default/kubernetes (its other address, the kubeconfig's, is the node's
-// loopback, which in a Pod is the Pod's own).
+// default/kubernetes, which kube-proxy sends to the node's address on the
+// Pod bridge. An unsealed run connects (as the bot's InClusterConfig does).
 func apiServerTarget(t *testing.T, c testCluster) netTarget {
 	t.Helper()
 	svc, err := c.client.CoreV1().Services("default").Get(context.Background(), "kubernetes", metav1.GetOptions{})
@@ -268,7 +299,7 @@ func apiServerTarget(t *testing.T, c testCluster) netTarget {
 	if svc.Spec.ClusterIP == "" || len(svc.Spec.Ports) == 0 {
 		t.Fatalf("the Service default/kubernetes has no address: %+v", svc.Spec)
 	}
-	return netTarget{name: "apiserver", host: svc.Spec.ClusterIP, port: int(svc.Spec.Ports[0].Port)}
+	return netTarget{name: "apiserver", host: svc.Spec.ClusterIP, port: int(svc.Spec.Ports[0].Port), connects: true}
 }
 
 // gatewaySocket serves the model gateway's part on a unix socket of this
