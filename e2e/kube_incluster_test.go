@@ -409,11 +409,10 @@ func (k *kube) waitBound(name string) string {
 	return path
 }
 
-// waitBot waits for a Ready bot Pod other than old and returns it. The
-// first one's containers must never have restarted. The next one's may
-// have, and are only logged: the ReplicaSet starts it while the deleted
-// Pod still shuts down, and a bot that finds the state repository's lock
-// held exits (the kubelet starts it again).
+// waitBot waits for a Ready bot Pod other than old and returns it. No
+// container of it may have restarted: the ReplicaSet starts the next Pod
+// while the deleted one still shuts down, and the next bot waits for the
+// state store's lock rather than exits (serve's openWaiting).
 func (k *kube) waitBot(old string, d time.Duration) corev1.Pod {
 	var ready *corev1.Pod
 	var list *corev1.PodList
@@ -435,11 +434,8 @@ func (k *kube) waitBot(old string, d time.Duration) corev1.Pod {
 		}
 	}
 	for _, c := range ready.Status.ContainerStatuses {
-		switch {
-		case c.RestartCount > 0 && old == "":
-			k.t.Errorf("container %s of the bot's Pod %s restarted %d times", c.Name, ready.Name, c.RestartCount)
-		case c.RestartCount > 0:
-			k.t.Logf("container %s of the bot's Pod %s restarted %d times (last: %+v)", c.Name, ready.Name, c.RestartCount, c.LastTerminationState.Terminated)
+		if c.RestartCount > 0 {
+			k.t.Errorf("container %s of the bot's Pod %s restarted %d times (last: %+v)", c.Name, ready.Name, c.RestartCount, c.LastTerminationState.Terminated)
 		}
 	}
 	return *ready
