@@ -32,6 +32,7 @@ type snapshot struct {
 
 	mailboxes     map[string]*mailboxIndex // by mailbox id
 	mailboxFiles  map[string]struct{}      // paths of mailbox records
+	openMailboxes map[string]struct{}      // paths of the mailbox records not finished (unreadable ones too)
 	runs          map[string]string        // run id -> path
 	sessionsByRun runSessions              // run id -> llm session paths (a run has a few)
 	routes        map[Route]string         // how events find an issue mailbox -> its path
@@ -104,6 +105,7 @@ func newSnapshot(z snapSizes) *snapshot {
 		trees:         &tipTrees{root: emptyTree},
 		mailboxes:     make(map[string]*mailboxIndex, z.mailboxes),
 		mailboxFiles:  make(map[string]struct{}, z.mailboxes),
+		openMailboxes: map[string]struct{}{},
 		runs:          make(map[string]string, z.runs),
 		sessionsByRun: newRunSessions(z.runs),
 		routes:        make(map[Route]string, z.mailboxes),
@@ -173,10 +175,16 @@ func (s *snapshot) index(path string, r *record) {
 	switch kind {
 	case "mailbox":
 		s.mailboxFiles[path] = struct{}{}
-		if m, ok := r.val.(*Mailbox); ok && r.err == nil {
-			for _, rt := range routesOf(m) {
-				s.routes[rt] = path
-			}
+		m, ok := r.val.(*Mailbox)
+		if !ok || r.err != nil {
+			s.openMailboxes[path] = struct{}{}
+			return
+		}
+		if !m.Finished() {
+			s.openMailboxes[path] = struct{}{}
+		}
+		for _, rt := range routesOf(m) {
+			s.routes[rt] = path
 		}
 	case "run":
 		s.runs[recordName(path)] = path
@@ -209,6 +217,7 @@ func (s *snapshot) unindex(path string, r *record) {
 	switch kindOf(path) {
 	case "mailbox":
 		delete(s.mailboxFiles, path)
+		delete(s.openMailboxes, path)
 		if m, ok := r.val.(*Mailbox); ok && r.err == nil {
 			for _, rt := range routesOf(m) {
 				if s.routes[rt] == path {

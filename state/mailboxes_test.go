@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -105,4 +106,99 @@ func TestRouted(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(s, route(ByMergeRequest, "12"), 0)
+}
+
+// TestMailboxFinished says which mailboxes are finished: in status
+// MailboxDone with no run in progress, whatever else they hold.
+func TestMailboxFinished(t *testing.T) {
+	for _, c := range []struct {
+		status, activeRun string
+		want              bool
+	}{
+		{"", "", false},
+		{"functional_analysis", "", false},
+		{"waiting_validation", "", false},
+		{"in_ci", "", false},
+		{"in_review", "", false},
+		{"blocked", "", false},
+		{"paused", "", false},
+		{"done", "", true},
+		{"done", "r1", false}, // a run still to apply
+		{"Done", "", false},
+	} {
+		m := testMailbox(1)
+		m.Status, m.ActiveRunID = c.status, c.activeRun
+		if got := m.Finished(); got != c.want {
+			t.Errorf("status %q, active run %q: Finished() = %v, want %v", c.status, c.activeRun, got, c.want)
+		}
+	}
+}
+
+// TestOpenMailboxes keeps the index of the mailboxes not finished through
+// puts that finish and reopen them, deletes and a reopen of the store,
+// with and without the journal.
+func TestOpenMailboxes(t *testing.T) {
+	ctx := context.Background()
+	for _, journal := range []bool{false, true} {
+		dir := filepath.Join(t.TempDir(), "state.git")
+		opts := Options{Journal: journal}
+		s, err := Open(ctx, dir, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		put := func(statuses map[int64]string) {
+			t.Helper()
+			if err := s.Update(ctx, func(tx *Tx) error {
+				for iid, st := range statuses {
+					m := testMailbox(iid)
+					m.Status = st
+					if st == "done-running" {
+						m.Status, m.ActiveRunID = MailboxDone, "r"
+					}
+					if err := tx.PutMailbox(m); err != nil {
+						return err
+					}
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		check := func(s *Store, want ...int64) {
+			t.Helper()
+			mbs, err := s.OpenMailboxes()
+			var got []int64
+			for _, m := range mbs {
+				got = append(got, m.IID)
+			}
+			if err != nil || !slices.Equal(got, want) {
+				t.Fatalf("journal %v: OpenMailboxes() = %v, %v; want %v", journal, got, err, want)
+			}
+		}
+		put(map[int64]string{1: "in_ci", 2: "done", 3: "blocked", 4: "done-running", 5: ""})
+		check(s, 1, 3, 4, 5)
+		put(map[int64]string{1: "done", 2: "in_development", 4: "done"}) // finish 1 and 4, reopen 2
+		check(s, 2, 3, 5)
+		if err := s.Update(ctx, func(tx *Tx) error {
+			if err := tx.DeleteMailbox(testMailbox(3).Key()); err != nil {
+				return err
+			}
+			return tx.DeleteMailbox(testMailbox(4).Key())
+		}); err != nil {
+			t.Fatal(err)
+		}
+		check(s, 2, 5)
+		if all, err := s.Mailboxes(); err != nil || len(all) != 3 {
+			t.Fatalf("Mailboxes() = %d mailboxes, %v; want 3", len(all), err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		s, err = Open(ctx, dir, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(s, 2, 5)
+		s.Close()
+	}
 }

@@ -122,8 +122,24 @@ func (s *Store) Mailboxes() ([]Mailbox, error) {
 	defer s.mu.RUnlock()
 	// From the index of mailbox records: walking the mailboxes tree would
 	// visit every run and llm session too.
-	paths := make([]string, 0, len(s.snap.mailboxFiles))
-	for p := range s.snap.mailboxFiles {
+	return s.mailboxesLocked(s.snap.mailboxFiles)
+}
+
+// OpenMailboxes returns the mailboxes that are not finished (see
+// Mailbox.Finished), in path order, from an index kept as records change:
+// its cost follows the open mailboxes, not all of them. An unreadable
+// mailbox record might be open: its error is returned with the others.
+func (s *Store) OpenMailboxes() ([]Mailbox, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.mailboxesLocked(s.snap.openMailboxes)
+}
+
+// mailboxesLocked returns the mailboxes at paths, in path order; the
+// caller holds s.mu.
+func (s *Store) mailboxesLocked(set map[string]struct{}) ([]Mailbox, error) {
+	paths := make([]string, 0, len(set))
+	for p := range set {
 		paths = append(paths, p)
 	}
 	sort.Strings(paths)
