@@ -141,7 +141,12 @@
 // are not (unreadable ones too, which might be) answers OpenMailboxes, the
 // poller's and the run recovery's query: at 100k mailboxes, 1% open, a
 // poll's pass went from 338 ms and 316 MiB allocated (every mailbox copied
-// through Mailboxes) to 3.4 ms and 2.2 MiB (bot's BenchmarkPollDue).
+// through Mailboxes) to 3.4 ms and 2.2 MiB (bot's BenchmarkPollDue). Of a
+// finished mailbox, memory keeps what the overview's mailbox filters and
+// order ask (its title, its UpdatedAt and whether it holds quarantined
+// events; its status is MailboxDone): Mailbox, Routed, Mailboxes,
+// ListMailboxes' rows and Tx.Mailbox decode it from its body, and its
+// routes, when it leaves the tip, are read from its body too.
 //
 // The git trees are not kept either. Open walks them to list the files and
 // keeps the paths, in byte order (a walk in git's order meets them so), in
