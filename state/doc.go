@@ -146,7 +146,9 @@
 // order ask (its title, its UpdatedAt and whether it holds quarantined
 // events; its status is MailboxDone): Mailbox, Routed, Mailboxes,
 // ListMailboxes' rows and Tx.Mailbox decode it from its body, and its
-// routes, when it leaves the tip, are read from its body too.
+// routes, when it leaves the tip, are read from its body too. On
+// BenchmarkScale's year (111,111 mailboxes, 1M records) that took the heap
+// with the store open from 526 to 460 MiB.
 //
 // The git trees are not kept either. Open walks them to list the files and
 // keeps the paths, in byte order (a walk in git's order meets them so), in
