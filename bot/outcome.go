@@ -94,7 +94,7 @@ func (e *Engine) recoverRuns(ctx context.Context, names ...string) error {
 	if len(names) == 0 {
 		return nil
 	}
-	mbs, err := e.store.Mailboxes()
+	mbs, err := e.store.OpenMailboxes() // a finished mailbox has no run in progress
 	if err != nil {
 		e.log.Warn("some mailboxes are unreadable", "err", err)
 	}
@@ -143,9 +143,10 @@ func (e *Engine) pollLoop() {
 
 // pollDue queues a poll for each mailbox waiting on its merge request (one
 // for which a CI intent has a row of the dispatch table), on the forges that
-// answer.
+// answer. It reads the open mailboxes only: no CI row leaves a finished one
+// (StatusDone), and the finished are most of them.
 func (e *Engine) pollDue() {
-	mbs, _ := e.store.Mailboxes()
+	mbs, _ := e.store.OpenMailboxes()
 	for _, mb := range mbs {
 		if e.meOn(mb.Forge) == "" {
 			continue

@@ -1,6 +1,8 @@
 package state
 
 import (
+	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,6 +34,7 @@ type snapshot struct {
 
 	mailboxes     map[string]*mailboxIndex // by mailbox id
 	mailboxFiles  map[string]struct{}      // paths of mailbox records
+	openMailboxes map[string]struct{}      // paths of the mailbox records not finished (unreadable ones too)
 	runs          map[string]string        // run id -> path
 	sessionsByRun runSessions              // run id -> llm session paths (a run has a few)
 	routes        map[Route]string         // how events find an issue mailbox -> its path
@@ -104,6 +107,7 @@ func newSnapshot(z snapSizes) *snapshot {
 		trees:         &tipTrees{root: emptyTree},
 		mailboxes:     make(map[string]*mailboxIndex, z.mailboxes),
 		mailboxFiles:  make(map[string]struct{}, z.mailboxes),
+		openMailboxes: map[string]struct{}{},
 		runs:          make(map[string]string, z.runs),
 		sessionsByRun: newRunSessions(z.runs),
 		routes:        make(map[Route]string, z.mailboxes),
@@ -173,11 +177,18 @@ func (s *snapshot) index(path string, r *record) {
 	switch kind {
 	case "mailbox":
 		s.mailboxFiles[path] = struct{}{}
-		if m, ok := r.val.(*Mailbox); ok && r.err == nil {
-			for _, rt := range routesOf(m) {
-				s.routes[rt] = path
-			}
+		m, ok := r.val.(*Mailbox)
+		if !ok || r.err != nil {
+			s.openMailboxes[path] = struct{}{}
+			return
 		}
+		if !m.Finished() {
+			s.openMailboxes[path] = struct{}{}
+		}
+		for _, rt := range routesOf(m) {
+			s.routes[rt] = path
+		}
+		lightenMailbox(r)
 	case "run":
 		s.runs[recordName(path)] = path
 		s.ov.lighten(path, r)
@@ -209,13 +220,8 @@ func (s *snapshot) unindex(path string, r *record) {
 	switch kindOf(path) {
 	case "mailbox":
 		delete(s.mailboxFiles, path)
-		if m, ok := r.val.(*Mailbox); ok && r.err == nil {
-			for _, rt := range routesOf(m) {
-				if s.routes[rt] == path {
-					delete(s.routes, rt)
-				}
-			}
-		}
+		delete(s.openMailboxes, path)
+		s.unrouteMailbox(path, r)
 	case "run":
 		if s.runs[recordName(path)] == path {
 			delete(s.runs, recordName(path))
@@ -284,3 +290,96 @@ func (s *snapshot) setTrees(changed map[string]*treeNode) {
 
 // now is the clock of record timestamps.
 var now = func() time.Time { return time.Now().UTC() }
+
+// mailboxLite is what memory keeps of a finished mailbox (Mailbox.Finished):
+// what the overview's filters and order ask of it. Its status is
+// MailboxDone and it has no run in progress; the queries returning it read
+// it whole from its body (snapshot.wholeMailbox).
+type mailboxLite struct {
+	Title       string
+	t           int64 // timeKey(UpdatedAt)
+	quarantined bool  // it holds quarantined events
+}
+
+// lightenMailbox replaces the value of a finished mailbox by its
+// mailboxLite.
+func lightenMailbox(r *record) {
+	m, ok := r.val.(*Mailbox)
+	if !ok || r.err != nil || !m.Finished() {
+		return
+	}
+	r.val = &mailboxLite{Title: m.Title, t: timeKey(m.UpdatedAt), quarantined: len(m.Quarantined) > 0}
+}
+
+// mailbox returns a copy of the whole mailbox at path, read from its body
+// when memory keeps its mailboxLite.
+func (s *snapshot) wholeMailbox(path string, r *record) (Mailbox, error) {
+	if m, ok := r.val.(*Mailbox); ok {
+		c := *m
+		c.Labels = slices.Clone(m.Labels)
+		c.Quarantined = slices.Clone(m.Quarantined)
+		return c, nil
+	}
+	raw, err := s.body(r)
+	if err != nil {
+		return Mailbox{}, fmt.Errorf("read mailbox %s: %w", path, err)
+	}
+	v, err := decodeRecord(path, raw)
+	if err != nil {
+		return Mailbox{}, fmt.Errorf("read mailbox %s: %w", path, err)
+	}
+	m, ok := v.(*Mailbox)
+	if !ok {
+		return Mailbox{}, fmt.Errorf("read mailbox %s: not a mailbox", path)
+	}
+	return *m, nil
+}
+
+// mailboxFacts are what the overview's mailbox filters ask of a
+// mailbox's value in memory (a *Mailbox or a finished one's *mailboxLite).
+func mailboxFacts(v any) (status, title string, quarantined bool) {
+	switch m := v.(type) {
+	case *Mailbox:
+		return m.Status, m.Title, len(m.Quarantined) > 0
+	case *mailboxLite:
+		return MailboxDone, m.Title, m.quarantined
+	}
+	return "", "", false
+}
+
+// unrouteMailbox removes the routes to the mailbox at path, whose record
+// r is leaving the tip. A finished mailbox's routes are read from its body,
+// or, when that fails, found by a pass over the routes.
+func (s *snapshot) unrouteMailbox(path string, r *record) {
+	if r.err != nil {
+		return
+	}
+	if _, ok := r.val.(*mailboxLite); ok {
+		m, err := s.wholeMailbox(path, r)
+		if err != nil {
+			for rt, p := range s.routes {
+				if p == path {
+					delete(s.routes, rt)
+				}
+			}
+			return
+		}
+		r = &record{val: &m}
+	}
+	if m, ok := r.val.(*Mailbox); ok {
+		for _, rt := range routesOf(m) {
+			if s.routes[rt] == path {
+				delete(s.routes, rt)
+			}
+		}
+	}
+}
+
+// mailboxTime is the overview's time key of a mailbox's value in memory:
+// timeKey(UpdatedAt).
+func mailboxTime(v any) int64 {
+	if m, ok := v.(*mailboxLite); ok {
+		return m.t
+	}
+	return timeKey(v.(*Mailbox).UpdatedAt)
+}

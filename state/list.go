@@ -202,9 +202,9 @@ func (s *Store) ListMailboxes(f MailboxFilter, cursor string, limit int) (rows [
 	title := strings.ToLower(f.Title)
 	var last ovKey
 	for e := range descend(lists, after) {
-		m := e.m
-		if !anyOf(f.Statuses, m.Status) || (f.Quarantined && len(m.Quarantined) == 0) ||
-			(title != "" && !containsFold(m.Title, title)) {
+		status, t, quarantined := mailboxFacts(e.r.val)
+		if !anyOf(f.Statuses, status) || (f.Quarantined && !quarantined) ||
+			(title != "" && !containsFold(t, title)) {
 			continue
 		}
 		if len(rows) == limit {
@@ -224,9 +224,11 @@ func (s *Store) ListMailboxes(f MailboxFilter, cursor string, limit int) (rows [
 // whole.
 func (s *snapshot) row(e *mbEntry) (MailboxRow, error) {
 	o := &s.ov
-	row := MailboxRow{Mailbox: *e.m}
-	row.Mailbox.Labels = slices.Clone(e.m.Labels)
-	row.Mailbox.Quarantined = slices.Clone(e.m.Quarantined)
+	m, err := s.wholeMailbox(e.path, e.r)
+	if err != nil {
+		return MailboxRow{}, err
+	}
+	row := MailboxRow{Mailbox: m}
 	st := o.stats[e.k.id]
 	if st == nil {
 		return row, nil
@@ -663,7 +665,8 @@ func (t *totals) add(o totals, sign int64) {
 func usd(nanos int64) float64 { return float64(nanos) / 1e9 }
 
 type mbEntry struct {
-	m    *Mailbox
+	r    *record // its value is a *Mailbox, or a finished one's *mailboxLite
+	path string  // the mailbox's record, for its body
 	proj *projIndex
 	k    ovKey // UpdatedAt, mailbox id
 }
@@ -896,12 +899,12 @@ func (s *snapshot) ovIndex(path, mbID string, r *record) {
 	}
 	o := &s.ov
 	switch v := r.val.(type) {
-	case *Mailbox:
+	case *Mailbox, *mailboxLite:
 		p := o.project(mbID)
 		if p == nil {
 			return
 		}
-		e := &mbEntry{m: v, proj: p, k: ovKey{timeKey(v.UpdatedAt), mbID}}
+		e := &mbEntry{r: r, path: path, proj: p, k: ovKey{mailboxTime(v), mbID}}
 		o.mbByPath[path] = e
 		insert(o, &o.mailboxes, e)
 		insert(o, &p.mailboxes, e)
@@ -963,7 +966,7 @@ func (s *snapshot) ovUnindex(path string, r *record) {
 		return
 	}
 	switch v := r.val.(type) {
-	case *Mailbox:
+	case *Mailbox, *mailboxLite:
 		e := o.mbByPath[path]
 		if e == nil {
 			return

@@ -420,6 +420,9 @@ func (s *Store) checkIndexes() []string {
 	for p := range s.snap.mailboxFiles {
 		missing("mailboxes", p, p)
 	}
+	for p := range s.snap.openMailboxes {
+		missing("open mailboxes", p, p)
+	}
 	for run, p := range s.snap.sessionsByRun.all() {
 		missing("llm sessions", run, p)
 	}

@@ -89,13 +89,15 @@ func (s *Store) Mailbox(k MailboxKey) (Mailbox, error) {
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	v, err := s.valueLocked(k.dir() + "/mailbox.json")
-	if err != nil {
+	return s.mailboxLocked(k.dir() + "/mailbox.json")
+}
+
+// mailboxLocked returns the whole mailbox at path; the caller holds s.mu.
+func (s *Store) mailboxLocked(path string) (Mailbox, error) {
+	if _, err := s.valueLocked(path); err != nil {
 		return Mailbox{}, err
 	}
-	m := *v.(*Mailbox)
-	m.Labels = append([]string(nil), m.Labels...)
-	return m, nil
+	return s.snap.wholeMailbox(path, s.snap.files[path])
 }
 
 // Routed returns the issue mailbox that rt names, from an index: routing an
@@ -107,12 +109,10 @@ func (s *Store) Routed(rt Route) (Mailbox, bool, error) {
 	if !ok {
 		return Mailbox{}, false, nil
 	}
-	v, err := s.valueLocked(p)
+	m, err := s.mailboxLocked(p)
 	if err != nil {
 		return Mailbox{}, false, err
 	}
-	m := *v.(*Mailbox)
-	m.Labels = append([]string(nil), m.Labels...)
 	return m, true, nil
 }
 
@@ -122,21 +122,35 @@ func (s *Store) Mailboxes() ([]Mailbox, error) {
 	defer s.mu.RUnlock()
 	// From the index of mailbox records: walking the mailboxes tree would
 	// visit every run and llm session too.
-	paths := make([]string, 0, len(s.snap.mailboxFiles))
-	for p := range s.snap.mailboxFiles {
+	return s.mailboxesLocked(s.snap.mailboxFiles)
+}
+
+// OpenMailboxes returns the mailboxes that are not finished (see
+// Mailbox.Finished), in path order, from an index kept as records change:
+// its cost follows the open mailboxes, not all of them. An unreadable
+// mailbox record might be open: its error is returned with the others.
+func (s *Store) OpenMailboxes() ([]Mailbox, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.mailboxesLocked(s.snap.openMailboxes)
+}
+
+// mailboxesLocked returns the mailboxes at paths, in path order; the
+// caller holds s.mu.
+func (s *Store) mailboxesLocked(set map[string]struct{}) ([]Mailbox, error) {
+	paths := make([]string, 0, len(set))
+	for p := range set {
 		paths = append(paths, p)
 	}
 	sort.Strings(paths)
 	var out []Mailbox
 	var errs []error
 	for _, p := range paths {
-		v, err := s.valueLocked(p)
+		m, err := s.mailboxLocked(p)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		m := *v.(*Mailbox)
-		m.Labels = append([]string(nil), m.Labels...)
 		out = append(out, m)
 	}
 	return out, errors.Join(errs...)

@@ -280,6 +280,17 @@ func (s Spend) Add(o Spend) Spend {
 	return Spend{Tokens: s.Tokens + o.Tokens, USD: s.USD + o.USD, Unpriced: s.Unpriced + o.Unpriced}
 }
 
+// MailboxDone is the status of a finished mailbox: the lifecycle's one
+// terminal status (bot/lifecycle.StatusDone, which a bot test holds equal).
+// Its mailboxes wait for nobody: only an event (a reopened issue, a
+// command label) moves them again.
+const MailboxDone = "done"
+
+// Finished tells whether the mailbox is finished: in status MailboxDone
+// with no run in progress. The store keeps an index of the mailboxes that
+// are not (OpenMailboxes).
+func (m Mailbox) Finished() bool { return m.Status == MailboxDone && m.ActiveRunID == "" }
+
 // Key returns the mailbox's forge identity.
 func (m Mailbox) Key() MailboxKey {
 	return MailboxKey{Forge: m.Forge, Owner: m.Owner, Project: m.Project, Kind: m.Kind, IID: m.IID}

@@ -140,17 +140,18 @@ func yearFixture(b *testing.B, n int) string {
 // sessions; it returns how many records it wrote.
 func putYearIssue(tx *Tx, p, i int, day time.Time) (int, error) {
 	opened := day.Add(time.Duration(i%600) * time.Minute)
-	m := Mailbox{Forge: "forgejo", Owner: "acme", Project: fmt.Sprintf("p%d", p), Kind: KindIssue, IID: int64(i/yearProjects + 1),
+	iid := int64(i + 1) // unique: i/yearProjects+1 gave ten issues of a project one number, one mailbox
+	m := Mailbox{Forge: "forgejo", Owner: "acme", Project: fmt.Sprintf("p%d", p), Kind: KindIssue, IID: iid,
 		Title: fmt.Sprintf("Issue %d: make the widget do thing %d", i, i%97), Labels: []string{"type::task"},
-		IssueURL: fmt.Sprintf("http://forge.test/acme/p%d/issues/%d", p, i/yearProjects+1), Author: "dev" + fmt.Sprint(i%13),
-		Flow: "task", BranchName: fmt.Sprintf("alfred/issue-%d", i/yearProjects+1), CreatedAt: opened, StatusSince: opened}
+		IssueURL: fmt.Sprintf("http://forge.test/acme/p%d/issues/%d", p, iid), Author: "dev" + fmt.Sprint(i%13),
+		Flow: "task", BranchName: fmt.Sprintf("alfred/issue-%d", iid), CreatedAt: opened, StatusSince: opened}
 	if yearEnd.Sub(day) > 14*24*time.Hour {
 		m.Status, m.Phase = "done", "done"
 		m.End = &MailboxEnd{How: EndMerged, By: "lead", At: opened.Add(30 * time.Hour)}
 		if i%9 == 0 {
 			m.End.How = EndClosed
 		}
-		m.MergeRequestIID = int64(i/yearProjects + 1)
+		m.MergeRequestIID = iid
 	} else {
 		m.Status, m.Phase = yearWorking[i%len(yearWorking)], "development"
 	}

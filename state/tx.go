@@ -153,7 +153,11 @@ func (tx *Tx) Mailbox(k MailboxKey) (Mailbox, error) {
 	if err := k.validate(); err != nil {
 		return Mailbox{}, err
 	}
-	v, err := tx.value(k.dir() + "/mailbox.json")
+	p := k.dir() + "/mailbox.json"
+	if c, r := tx.lookup(p); c == nil && r != nil && r.err == nil {
+		return tx.snap.wholeMailbox(p, r)
+	}
+	v, err := tx.value(p)
 	if err != nil {
 		return Mailbox{}, err
 	}
