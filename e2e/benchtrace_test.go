@@ -41,7 +41,7 @@ type podTrace struct {
 func tracePods(t testing.TB, k *kube, instance string) *podTrace {
 	ctx, cancel := context.WithCancel(context.Background())
 	tr := &podTrace{at: map[string]map[string]time.Time{}, node: map[string]string{}, stop: cancel, done: make(chan struct{})}
-	w, err := k.client.CoreV1().Pods(k.namespace).Watch(ctx, metav1.ListOptions{LabelSelector: "alfred.instance=" + instance})
+	w, err := k.client.CoreV1().Pods(k.namespace).Watch(ctx, metav1.ListOptions{LabelSelector: selectInstance(instance), ResourceVersion: "0"})
 	if err != nil {
 		t.Fatalf("watch Pods: %v", err)
 	}
@@ -234,4 +234,11 @@ func cpuUsed(before, after map[string]time.Duration) string {
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
 	return strings.Join(parts, ", ") + "; load " + strings.Join(strings.Fields(string(load))[:3], " ")
+}
+
+func selectInstance(instance string) string {
+	if instance == "" {
+		return "alfred.managed=true"
+	}
+	return "alfred.instance=" + instance
 }
