@@ -39,6 +39,9 @@ import (
 // BenchmarkSixteenRuns: 16 issues assigned at once, ALFRED_MAX_PARALLEL_RUNS
 // 16: the wall time until every analysis is done, and the bot's own CPU time
 // and peak memory meanwhile (its agents run in containers or Pods, not in it).
+// BenchmarkSixteenTrue: their floor, 16 bare containers or Pods at once.
+// On Kubernetes the first two log each Pod's life and the runner's records
+// (benchtrace_test.go), and every burst the CPU of the cluster's processes.
 
 func BenchmarkWebhookToAgent(b *testing.B) {
 	for _, runner := range []string{"image", "kubernetes"} {

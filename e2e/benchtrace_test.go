@@ -92,7 +92,7 @@ func (tr *podTrace) note(pod *corev1.Pod, typ watch.EventType, now time.Time) {
 	set("deleting", typ == watch.Deleted || pod.DeletionTimestamp != nil)
 }
 
-// done stops the watch and returns each Pod's phases.
+// result stops the watch and returns each Pod's phases and nodes.
 func (tr *podTrace) result() (map[string]map[string]time.Time, map[string]string) {
 	tr.stop()
 	<-tr.done
