@@ -44,6 +44,16 @@ var (
 	DefaultRequestMemory = resource.MustParse("256Mi")
 )
 
+// The client's own rate limit, shared by every run of the Runner. client-go's
+// default, 5 requests a second in bursts of 10, made 16 runs at once wait
+// on each other for tens of seconds (their Pods, Secrets, NetworkPolicies,
+// log streams and deletions); the API server's priority and fairness
+// protects it from a busy bot.
+const (
+	clientQPS   = 100
+	clientBurst = 200
+)
+
 // teardownTimeout bounds each call made after a run ends, which must not
 // depend on the caller's (possibly canceled) context.
 const teardownTimeout = 30 * time.Second
@@ -112,6 +122,9 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 	config, namespace, err := loadConfig(opts)
 	if err != nil {
 		return nil, err
+	}
+	if config.QPS == 0 && config.RateLimiter == nil {
+		config.QPS, config.Burst = clientQPS, clientBurst
 	}
 	client, err := kubernetes.NewForConfig(config)
 	if err != nil {

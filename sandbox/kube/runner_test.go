@@ -113,3 +113,16 @@ func ownedDir(t *testing.T) string {
 	}
 	return dir
 }
+
+// TestClientRateLimit: the runs of a Runner share its client, whose own
+// rate limit must not be client-go's 5 requests a second (16 runs at once
+// waited on it for tens of seconds); a kubeconfig's own limit is kept.
+func TestClientRateLimit(t *testing.T) {
+	r := newTestRunner(t)
+	if got := r.client.CoreV1().RESTClient().GetRateLimiter().QPS(); got != clientQPS {
+		t.Errorf("the client's rate limit is %v requests a second, want %v", got, float32(clientQPS))
+	}
+	if r.config.Burst != clientBurst {
+		t.Errorf("the client's burst is %d, want %d", r.config.Burst, clientBurst)
+	}
+}
