@@ -247,17 +247,20 @@ func nodeListener(t *testing.T) netTarget {
 		t.Fatalf("listen on the node's bridge address: %v", err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			fmt.Fprintln(conn, listenerHello)
-			conn.Close()
-		}
-	}()
+	go serveHello(ln)
 	return netTarget{name: "node", host: ip.String() + "%eth0", port: ln.Addr().(*net.TCPAddr).Port}
+}
+
+// serveHello answers listenerHello to each connection to ln until it is closed.
+func serveHello(ln net.Listener) {
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		fmt.Fprintln(conn, listenerHello)
+		conn.Close()
+	}
 }
 
 // nodeListenerIPv4 listens on the node's IPv4 address on the Pod bridge
@@ -274,16 +277,7 @@ func nodeListenerIPv4(t *testing.T) netTarget {
 		t.Fatalf("listen on the node's bridge address %s: %v", ip, err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			fmt.Fprintln(conn, listenerHello)
-			conn.Close()
-		}
-	}()
+	go serveHello(ln)
 	return netTarget{name: "node-ipv4", host: ip, port: ln.Addr().(*net.TCPAddr).Port, open: true}
 }
 
