@@ -1198,7 +1198,8 @@ start_volumes() {
 
 stop_volumes() {
 	# The shell, inotifywait and the loop: the whole group (launch's setsid).
-	if pid=$(ours volumes); then kill -TERM -- "-$pid" 2>/dev/null || true; fi
+	# dash's kill takes no "--": a negative pid follows the signal directly.
+	if pid=$(ours volumes); then kill -TERM "-$pid" 2>/dev/null || true; fi
 	stop_services volumes
 	case $(readlink "$HOSTPATH_PV" 2>/dev/null) in "$STATE/volumes") rm -f "$HOSTPATH_PV" ;; esac
 }
