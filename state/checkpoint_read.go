@@ -195,9 +195,31 @@ func take[T any](s *[]T) *T {
 	return v
 }
 
+// ckItem is a record decoded from a checkpoint, to index: its run class
+// and routes (batch.routes[lo:hi]) are installed by the indexing goroutine,
+// which owns the snapshot's maps.
+type ckItem struct {
+	path   string
+	rec    *record
+	class  runClass
+	lo, hi int
+}
+
+type ckBatch struct {
+	items  []ckItem
+	routes []Route
+}
+
+// ckBatchSize is how many records the decoding goroutine hands over at a time.
+const ckBatchSize = 1024
+
 // value gives rec the value of entry e, as a full load would: a compact
-// value from the entry, or the blob read and decoded.
-func (sl *ckSlabs) value(snap *snapshot, rec *record, e *ckEntry, rd *objectReader, in *interner) error {
+// value from the entry (a run's class and a mailbox's routes left to the
+// indexing goroutine), or the blob read and decoded.
+func (sl *ckSlabs) value(tip string, b *ckBatch, e *ckEntry, rd *objectReader, in *interner) error {
+	rec := take(&sl.recs)
+	rec.hash = e.hash
+	it := ckItem{path: e.path, rec: rec}
 	switch e.tag {
 	case ckBlob:
 		raw, err := rd.read(e.hash, plumbing.BlobObject)
@@ -206,7 +228,7 @@ func (sl *ckSlabs) value(snap *snapshot, rec *record, e *ckEntry, rd *objectRead
 		}
 		v, err := decodeRecordIn(e.path, raw, in)
 		if err != nil {
-			rec.err = &UnreadableError{Path: e.path, Commit: snap.tip.String(), Err: err}
+			rec.err = &UnreadableError{Path: e.path, Commit: tip, Err: err}
 		} else {
 			rec.val = v
 		}
@@ -214,16 +236,16 @@ func (sl *ckSlabs) value(snap *snapshot, rec *record, e *ckEntry, rd *objectRead
 		m := take(&sl.boxes)
 		*m = mailboxLite{Title: e.title, t: e.t, quarantined: e.quarantined}
 		rec.val = m
-		for _, rt := range e.routes {
-			snap.routes[rt] = e.path
-		}
+		it.lo = len(b.routes)
+		b.routes = append(b.routes, e.routes...)
+		it.hi = len(b.routes)
 	case ckRun:
 		r := take(&sl.runs)
-		*r = runLite{ID: e.id, t: e.t, day: e.day, class: snap.ov.classOf(e.class)}
+		*r = runLite{ID: e.id, t: e.t, day: e.day}
 		if e.idName {
 			r.ID = recordName(e.path)
 		}
-		rec.val = r
+		rec.val, it.class = r, e.class
 	case ckSession:
 		ls := take(&sl.sessions)
 		*ls = sessionLite{path: e.path, ID: e.id, RunID: e.runID,
@@ -234,12 +256,45 @@ func (sl *ckSlabs) value(snap *snapshot, rec *record, e *ckEntry, rd *objectRead
 		}
 		rec.val = ls
 	}
+	b.items = append(b.items, it)
 	return nil
+}
+
+// decodeAll decodes d's records into batches sent on out, which it closes;
+// it stops early when stop is closed. Its error is d's, or a blob's.
+func decodeAll(d *ckDecoder, tip string, rd *objectReader, out chan<- *ckBatch, stop <-chan struct{}) error {
+	defer close(out)
+	var sl ckSlabs
+	in := newInterner()
+	var e ckEntry
+	b := &ckBatch{}
+	send := func() bool {
+		select {
+		case out <- b:
+			b = &ckBatch{items: make([]ckItem, 0, ckBatchSize)}
+			return true
+		case <-stop:
+			return false
+		}
+	}
+	for d.next(&e) {
+		if err := sl.value(tip, b, &e, rd, in); err != nil {
+			return err
+		}
+		if len(b.items) == ckBatchSize && !send() {
+			return nil
+		}
+	}
+	if d.err == nil && len(b.items) > 0 {
+		send()
+	}
+	return d.err
 }
 
 // loadCheckpoint builds the snapshot of commit tip from checkpoint data,
 // reading through rd the records it holds no value of. It fails (wrapping
-// errCheckpoint) when the checkpoint is not tip's or is damaged.
+// errCheckpoint) when the checkpoint is not tip's or is damaged. One
+// goroutine decodes the records while this one indexes them.
 func loadCheckpoint(data []byte, tip plumbing.Hash, rd *objectReader) (*snapshot, []*UnreadableError, uint64, error) {
 	h, d, err := openCheckpoint(data)
 	if err != nil {
@@ -248,26 +303,32 @@ func loadCheckpoint(data []byte, tip plumbing.Hash, rd *objectReader) (*snapshot
 	if h.tip != tip {
 		return nil, nil, 0, fmt.Errorf("%w: made at commit %s, the branch is at %s", errStaleCheckpoint, h.tip, tip)
 	}
+	batches, stop, done := make(chan *ckBatch, 4), make(chan struct{}), make(chan error, 1)
+	defer close(stop)
+	go func() { done <- decodeAll(d, tip.String(), rd, batches, stop) }()
 	snap := newSnapshot(h.sizes)
 	snap.tip, snap.trees.root = tip, h.root
 	paths := make([]string, 0, h.sizes.files)
 	var problems []*UnreadableError
-	var sl ckSlabs
-	in := newInterner()
 	snap.ov.bulk = true
-	var e ckEntry
-	for d.next(&e) {
-		rec := take(&sl.recs)
-		rec.hash = e.hash
-		if err := sl.value(snap, rec, &e, rd, in); err != nil {
-			return nil, nil, 0, err
+	for b := range batches {
+		for _, it := range b.items {
+			if r, ok := it.rec.val.(*runLite); ok {
+				r.class = snap.ov.classOf(it.class)
+			}
+			for _, rt := range b.routes[it.lo:it.hi] {
+				snap.routes[rt] = it.path
+			}
+			paths = append(paths, it.path)
+			snap.files[it.path] = it.rec
+			snap.index(it.path, it.rec)
+			if it.rec.err != nil {
+				problems = append(problems, it.rec.err)
+			}
 		}
-		paths = append(paths, e.path)
-		snap.files[e.path] = rec
-		snap.index(e.path, rec)
-		if rec.err != nil {
-			problems = append(problems, rec.err)
-		}
+	}
+	if err := <-done; err != nil {
+		return nil, nil, 0, err
 	}
 	if err := d.end(h); err != nil {
 		return nil, nil, 0, err
