@@ -38,6 +38,7 @@ func ckMailboxes() []Mailbox {
 		}
 		out = append(out, m)
 	}
+	out[0].Title += "\xff" // finished: memory keeps its title, Close takes it from the JSON (U+FFFD)
 	out[1].Quarantined = []QuarantinedEvent{{Delivery: "d1", Type: "issue_comment", Error: "boom", At: t0}}
 	out[4].ActiveRunID = "r-4-0"                              // done, but a run is in progress: open
 	out[5].BranchName = out[1].BranchName                     // two issues of gadget claim one branch
@@ -206,7 +207,7 @@ func answerMailbox(b *strings.Builder, put func(string, any, error), s *Store, m
 
 func answerOverview(put func(string, any, error), s *Store) {
 	filters := []MailboxFilter{{}, {Forge: "forgejo", Owner: "acme", Project: "gadget"}, {Statuses: []string{MailboxDone}},
-		{Quarantined: true}, {Title: "mailbox 1"}}
+		{Quarantined: true}, {Title: "mailbox 1"}, {Title: "\ufffd"}}
 	for _, f := range filters {
 		for cursor, pages := "", 0; pages == 0 || cursor != ""; pages++ {
 			rows, next, err := s.ListMailboxes(f, cursor, 3)
@@ -398,7 +399,7 @@ func TestCheckpointDamagedOrStale(t *testing.T) {
 				}
 			}
 			var logs bytes.Buffer
-			got, used := openAnswers(t, dir, Options{ReadOnly: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))}, true)
+			got, used := openAnswers(t, dir, Options{ReadOnly: true, Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}, true)
 			if used {
 				t.Fatal("the checkpoint was used")
 			}
@@ -457,4 +458,38 @@ func TestCheckpointRandomDamage(t *testing.T) {
 			diffAnswers(t, want, got)
 		}
 	}
+}
+
+// TestCheckpointFirstClose: a store filled from empty in one process has
+// no checkpoint to take entries from; Close decodes every record from its
+// blob, and the next open from that checkpoint answers as a full load.
+func TestCheckpointFirstClose(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state.git")
+	s := openStore(t, dir)
+	err := s.Update(context.Background(), func(tx *Tx) error {
+		for i, m := range ckMailboxes() {
+			if err := tx.PutMailbox(m); err != nil {
+				return err
+			}
+			if err := putCkRuns(tx, i, m); err != nil {
+				return err
+			}
+		}
+		return tx.Put("queue/events/e1.json", map[string]any{"format_version": 1})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(checkpointPath(dir)); err == nil {
+		t.Fatal("a checkpoint was written before Close")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := openAnswers(t, dir, Options{ReadOnly: true}, false)
+	got, used := openAnswers(t, dir, Options{ReadOnly: true}, true)
+	if !used {
+		t.Fatal("the checkpoint written at Close was not used")
+	}
+	diffAnswers(t, want, got)
 }

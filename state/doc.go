@@ -191,7 +191,9 @@
 // filling it exactly) check; then it indexes the records as a full load
 // does and replays the journal on top. Otherwise it logs one line saying
 // why (none when the file is missing; at Info when the branch moved since,
-// after a crash or a commit by git) and loads whole, with the same result.
+// after a crash or a commit by git, at Debug for a read-only store, which
+// beside a running server finds it stale as a rule) and loads whole, with
+// the same result.
 //
 // It is written never on a write's path: a writable Open that loaded whole
 // encodes it as it indexes and writes it in the background; Close, once

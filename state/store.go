@@ -250,7 +250,12 @@ func (s *Store) load() error {
 	}
 	switch {
 	case errors.Is(err, errStaleCheckpoint):
-		s.log.Info("state open checkpoint not used; reading every record", "reason", err)
+		// Beside a running server (a read-only store) it is stale as a rule.
+		level := slog.LevelInfo
+		if s.opts.ReadOnly {
+			level = slog.LevelDebug
+		}
+		s.log.Log(context.Background(), level, "state open checkpoint not used; reading every record", "reason", err)
 	case !errors.Is(err, fs.ErrNotExist):
 		s.log.Warn("state open checkpoint not used; reading every record", "reason", err)
 	}
