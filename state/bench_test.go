@@ -520,9 +520,14 @@ const (
 	rssChildEnv    = "ALFRED_STATE_RSS_CHILD"
 	rssWritableEnv = "ALFRED_STATE_RSS_WRITABLE" // "1": open writable, as the bot does
 	rssProfileEnv  = "ALFRED_STATE_RSS_HEAP"     // a file: the child writes its heap profile there
+	rssCPUEnv      = "ALFRED_STATE_RSS_CPU"      // a file: the child writes its Open's CPU profile there
+	rssNoCkEnv     = "ALFRED_STATE_RSS_NO_CK"    // "1": the child reads every record, not the open checkpoint
 )
 
-var heapProfile = flag.String("state.heapprofile", "", "BenchmarkRSS and BenchmarkScale: the fresh process writes its heap profile with the store open to this file")
+var (
+	heapProfile = flag.String("state.heapprofile", "", "BenchmarkRSS and BenchmarkScale: the fresh process writes its heap profile with the store open to this file")
+	cpuProfile  = flag.String("state.cpuprofile", "", "BenchmarkRSS and BenchmarkScale: the fresh process writes its Open's CPU profile to this file")
+)
 
 // childEnv is the environment of an rssChild opening dir.
 func childEnv(dir string, writable bool) []string {
@@ -533,13 +538,18 @@ func childEnv(dir string, writable bool) []string {
 	if *heapProfile != "" {
 		env = append(env, rssProfileEnv+"="+*heapProfile)
 	}
+	if *cpuProfile != "" {
+		env = append(env, rssCPUEnv+"="+*cpuProfile)
+	}
 	return env
 }
 
 // rssChild prints its resident memory idle and with the store at dir open,
 // and how long the open took.
 func rssChild(dir string) {
+	useCheckpoint = os.Getenv(rssNoCkEnv) != "1"
 	idle := settledRSS()
+	stopCPU := startCPUProfile(os.Getenv(rssCPUEnv))
 	start, cpu := time.Now(), cpuTime()
 	s, err := Open(context.Background(), dir, Options{ReadOnly: os.Getenv(rssWritableEnv) != "1"})
 	if err != nil {
@@ -547,6 +557,7 @@ func rssChild(dir string) {
 		os.Exit(2)
 	}
 	took, cpuTook := time.Since(start), cpuTime()-cpu
+	stopCPU()
 	open := settledRSS()
 	if path := os.Getenv(rssProfileEnv); path != "" {
 		if err := writeHeapProfile(path); err != nil {
@@ -559,6 +570,26 @@ func rssChild(dir string) {
 	fmt.Printf("idle %.1f open %.1f heap %.1f ms %.1f cpu %.1f\n", idle, open, float64(m.HeapAlloc)/(1<<20),
 		float64(took)/float64(time.Millisecond), float64(cpuTook)/float64(time.Millisecond))
 	runtime.KeepAlive(s)
+}
+
+// startCPUProfile starts a CPU profile to path (none when empty) and
+// returns what stops it.
+func startCPUProfile(path string) func() {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		fmt.Println("cpu profile:", err)
+		os.Exit(2)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }
 
 func writeHeapProfile(path string) error {

@@ -169,6 +169,42 @@
 // logged, listed by Problems, and returned as an *UnreadableError (path and
 // commit) by the queries that meet it, next to the readable results.
 //
+// # The open checkpoint
+//
+// Reading and decoding every record is what makes a cold open slow (at
+// 100k records: inflating and decoding half its CPU time, walking the
+// trees and the journal trailer a fifth). {repo}/alfred.index holds, for
+// one commit of the branch, what that computes of each record: its path,
+// its blob and the compact value memory keeps (a run's runLite with its
+// class spelled out, an llm session's sessionLite, a finished mailbox's
+// mailboxLite and its routes; generic records need none), plus the root
+// tree and the journal sequence the commit folded, in a binary form with a
+// header (magic, format version, commit, counts) and a CRC-32C of the
+// whole (checkpoint.go). Records whose value is kept whole (open mailboxes,
+// installations, settings) or that are unreadable are marked so, and Open
+// decodes them from their blobs as a full load does, so their values and
+// errors (Problems) come out the same.
+//
+// Open trusts the checkpoint only when it was made at the branch tip and
+// its size, checksum, magic, version, counts and every bound (paths in
+// order, tags matching the paths' kinds, references in range, the records
+// filling it exactly) check; then it indexes the records as a full load
+// does and replays the journal on top. Otherwise it logs one line saying
+// why (none when the file is missing; at Info when the branch moved since,
+// after a crash or a commit by git, at Debug for a read-only store, which
+// beside a running server finds it stale as a rule) and loads whole, with
+// the same result.
+//
+// It is written never on a write's path: a writable Open that loaded whole
+// encodes it as it indexes and writes it in the background; Close, once
+// the journal is folded and the snapshot is the tip, writes the new tip's,
+// taking the entries of the checkpoint there (whatever its commit) whose
+// path and blob are unchanged and decoding the others from their blobs, so
+// the file holds what a full load computes, not values as written through
+// this process. It is written to a temporary file, synced, renamed over the
+// old one and the folder synced. A crash leaves it stale; the next
+// writable Open loads whole and puts it back.
+//
 // # Locking and inspection
 //
 // A writable Store holds an exclusive flock on {repo}/alfred.lock; a second

@@ -226,7 +226,7 @@ func encodeFoldCommit(tree, parent plumbing.Hash, changes map[string]fileChange,
 // rebase re-reads the branch moved under the store and applies the
 // pending writes on it; the caller holds jmu.
 func (s *Store) rebase() error {
-	snap, problems, err := load(s.dir, nil)
+	snap, problems, err := load(s.dir, nil, nil)
 	if err != nil {
 		return err
 	}

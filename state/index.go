@@ -179,7 +179,9 @@ func (s *snapshot) index(path string, r *record) {
 		s.mailboxFiles[path] = struct{}{}
 		m, ok := r.val.(*Mailbox)
 		if !ok || r.err != nil {
-			s.openMailboxes[path] = struct{}{}
+			if _, done := r.val.(*mailboxLite); !done || r.err != nil {
+				s.openMailboxes[path] = struct{}{} // a finished one comes lightened from an open checkpoint, its routes set
+			}
 			return
 		}
 		if !m.Finished() {

@@ -38,8 +38,9 @@ func readTip(stor *filesystem.Storage) (plumbing.Hash, error) {
 // load reads the branch tip: every tree walked (not kept: see tipTrees),
 // every record decoded and indexed. A record that cannot be decoded is kept as unreadable and
 // reported; it does not stop the load. Records come from packList (listed
-// here when nil).
-func load(repo string, packList []packInfo) (*snapshot, []*UnreadableError, error) {
+// here when nil). With ck set, every record is added to it as well, for
+// an open checkpoint.
+func load(repo string, packList []packInfo, ck *ckEncoder) (*snapshot, []*UnreadableError, error) {
 	stor := openStorage(repo)
 	defer stor.Close()
 	tip, err := readTip(stor)
@@ -70,6 +71,10 @@ func load(repo string, packList []packInfo) (*snapshot, []*UnreadableError, erro
 	snap.ov.bulk = true
 	defer snap.ov.endBulk()
 	err = l.readBlobs(func(b blob) {
+		if ck != nil {
+			e := entryOf(b.path, b.rec.hash, b.rec.val, b.rec.err != nil)
+			ck.add(&e)
+		}
 		snap.files[b.path] = b.rec
 		snap.index(b.path, b.rec)
 		if b.rec.err != nil {

@@ -125,7 +125,10 @@ func (s *Store) retireJournal() error {
 // loaded state and returns the offset after the last one. A read-only
 // store, reading beside a writer, takes the frames before a damaged one.
 func (s *Store) replay() (int64, error) {
-	folded, err := foldedSeq(s.dir, s.snap.tip)
+	folded, err := s.ckFolded, error(nil)
+	if !s.ckFoldedOK {
+		folded, err = foldedSeq(s.dir, s.snap.tip)
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -16,7 +16,8 @@ import (
 // BenchmarkScale (issue 34): a synthetic year of ten busy projects written
 // through the store's API, one commit per project and day, then what the
 // bot meets on it: a fresh process's resident memory idle and with the
-// store open, the cold open's time (the page cache is warm), the overview's
+// store open, the cold open's time (the page cache is warm; from the open
+// checkpoint, and reading every record: the "-full" figures), the overview's
 // pages, `alfred state verify` and `alfred state compact` (-keep 1000
 // -archive). 100k records; 1M with -state.1m (three to five minutes on
 // two cores). The
@@ -30,11 +31,12 @@ func BenchmarkScale(b *testing.B) {
 	}
 	b.Run("records="+name, func(b *testing.B) {
 		dir := yearFixture(b, n)
-		var open []childFigures
+		var open, full []childFigures // with the open checkpoint, and reading every record
 		var pages [4][]float64
 		var verify []float64
 		for b.Loop() {
-			open = append(open, openInChild(b, dir))
+			open = append(open, openInChild(b, dir, true))
+			full = append(full, openInChild(b, dir, false))
 			s, err := Open(context.Background(), dir, Options{ReadOnly: true})
 			if err != nil {
 				b.Fatal(err)
@@ -45,18 +47,24 @@ func BenchmarkScale(b *testing.B) {
 			verify = append(verify, verifyTime(b, s))
 		}
 		b.StopTimer()
-		pick := func(f func(childFigures) float64) float64 {
-			var v []float64
-			for _, c := range open {
-				v = append(v, f(c))
-			}
-			return median(v)
-		}
 		b.ReportMetric(0, "ns/op")
-		b.ReportMetric(pick(func(c childFigures) float64 { return c.idle }), "rss-idle-MiB")
-		b.ReportMetric(pick(func(c childFigures) float64 { return c.open }), "rss-open-MiB")
-		b.ReportMetric(pick(func(c childFigures) float64 { return c.heap }), "heap-open-MiB")
-		b.ReportMetric(pick(func(c childFigures) float64 { return c.ms }), "open-ms")
+		for _, m := range []struct {
+			suffix string
+			runs   []childFigures
+		}{{"", open}, {"-full", full}} {
+			pick := func(f func(childFigures) float64) float64 {
+				var v []float64
+				for _, c := range m.runs {
+					v = append(v, f(c))
+				}
+				return median(v)
+			}
+			b.ReportMetric(pick(func(c childFigures) float64 { return c.idle }), "rss-idle"+m.suffix+"-MiB")
+			b.ReportMetric(pick(func(c childFigures) float64 { return c.open }), "rss-open"+m.suffix+"-MiB")
+			b.ReportMetric(pick(func(c childFigures) float64 { return c.heap }), "heap-open"+m.suffix+"-MiB")
+			b.ReportMetric(pick(func(c childFigures) float64 { return c.ms }), "open"+m.suffix+"-ms")
+			b.ReportMetric(pick(func(c childFigures) float64 { return c.cpu }), "open-cpu"+m.suffix+"-ms")
+		}
 		for i, unit := range []string{"mailboxes-page-ms", "mailboxes-status-project-ms", "runs-page-ms", "daily-30d-ms"} {
 			b.ReportMetric(median(pages[i]), unit)
 		}
@@ -182,21 +190,27 @@ func putYearIssue(tx *Tx, p, i int, day time.Time) (int, error) {
 	return 1 + 2*runs, nil
 }
 
-type childFigures struct{ idle, open, heap, ms float64 }
+type childFigures struct{ idle, open, heap, ms, cpu float64 }
 
 // openInChild opens the store in a fresh process, writable as the bot
-// opens it (see rssChild), and returns what it measured.
-func openInChild(b *testing.B, dir string) childFigures {
+// opens it (see rssChild), from its open checkpoint or (withCk unset)
+// reading every record, and returns what it measured.
+func openInChild(b *testing.B, dir string, withCk bool) childFigures {
 	b.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = childEnv(dir, true)
+	if !withCk {
+		cmd.Env = append(cmd.Env, rssNoCkEnv+"=1")
+		if *cpuProfile != "" {
+			cmd.Env = append(cmd.Env, rssCPUEnv+"="+*cpuProfile+".full") // the last one counts
+		}
+	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		b.Fatalf("rss child: %v\n%s", err, out)
 	}
 	var c childFigures
-	var cpu float64
-	if _, err := fmt.Sscanf(string(out), "idle %g open %g heap %g ms %g cpu %g", &c.idle, &c.open, &c.heap, &c.ms, &cpu); err != nil {
+	if _, err := fmt.Sscanf(string(out), "idle %g open %g heap %g ms %g cpu %g", &c.idle, &c.open, &c.heap, &c.ms, &c.cpu); err != nil {
 		b.Fatalf("rss child said %q: %v", out, err)
 	}
 	return c

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"os"
@@ -114,6 +115,14 @@ type Store struct {
 	foldKick chan struct{}
 	foldStop chan struct{}
 	foldWG   sync.WaitGroup
+
+	// The open checkpoint (checkpoint.go): the journal sequence the tip
+	// folded, when Open read it from the checkpoint (ckFoldedOK), and the
+	// background write of the checkpoint after a full load.
+	ckFolded   uint64
+	ckFoldedOK bool
+	ckWG       sync.WaitGroup
+	ckLoaded   *loadedCk
 }
 
 type request struct {
@@ -166,6 +175,10 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		s.jr.close()
 		s.release()
 		return nil, fmt.Errorf("open state %s: %w", dir, err)
+	}
+	if ck := s.ckLoaded; ck != nil {
+		s.ckLoaded = nil
+		s.saveLoaded(ck)
 	}
 	return s, nil
 }
@@ -225,33 +238,66 @@ func initRepo(dir string) error {
 	return syncDir(filepath.Dir(filepath.Clean(dir)))
 }
 
-// load reads the tip at Open. Beside a writer (a read-only store) a merge
-// may remove packs while they are read: the read is tried afresh, readTries
-// times at most, readPause apart.
+// load reads the tip at Open: from the open checkpoint when it is the
+// tip's and intact, else whole (see reload). Beside a writer (a read-only
+// store) a merge may remove packs while they are read: the read is tried
+// afresh, readTries times at most, readPause apart.
 func (s *Store) load() error {
-	err := s.reload(s.packs)
+	o, err := loadFromCheckpoint(s.dir, s.packs)
+	if err == nil {
+		s.installLoaded(o)
+		return nil
+	}
+	switch {
+	case errors.Is(err, errStaleCheckpoint):
+		// Beside a running server (a read-only store) it is stale as a rule.
+		level := slog.LevelInfo
+		if s.opts.ReadOnly {
+			level = slog.LevelDebug
+		}
+		s.log.Log(context.Background(), level, "state open checkpoint not used; reading every record", "reason", err)
+	case !errors.Is(err, fs.ErrNotExist):
+		s.log.Warn("state open checkpoint not used; reading every record", "reason", err)
+	}
+	var ck *ckEncoder
+	if useCheckpoint && !s.opts.ReadOnly {
+		ck = newCkEncoder()
+	}
+	err = s.reloadWith(s.packs, ck)
 	for try := 1; err != nil && s.opts.ReadOnly && try < readTries; try++ {
 		time.Sleep(readPause)
 		err = s.reload(nil)
+	}
+	if err == nil && ck != nil && !s.snap.tip.IsZero() {
+		s.ckLoaded = &loadedCk{enc: ck, tip: s.snap.tip, root: s.snap.trees.root} // written once Open succeeds
 	}
 	return err
 }
 
 // reload replaces the in-memory state with the tip on disk, read from
 // packs (listed afresh when nil).
-func (s *Store) reload(packs []packInfo) error {
-	snap, problems, err := load(s.dir, packs)
+func (s *Store) reload(packs []packInfo) error { return s.reloadWith(packs, nil) }
+
+// reloadWith is reload adding every record to ck (nil: none).
+func (s *Store) reloadWith(packs []packInfo, ck *ckEncoder) error {
+	snap, problems, err := load(s.dir, packs, ck)
 	if err != nil {
 		return err
 	}
-	for _, p := range problems {
+	s.installLoaded(opened{snap: snap, problems: problems})
+	return nil
+}
+
+// installLoaded makes what Open or a reload read the store's state.
+func (s *Store) installLoaded(o opened) {
+	for _, p := range o.problems {
 		s.log.Warn("unreadable state record", "path", p.Path, "commit", p.Commit, "err", p.Err)
 	}
-	snap.useBlobs(s.blobs)
+	o.snap.useBlobs(s.blobs)
 	s.mu.Lock()
-	s.snap, s.problems = snap, problems
+	s.snap, s.problems = o.snap, o.problems
+	s.ckFolded, s.ckFoldedOK = o.folded, o.fromCk
 	s.mu.Unlock()
-	return nil
 }
 
 // Close stops accepting transactions, waits for queued ones, folds the
@@ -287,6 +333,12 @@ func (s *Store) shut(fold bool) error {
 		}
 		err = errors.Join(err, s.jr.close())
 		s.mergeWG.Wait()
+		s.ckWG.Wait()
+		if fold && err == nil {
+			if cerr := s.saveCheckpoint(); cerr != nil {
+				s.log.Warn("write the state open checkpoint fails", "err", cerr)
+			}
+		}
 		s.blobs.close()
 		err = errors.Join(err, s.release())
 	})

@@ -1,0 +1,196 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// useCheckpoint turns the open checkpoint on (Open reads it, a writable
+// store writes it); the benchmarks turn it off to measure a full load.
+var useCheckpoint = true
+
+func checkpointPath(repo string) string { return filepath.Join(repo, checkpointName) }
+
+// readCheckpointFile reads the checkpoint of repo whole, refusing one
+// larger than ckMaxSize; a missing one is fs.ErrNotExist.
+func readCheckpointFile(repo string) ([]byte, error) {
+	f, err := os.Open(checkpointPath(repo))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errCheckpoint, err)
+	}
+	if st.Size() > ckMaxSize || st.Size() < 0 {
+		return nil, ckErrorf("size %d", st.Size())
+	}
+	data := make([]byte, st.Size())
+	if _, err := f.ReadAt(data, 0); err != nil {
+		return nil, fmt.Errorf("%w: read %s: %w", errCheckpoint, f.Name(), err)
+	}
+	return data, nil
+}
+
+// writeCheckpointFile replaces repo's checkpoint by data: written to a
+// temporary file, synced and renamed, the folder synced.
+func writeCheckpointFile(repo string, data []byte) error {
+	tmp := checkpointPath(repo) + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("write open checkpoint: %w", err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, checkpointPath(repo))
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write open checkpoint: %w", err)
+	}
+	return syncDirFD(repo)
+}
+
+// opened is what Open read: the snapshot, its problems and, when a
+// checkpoint gave it, the journal sequence the tip folded.
+type opened struct {
+	snap     *snapshot
+	problems []*UnreadableError
+	folded   uint64
+	fromCk   bool
+}
+
+// loadFromCheckpoint builds the tip's snapshot from repo's checkpoint;
+// an error wrapping fs.ErrNotExist means there is none (or no tip), any
+// other why it was not used.
+func loadFromCheckpoint(repo string, packList []packInfo) (opened, error) {
+	if !useCheckpoint {
+		return opened{}, fs.ErrNotExist
+	}
+	stor := openStorage(repo)
+	defer stor.Close()
+	tip, err := readTip(stor)
+	if err != nil || tip.IsZero() {
+		return opened{}, errors.Join(fs.ErrNotExist, err)
+	}
+	data, err := readCheckpointFile(repo)
+	if err != nil {
+		return opened{}, err
+	}
+	if packList == nil {
+		if packList, err = listPacks(repo, false); err != nil {
+			return opened{}, fmt.Errorf("%w: %w", errCheckpoint, err)
+		}
+	}
+	packList = slices.Clone(packList)
+	slices.SortStableFunc(packList, func(a, b packInfo) int { return b.objects - a.objects })
+	packs, err := openPacks(repo, packList)
+	if err != nil {
+		return opened{}, fmt.Errorf("%w: %w", errCheckpoint, err)
+	}
+	defer closePacks(packs)
+	snap, problems, folded, err := loadCheckpoint(data, tip, &objectReader{packs: packs, stor: stor})
+	if err != nil {
+		return opened{}, err
+	}
+	return opened{snap: snap, problems: problems, folded: folded, fromCk: true}, nil
+}
+
+// saveCheckpoint writes the checkpoint of the store's tip at Close, once
+// the journal is folded and no write runs: the snapshot is the tip. The
+// records of the checkpoint already there (whatever its commit) are
+// taken as they are where their path and blob are the same; the others
+// are read and decoded from their blobs, so that the checkpoint holds
+// what a full load computes, not values written through this process.
+func (s *Store) saveCheckpoint() error {
+	snap := s.snap
+	if !useCheckpoint || snap.tip.IsZero() {
+		return nil
+	}
+	stor := openStorage(s.dir)
+	tip, err := readTip(stor)
+	stor.Close()
+	if err != nil || tip != snap.tip {
+		return err // git moved the branch: the next Open loads it whole
+	}
+	old, _ := readCheckpointFile(s.dir)
+	h, prev, err := openCheckpoint(old)
+	if err == nil && h.tip == tip {
+		return nil
+	}
+	if err != nil {
+		prev = nil
+	}
+	folded, err := foldedSeq(s.dir, tip)
+	if err != nil {
+		return err
+	}
+	enc := newCkEncoder()
+	var was ckEntry
+	more := prev != nil && prev.next(&was)
+	for _, block := range snap.paths.blocks {
+		for _, p := range block {
+			for more && was.path < p {
+				more = prev.next(&was)
+			}
+			r := snap.files[p]
+			if more && was.path == p && was.hash == r.hash {
+				enc.add(&was)
+				continue
+			}
+			e, err := snap.entryFromBlob(p, r)
+			if err != nil {
+				return err
+			}
+			enc.add(&e)
+		}
+	}
+	return writeCheckpointFile(s.dir, enc.bytes(tip, snap.trees.root, folded))
+}
+
+// entryFromBlob is the checkpoint entry of the record at path, decoded
+// from its blob.
+func (s *snapshot) entryFromBlob(path string, r *record) (ckEntry, error) {
+	raw, err := s.body(r)
+	if err != nil {
+		return ckEntry{}, fmt.Errorf("write open checkpoint: %s: %w", path, err)
+	}
+	v, err := decodeRecord(path, raw)
+	return entryOf(path, r.hash, v, err != nil), nil
+}
+
+// loadedCk is what a full load at Open encoded of commit tip (root its
+// tree), to write as the checkpoint once Open succeeds.
+type loadedCk struct {
+	enc       *ckEncoder
+	tip, root plumbing.Hash
+}
+
+// saveLoaded writes, in the background, the checkpoint a full load
+// encoded; Close waits for it.
+func (s *Store) saveLoaded(ck *loadedCk) {
+	s.ckWG.Add(1)
+	go func() {
+		defer s.ckWG.Done()
+		folded, err := foldedSeq(s.dir, ck.tip)
+		if err == nil {
+			err = writeCheckpointFile(s.dir, ck.enc.bytes(ck.tip, ck.root, folded))
+		}
+		if err != nil {
+			s.log.Warn("write the state open checkpoint fails", "err", err)
+		}
+	}()
+}
