@@ -103,10 +103,7 @@ func TestRunsWhole(t *testing.T) {
 		Steps:      []RunStep{{Kind: "tool", At: at, Tool: "bash", Args: "ls"}},
 		Transcript: &RunTranscript{From: 1, Total: 3}, Held: &RunHeld{Files: []HeldFile{{Path: ".env", Reason: "secret"}}, Patch: "diff"}}
 	ls := LLMSession{ID: "ls1", RunID: "r1", MailboxID: id, AdapterID: "codex", CreatedAt: at}
-	reads := []struct {
-		name string
-		get  func(s *Store) (Run, error)
-	}{
+	reads := []wholeRead[Run]{
 		{"Runs", func(s *Store) (Run, error) {
 			runs, err := s.Runs(id)
 			if len(runs) != 1 {
@@ -134,9 +131,7 @@ func TestRunsWhole(t *testing.T) {
 			return r, err
 		}},
 	}
-	dir := t.TempDir()
-	s := openStore(t, dir)
-	err := s.Update(ctx, func(tx *Tx) error {
+	checkWhole(t, want, reads, func(tx *Tx) error {
 		if err := tx.PutMailbox(m); err != nil {
 			return err
 		}
@@ -144,26 +139,12 @@ func TestRunsWhole(t *testing.T) {
 			return err
 		}
 		return tx.PutLLMSession(ls)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, when := range []string{"committed", "reopened"} {
-		if when == "reopened" {
-			s.Close()
-			s = openStore(t, dir)
-		}
+	}, func(s *Store) error {
 		if f := s.snap.files[s.snap.runs["r1"]]; reflect.TypeOf(f.val) != reflect.TypeFor[*runLite]() {
-			t.Fatalf("%s: the run in memory is whole (%T)", when, f.val)
+			return fmt.Errorf("the run in memory is whole (%T)", f.val)
 		}
-		for _, rd := range reads {
-			got, err := rd.get(s)
-			if err != nil || !reflect.DeepEqual(got, want) {
-				t.Errorf("%s, %s = %+v, %v\nwant %+v", when, rd.name, got, err, want)
-			}
-		}
-	}
-	s.Close()
+		return nil
+	})
 }
 
 // TestSessionsWhole: memory keeps an llm session's sessionLite (what the
@@ -178,10 +159,7 @@ func TestSessionsWhole(t *testing.T) {
 	want := LLMSession{FormatVersion: FormatVersion, ID: "ls1", RunID: "r1", MailboxID: id, AdapterID: "codex", Provider: "openai",
 		Model: "gpt-5", InputTokens: 1200, OutputTokens: 80, CostUSD: 0.013, DurationMS: 61000, Outcome: "ok",
 		SessionName: ptr("alfred-4"), NativeSessionID: ptr("native-1"), Resumed: true, ResumeOf: ptr("native-0"), CreatedAt: at}
-	reads := []struct {
-		name string
-		get  func(s *Store) (LLMSession, error)
-	}{
+	reads := []wholeRead[LLMSession]{
 		{"RunWithSessions", func(s *Store) (LLMSession, error) {
 			_, ls, err := s.RunWithSessions("r1")
 			if len(ls) != 1 {
@@ -208,9 +186,7 @@ func TestSessionsWhole(t *testing.T) {
 			return ls, err
 		}},
 	}
-	dir := t.TempDir()
-	s := openStore(t, dir)
-	err := s.Update(ctx, func(tx *Tx) error {
+	checkWhole(t, want, reads, func(tx *Tx) error {
 		if err := tx.PutMailbox(m); err != nil {
 			return err
 		}
@@ -218,8 +194,30 @@ func TestSessionsWhole(t *testing.T) {
 			return err
 		}
 		return tx.PutLLMSession(want)
+	}, func(s *Store) error {
+		if f := s.snap.files[s.snap.sessionsByRun.one["r1"]]; reflect.TypeOf(f.val) != reflect.TypeFor[*sessionLite]() {
+			return fmt.Errorf("the llm session in memory is %T, want *sessionLite", f.val)
+		}
+		if n := s.FailedResumes(id, "codex", "native-0", ""); n != 0 {
+			return fmt.Errorf("FailedResumes = %d for a session that succeeded, want 0", n)
+		}
+		return nil
 	})
-	if err != nil {
+}
+
+// wholeRead is one query that must return a record whole.
+type wholeRead[T any] struct {
+	name string
+	get  func(s *Store) (T, error)
+}
+
+// checkWhole writes the records with fill, then, once committed and once
+// reopened, checks what memory keeps (lite) and that every read gives want.
+func checkWhole[T any](t *testing.T, want T, reads []wholeRead[T], fill func(*Tx) error, lite func(*Store) error) {
+	t.Helper()
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	if err := s.Update(context.Background(), fill); err != nil {
 		t.Fatal(err)
 	}
 	for _, when := range []string{"committed", "reopened"} {
@@ -227,11 +225,8 @@ func TestSessionsWhole(t *testing.T) {
 			s.Close()
 			s = openStore(t, dir)
 		}
-		if f := s.snap.files[s.snap.sessionsByRun.one["r1"]]; reflect.TypeOf(f.val) != reflect.TypeFor[*sessionLite]() {
-			t.Fatalf("%s: the llm session in memory is %T, want *sessionLite", when, f.val)
-		}
-		if n := s.FailedResumes(id, "codex", "native-0", ""); n != 0 {
-			t.Errorf("%s: FailedResumes = %d for a session that succeeded, want 0", when, n)
+		if err := lite(s); err != nil {
+			t.Fatalf("%s: %v", when, err)
 		}
 		for _, rd := range reads {
 			got, err := rd.get(s)
