@@ -17,6 +17,7 @@ type ckDecoder struct {
 	strs []string
 	prev string
 	n    int    // records read
+	nrt  int    // routes read
 	text *arena // where paths and unique strings are made
 }
 
@@ -137,6 +138,7 @@ func (d *ckDecoder) next(e *ckEntry) bool {
 			d.fail("route count")
 			return false
 		}
+		d.nrt += int(n)
 		for range n {
 			rt := Route{Forge: d.ref(), Owner: d.ref(), Project: d.ref(), By: RouteKind(d.ref())}
 			rt.Value = d.str()
@@ -172,8 +174,8 @@ func (d *ckDecoder) end(h ckHeader) error {
 	if d.err != nil {
 		return d.err
 	}
-	if d.off != len(d.data) || d.n != h.sizes.files {
-		return ckErrorf("%d records read of %d, %d bytes left", d.n, h.sizes.files, len(d.data)-d.off)
+	if d.off != len(d.data) || d.n != h.sizes.files || d.nrt != h.sizes.routes {
+		return ckErrorf("%d records read of %d, %d routes of %d, %d bytes left", d.n, h.sizes.files, d.nrt, h.sizes.routes, len(d.data)-d.off)
 	}
 	return nil
 }
