@@ -160,6 +160,7 @@ func (s *Store) saveCheckpoint() error {
 		return err
 	}
 	enc := newCkEncoder()
+	enc.recs = make([]byte, 0, len(old)+len(old)/8) // the records change little from one Close to the next
 	var was *ckCopier
 	more := false
 	if prev != nil {

@@ -802,7 +802,9 @@ func insert[T keyed](o *overview, l *sortedList[T], e T) {
 
 // newOverview returns empty indexes sized for z.
 func newOverview(z snapSizes) overview {
-	return overview{mbByPath: make(map[string]*mbEntry, z.mailboxes), runByPath: make(map[string]*runEntry, z.runs),
+	return overview{mailboxes: sortedList[*mbEntry]{pending: make([]*mbEntry, 0, z.mailboxes)},
+		runs:     sortedList[*runEntry]{pending: make([]*runEntry, 0, z.runs)},
+		mbByPath: make(map[string]*mbEntry, z.mailboxes), runByPath: make(map[string]*runEntry, z.runs),
 		stats: make(map[string]*mbStats, z.mailboxes), projects: map[string]*projIndex{}, days: dayBuckets{},
 		classIDs: map[runClass]uint32{}}
 }
