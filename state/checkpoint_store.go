@@ -155,7 +155,7 @@ func (s *Store) saveCheckpoint() error {
 	if err != nil {
 		prev = nil
 	}
-	folded, err := foldedSeq(s.dir, tip)
+	folded, err := s.foldedSeqIn(tip)
 	if err != nil {
 		return err
 	}

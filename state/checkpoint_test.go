@@ -585,3 +585,46 @@ func ckDamageSaves(t *testing.T, s *Store, old []byte, save func([]byte) []byte,
 		}
 	}
 }
+
+// TestFoldedSeqIn: the trailer walk through the store's pack reader, which
+// Close uses for the checkpoint, finds what foldedSeq (go-git's storage)
+// finds: the journal's folds, then commits without a trailer on top.
+func TestFoldedSeqIn(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state.git")
+	ctx := context.Background()
+	check := func(s *Store, wantSome bool) {
+		t.Helper()
+		want, err := foldedSeq(dir, s.snap.tip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.foldedSeqIn(s.snap.tip)
+		if err != nil || got != want || (want == 0) == wantSome {
+			t.Fatalf("foldedSeqIn = %d, %v; foldedSeq says %d (a trailer expected: %v)", got, err, want, wantSome)
+		}
+	}
+	for i, opts := range []Options{{Journal: true}, {}} {
+		s, err := Open(ctx, dir, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range 3 {
+			err := s.Update(ctx, func(tx *Tx) error {
+				return tx.Put(fmt.Sprintf("queue/events/e%d-%d.json", i, j), map[string]any{"format_version": 1})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.jmu.Lock()
+		err = s.foldLocked()
+		s.jmu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(s, true)
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
