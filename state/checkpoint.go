@@ -19,7 +19,7 @@ import (
 //
 //	header: magic "ALFREDIX", version u32, tip [20], root tree [20],
 //	        folded journal sequence u64, records u32, mailboxes u32,
-//	        runs u32, sessions u32, strings u32
+//	        runs u32, sessions u32, routes u32, strings u32
 //	strings: each a uvarint length and its bytes (the repeated ones:
 //	        adapters, statuses, phases, forges, owners, projects)
 //	records, in path order: uvarint bytes shared with the previous path,
@@ -28,9 +28,10 @@ import (
 const (
 	checkpointName    = "alfred.index"
 	checkpointMagic   = "ALFREDIX"
-	checkpointVersion = 1
-	ckHeaderSize      = 8 + 4 + 20 + 20 + 8 + 5*4
+	checkpointVersion = 2
+	ckHeaderSize      = 8 + 4 + 20 + 20 + 8 + 6*4
 	ckMinRecord       = 1 + 1 + 20 + 1 // shared, suffix length, hash, tag
+	ckMinRoute        = 5              // four string references, a value's length
 	ckMaxSize         = 1 << 32        // a checkpoint larger is not read
 )
 
@@ -137,14 +138,18 @@ func (c *ckEncoder) uvarint(v uint64) { c.recs = binary.AppendUvarint(c.recs, v)
 func (c *ckEncoder) varint(v int64)   { c.recs = binary.AppendVarint(c.recs, v) }
 func (c *ckEncoder) str(s string)     { c.uvarint(uint64(len(s))); c.recs = append(c.recs, s...) }
 
-func (c *ckEncoder) ref(s string) {
+func (c *ckEncoder) ref(s string) { c.uvarint(uint64(c.index(s))) }
+
+// index returns the number of string s in the checkpoint's strings,
+// adding it.
+func (c *ckEncoder) index(s string) uint32 {
 	i, ok := c.strs[s]
 	if !ok {
 		i = uint32(len(c.list))
 		c.strs[s] = i
 		c.list = append(c.list, s)
 	}
-	c.uvarint(uint64(i))
+	return i
 }
 
 func bit(on bool, b byte) byte {
@@ -162,23 +167,30 @@ func (c *ckEncoder) flag(b bool) {
 	}
 }
 
-// add appends a record; records come in path order.
-func (c *ckEncoder) add(e *ckEntry) {
+// head appends a record's path, blob hash and tag; records come in path
+// order.
+func (c *ckEncoder) head(path string, hash plumbing.Hash, tag byte) {
 	shared := 0
-	for shared < len(c.prev) && shared < len(e.path) && c.prev[shared] == e.path[shared] {
+	for shared < len(c.prev) && shared < len(path) && c.prev[shared] == path[shared] {
 		shared++
 	}
 	c.uvarint(uint64(shared))
-	c.str(e.path[shared:])
-	c.prev = e.path
-	c.sizes.count(e.path)
-	c.recs = append(append(c.recs, e.hash[:]...), e.tag)
+	c.str(path[shared:])
+	c.prev = path
+	c.sizes.count(path)
+	c.recs = append(append(c.recs, hash[:]...), tag)
+}
+
+// add appends a record; records come in path order.
+func (c *ckEncoder) add(e *ckEntry) {
+	c.head(e.path, e.hash, e.tag)
 	switch e.tag {
 	case ckMailbox:
 		c.str(e.title)
 		c.varint(e.t)
 		c.flag(e.quarantined)
 		c.uvarint(uint64(len(e.routes)))
+		c.sizes.routes += len(e.routes)
 		for _, rt := range e.routes {
 			c.ref(rt.Forge)
 			c.ref(rt.Owner)
@@ -222,7 +234,7 @@ func (c *ckEncoder) bytes(tip, root plumbing.Hash, folded uint64) []byte {
 	out = binary.LittleEndian.AppendUint32(out, checkpointVersion)
 	out = append(append(out, tip[:]...), root[:]...)
 	out = binary.LittleEndian.AppendUint64(out, folded)
-	for _, n := range []int{c.sizes.files, c.sizes.mailboxes, c.sizes.runs, c.sizes.sessions, len(c.list)} {
+	for _, n := range []int{c.sizes.files, c.sizes.mailboxes, c.sizes.runs, c.sizes.sessions, c.sizes.routes, len(c.list)} {
 		out = binary.LittleEndian.AppendUint32(out, uint32(n))
 	}
 	for _, s := range c.list {
@@ -265,15 +277,16 @@ func parseCkHeader(data []byte) (ckHeader, error) {
 	copy(h.tip[:], body[12:32])
 	copy(h.root[:], body[32:52])
 	h.folded = binary.LittleEndian.Uint64(body[52:])
-	var n [5]int
+	var n [6]int
 	for i := range n {
 		n[i] = int(binary.LittleEndian.Uint32(body[60+4*i:]))
 	}
-	h.sizes = snapSizes{files: n[0], mailboxes: n[1], runs: n[2], sessions: n[3]}
-	h.strings = n[4]
+	h.sizes = snapSizes{files: n[0], mailboxes: n[1], runs: n[2], sessions: n[3], routes: n[4]}
+	h.strings = n[5]
 	room := len(body) - ckHeaderSize
-	if h.sizes.files > room/ckMinRecord || h.strings > room || h.sizes.mailboxes+h.sizes.runs+h.sizes.sessions > h.sizes.files {
-		return h, ckErrorf("counts %v and %d strings do not fit its %d bytes", n[:4], h.strings, len(data))
+	if h.sizes.files > room/ckMinRecord || h.strings > room || h.sizes.mailboxes+h.sizes.runs+h.sizes.sessions > h.sizes.files ||
+		h.sizes.routes > room/ckMinRoute {
+		return h, ckErrorf("counts %v and %d strings do not fit its %d bytes", n[:5], h.strings, len(data))
 	}
 	return h, nil
 }

@@ -16,8 +16,10 @@ type ckDecoder struct {
 	err  error
 	strs []string
 	prev string
-	n    int    // records read
-	text *arena // where paths and unique strings are made
+	n    int     // records read
+	rts  []Route // the routes of the mailbox read last (reused)
+	nrt  int     // routes read
+	text *arena  // where paths and unique strings are made
 }
 
 // openCheckpoint checks a checkpoint and returns its header and a decoder
@@ -116,7 +118,7 @@ func (d *ckDecoder) next(e *ckEntry) bool {
 		d.fail("bad path")
 		return false
 	}
-	routes := e.routes[:0]
+	routes := d.rts[:0]
 	*e = ckEntry{path: d.text.concat(d.prev[:shared], unsafe.String(&suffix[0], len(suffix)))}
 	if d.n > 0 && e.path <= d.prev {
 		d.fail("paths out of order")
@@ -137,12 +139,13 @@ func (d *ckDecoder) next(e *ckEntry) bool {
 			d.fail("route count")
 			return false
 		}
+		d.nrt += int(n)
 		for range n {
 			rt := Route{Forge: d.ref(), Owner: d.ref(), Project: d.ref(), By: RouteKind(d.ref())}
 			rt.Value = d.str()
 			routes = append(routes, rt)
 		}
-		e.routes = routes
+		e.routes, d.rts = routes, routes
 	case ckRun:
 		e.idName = d.byte() != 0
 		e.id, e.t, e.day = d.str(), d.varint(), int32(d.varint())
@@ -172,8 +175,8 @@ func (d *ckDecoder) end(h ckHeader) error {
 	if d.err != nil {
 		return d.err
 	}
-	if d.off != len(d.data) || d.n != h.sizes.files {
-		return ckErrorf("%d records read of %d, %d bytes left", d.n, h.sizes.files, len(d.data)-d.off)
+	if d.off != len(d.data) || d.n != h.sizes.files || d.nrt != h.sizes.routes {
+		return ckErrorf("%d records read of %d, %d routes of %d, %d bytes left", d.n, h.sizes.files, d.nrt, h.sizes.routes, len(d.data)-d.off)
 	}
 	return nil
 }
@@ -210,8 +213,17 @@ type ckBatch struct {
 	routes []Route
 }
 
-// ckBatchSize is how many records the decoding goroutine hands over at a time.
-const ckBatchSize = 1024
+// ckBatchSize is how many records the decoding goroutine hands over at a
+// time; ckBatches how many it may be ahead (while Open sizes the
+// snapshot's maps, it decodes).
+const (
+	ckBatchSize = 1024
+	ckBatches   = 64
+)
+
+func newCkBatch() *ckBatch {
+	return &ckBatch{items: make([]ckItem, 0, ckBatchSize), routes: make([]Route, 0, ckBatchSize/2)}
+}
 
 // value gives rec the value of entry e, as a full load would: a compact
 // value from the entry (a run's class and a mailbox's routes left to the
@@ -267,11 +279,11 @@ func decodeAll(d *ckDecoder, tip string, rd *objectReader, out chan<- *ckBatch, 
 	var sl ckSlabs
 	in := newInterner()
 	var e ckEntry
-	b := &ckBatch{}
+	b := newCkBatch()
 	send := func() bool {
 		select {
 		case out <- b:
-			b = &ckBatch{items: make([]ckItem, 0, ckBatchSize)}
+			b = newCkBatch()
 			return true
 		case <-stop:
 			return false
@@ -303,7 +315,7 @@ func loadCheckpoint(data []byte, tip plumbing.Hash, rd *objectReader) (*snapshot
 	if h.tip != tip {
 		return nil, nil, 0, fmt.Errorf("%w: made at commit %s, the branch is at %s", errStaleCheckpoint, h.tip, tip)
 	}
-	batches, stop, done := make(chan *ckBatch, 4), make(chan struct{}), make(chan error, 1)
+	batches, stop, done := make(chan *ckBatch, ckBatches), make(chan struct{}), make(chan error, 1)
 	defer close(stop)
 	go func() { done <- decodeAll(d, tip.String(), rd, batches, stop) }()
 	snap := newSnapshot(h.sizes)

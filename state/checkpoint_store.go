@@ -1,8 +1,10 @@
 package state
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -37,6 +39,25 @@ func readCheckpointFile(repo string) ([]byte, error) {
 		return nil, fmt.Errorf("%w: read %s: %w", errCheckpoint, f.Name(), err)
 	}
 	return data, nil
+}
+
+// checkpointTip returns the commit repo's checkpoint says it is of,
+// reading its header alone (its checksum is not checked); zero when there
+// is none or it is not of this format.
+func checkpointTip(repo string) plumbing.Hash {
+	var tip plumbing.Hash
+	f, err := os.Open(checkpointPath(repo))
+	if err != nil {
+		return tip
+	}
+	defer f.Close()
+	head := make([]byte, ckHeaderSize)
+	if _, err := io.ReadFull(f, head); err != nil || string(head[:8]) != checkpointMagic ||
+		binary.LittleEndian.Uint32(head[8:]) != checkpointVersion {
+		return tip
+	}
+	copy(tip[:], head[12:32])
+	return tip
 }
 
 // writeCheckpointFile replaces repo's checkpoint by data: written to a
@@ -112,8 +133,8 @@ func loadFromCheckpoint(repo string, packList []packInfo) (opened, error) {
 // saveCheckpoint writes the checkpoint of the store's tip at Close, once
 // the journal is folded and no write runs: the snapshot is the tip. The
 // records of the checkpoint already there (whatever its commit) are
-// taken as they are where their path and blob are the same; the others
-// are read and decoded from their blobs, so that the checkpoint holds
+// taken as they are where their path and blob are the same (their bytes
+// copied, see ckCopier); the others are read and decoded from their blobs, so that the checkpoint holds
 // what a full load computes, not values written through this process.
 func (s *Store) saveCheckpoint() error {
 	snap := s.snap
@@ -126,30 +147,36 @@ func (s *Store) saveCheckpoint() error {
 	if err != nil || tip != snap.tip {
 		return err // git moved the branch: the next Open loads it whole
 	}
-	old, _ := readCheckpointFile(s.dir)
-	h, prev, err := openCheckpoint(old)
-	if err == nil && h.tip == tip {
-		return nil
+	if checkpointTip(s.dir) == tip {
+		return nil // its damage, if any, is caught at the next Open, which replaces it
 	}
+	old, _ := readCheckpointFile(s.dir)
+	_, prev, err := openCheckpoint(old)
 	if err != nil {
 		prev = nil
 	}
-	folded, err := foldedSeq(s.dir, tip)
+	folded, err := s.foldedSeqIn(tip)
 	if err != nil {
 		return err
 	}
 	enc := newCkEncoder()
-	var was ckEntry
-	more := prev != nil && prev.next(&was)
+	enc.recs = make([]byte, 0, len(old)+len(old)/8) // the records change little from one Close to the next
+	var was *ckCopier
+	more := false
+	if prev != nil {
+		was = newCkCopier(prev)
+		more = was.next()
+	}
 	for _, block := range snap.paths.blocks {
 		for _, p := range block {
-			for more && was.path < p {
-				more = prev.next(&was)
+			for more && string(was.path) < p {
+				more = was.next()
 			}
 			r := snap.files[p]
-			if more && was.path == p && was.hash == r.hash {
-				enc.add(&was)
-				continue
+			if more && string(was.path) == p && was.hash == r.hash {
+				if more = was.copyTo(enc, p); more {
+					continue
+				}
 			}
 			e, err := snap.entryFromBlob(p, r)
 			if err != nil {

@@ -179,7 +179,8 @@
 // class spelled out, an llm session's sessionLite, a finished mailbox's
 // mailboxLite and its routes; generic records need none), plus the root
 // tree and the journal sequence the commit folded, in a binary form with a
-// header (magic, format version, commit, counts) and a CRC-32C of the
+// header (magic, format version, commit, counts, by which Open sizes its
+// maps, the routes' too) and a CRC-32C of the
 // whole (checkpoint.go). Records whose value is kept whole (open mailboxes,
 // installations, settings) or that are unreadable are marked so, and Open
 // decodes them from their blobs as a full load does, so their values and
@@ -197,11 +198,16 @@
 //
 // It is written never on a write's path: a writable Open that loaded whole
 // encodes it as it indexes and writes it in the background; Close, once
-// the journal is folded and the snapshot is the tip, writes the new tip's,
-// taking the entries of the checkpoint there (whatever its commit) whose
-// path and blob are unchanged and decoding the others from their blobs, so
-// the file holds what a full load computes, not values as written through
-// this process. It is written to a temporary file, synced, renamed over the
+// the journal is folded and the snapshot is the tip, writes the new tip's
+// unless the header of the one there names the tip already (its checksum
+// is not read then: damage is caught by the next Open, which loads whole
+// and replaces it). It takes the entries of the checkpoint there (whatever
+// its commit, once checked whole) whose path and blob are unchanged,
+// copying their bytes with their paths re-encoded and their string
+// references renumbered (checkpoint_copy.go; an entry that does not read
+// is decoded from its blob instead), and decodes the others from their
+// blobs, so the file holds what a full load computes, not values as
+// written through this process. It is written to a temporary file, synced, renamed over the
 // old one and the folder synced. A crash leaves it stale; the next
 // writable Open loads whole and puts it back.
 //

@@ -85,7 +85,8 @@ type mailboxIndex struct {
 }
 
 // snapSizes are how many records of each kind a snapshot is made for.
-type snapSizes struct{ files, mailboxes, runs, sessions int }
+// routes, when known (an open checkpoint says), is how many routes.
+type snapSizes struct{ files, mailboxes, runs, sessions, routes int }
 
 func (z *snapSizes) count(path string) {
 	z.files++
@@ -110,7 +111,7 @@ func newSnapshot(z snapSizes) *snapshot {
 		openMailboxes: map[string]struct{}{},
 		runs:          make(map[string]string, z.runs),
 		sessionsByRun: newRunSessions(z.runs),
-		routes:        make(map[Route]string, z.mailboxes),
+		routes:        make(map[Route]string, max(z.mailboxes, z.routes)),
 		ov:            newOverview(z),
 	}
 }

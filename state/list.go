@@ -32,6 +32,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -772,11 +773,14 @@ func (o *overview) classOf(c runClass) uint32 {
 	return id
 }
 
-// endBulk orders what was indexed in bulk.
+// endBulk orders what was indexed in bulk: the list of all runs (the
+// largest) on a second goroutine, the others on this one. The lists share
+// nothing; sorting reads only their entries' keys.
 func (o *overview) endBulk() {
 	o.bulk = false
+	var wg sync.WaitGroup
+	wg.Go(o.runs.build)
 	o.mailboxes.build()
-	o.runs.build()
 	for _, p := range o.projects {
 		p.mailboxes.build()
 		p.runs.build()
@@ -784,6 +788,7 @@ func (o *overview) endBulk() {
 	for _, st := range o.stats {
 		st.runs.build()
 	}
+	wg.Wait()
 }
 
 // insert puts e into l, or appends it in bulk.
@@ -797,7 +802,9 @@ func insert[T keyed](o *overview, l *sortedList[T], e T) {
 
 // newOverview returns empty indexes sized for z.
 func newOverview(z snapSizes) overview {
-	return overview{mbByPath: make(map[string]*mbEntry, z.mailboxes), runByPath: make(map[string]*runEntry, z.runs),
+	return overview{mailboxes: sortedList[*mbEntry]{pending: make([]*mbEntry, 0, z.mailboxes)},
+		runs:     sortedList[*runEntry]{pending: make([]*runEntry, 0, z.runs)},
+		mbByPath: make(map[string]*mbEntry, z.mailboxes), runByPath: make(map[string]*runEntry, z.runs),
 		stats: make(map[string]*mbStats, z.mailboxes), projects: map[string]*projIndex{}, days: dayBuckets{},
 		classIDs: map[runClass]uint32{}}
 }

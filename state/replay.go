@@ -39,8 +39,31 @@ func foldedSeq(repo string, tip plumbing.Hash) (seq uint64, err error) {
 func walkTrailer(repo string, tip plumbing.Hash) (uint64, error) {
 	stor := openStorage(repo)
 	defer stor.Close()
+	return trailerWalk(tip, func(h plumbing.Hash) (*object.Commit, error) { return object.GetCommit(stor, h) })
+}
+
+// foldedSeqIn is foldedSeq reading the commits through the store's own
+// pack reader (go-git's storage decodes every pack index it opens).
+func (s *Store) foldedSeqIn(tip plumbing.Hash) (uint64, error) {
+	return trailerWalk(tip, func(h plumbing.Hash) (*object.Commit, error) {
+		raw, err := s.blobs.readObject(h, plumbing.CommitObject)
+		if err != nil {
+			return nil, err
+		}
+		obj := &plumbing.MemoryObject{}
+		obj.SetType(plumbing.CommitObject)
+		if _, err := obj.Write(raw); err != nil {
+			return nil, err
+		}
+		c := &object.Commit{}
+		return c, c.Decode(obj)
+	})
+}
+
+// trailerWalk is foldedSeq's walk, reading each commit by read.
+func trailerWalk(tip plumbing.Hash, read func(plumbing.Hash) (*object.Commit, error)) (uint64, error) {
 	for h, i := tip, 0; !h.IsZero() && i < maxTrailerWalk; i++ {
-		c, err := object.GetCommit(stor, h)
+		c, err := read(h)
 		if err != nil {
 			return 0, fmt.Errorf("read commit %s: %w", h, err)
 		}
