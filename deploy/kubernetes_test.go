@@ -979,7 +979,7 @@ func deployBot(t *testing.T, ctx context.Context, c *cluster, ms []manifest, ns 
 		{"a port-forward", fmt.Sprintf("127.0.0.1:%d", port)},
 	} {
 		for _, probe := range []struct{ path, body string }{{"/healthz", "ok\n"}, {"/readyz", "ready\n"}} {
-			code, body := waitHTTP(t, "http://"+via.addr+probe.path, 10*time.Second)
+			code, body := waitAnswer(t, "http://"+via.addr+probe.path, probe.body, 15*time.Second)
 			if code != http.StatusOK || body != probe.body {
 				t.Errorf("GET %s through %s (%s) = %d %q; want 200 %q", probe.path, via.name, via.addr, code, body, probe.body)
 			}
@@ -1110,4 +1110,21 @@ func forwardPort(t *testing.T, c *cluster, ns, pod string, port int) int {
 		t.Fatalf("port-forward ports %v: %v", ports, err)
 	}
 	return int(ports[0].Local)
+}
+
+// waitAnswer asks url until it answers 200 with want, or timeout passes,
+// and returns the last answer. kube-proxy programs a new Service's rules
+// after its endpoints are ready, not with them: until then a packet to the
+// ClusterIP leaves by the host's default route, where this machine's egress
+// answers any port 80 with an empty 404.
+func waitAnswer(t *testing.T, url, want string, timeout time.Duration) (int, string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		code, body := waitHTTP(t, url, time.Until(deadline))
+		if code == http.StatusOK && body == want || time.Now().After(deadline) {
+			return code, body
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
 }
