@@ -320,15 +320,7 @@ func changeAndCompare(t *testing.T, dir string, opts Options) {
 		}
 	}
 	write(0)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	want, _ := openAnswers(t, dir, Options{ReadOnly: true}, false)
-	got, used := openAnswers(t, dir, Options{ReadOnly: true}, true)
-	if !used {
-		t.Fatal("the checkpoint written at Close was not used")
-	}
-	diffAnswers(t, want, got)
+	closeAndCompare(t, s, dir)
 	if !opts.Journal {
 		return
 	}
@@ -337,8 +329,8 @@ func changeAndCompare(t *testing.T, dir string, opts Options) {
 	}
 	write(4)
 	s.shut(false) // the journal stays unfolded, as after a crash
-	want, _ = openAnswers(t, dir, Options{ReadOnly: true}, false)
-	got, used = openAnswers(t, dir, Options{ReadOnly: true}, true)
+	want, _ := openAnswers(t, dir, Options{ReadOnly: true}, false)
+	got, used := openAnswers(t, dir, Options{ReadOnly: true}, true)
 	if !used {
 		t.Fatal("the checkpoint was not used under a journal")
 	}
@@ -483,15 +475,7 @@ func TestCheckpointFirstClose(t *testing.T) {
 	if _, err := os.Stat(checkpointPath(dir)); err == nil {
 		t.Fatal("a checkpoint was written before Close")
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	want, _ := openAnswers(t, dir, Options{ReadOnly: true}, false)
-	got, used := openAnswers(t, dir, Options{ReadOnly: true}, true)
-	if !used {
-		t.Fatal("the checkpoint written at Close was not used")
-	}
-	diffAnswers(t, want, got)
+	closeAndCompare(t, s, dir)
 }
 
 // TestCheckpointMergeCopies: the checkpoint Close writes from the one
@@ -627,4 +611,19 @@ func TestFoldedSeqIn(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// closeAndCompare closes s, then checks that the checkpoint its Close
+// wrote is used by the next Open and answers as a full load.
+func closeAndCompare(t *testing.T, s *Store, dir string) {
+	t.Helper()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := openAnswers(t, dir, Options{ReadOnly: true}, false)
+	got, used := openAnswers(t, dir, Options{ReadOnly: true}, true)
+	if !used {
+		t.Fatal("the checkpoint written at Close was not used")
+	}
+	diffAnswers(t, want, got)
 }
