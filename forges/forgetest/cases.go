@@ -13,9 +13,11 @@ import (
 )
 
 // ctxFor bounds the calls of the Forge under test. Cases take it once seeded:
-// seeding a real forge takes seconds per merge request.
+// seeding a real forge takes seconds per merge request. It guards against a
+// hang, not a slow answer: a real Forgejo beside the e2e package on two
+// cores once took over 30 s for a case's few listings.
 func ctxFor(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
 }
