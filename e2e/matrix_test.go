@@ -204,8 +204,9 @@ func (s *scenario) followNextRun(n *atomic.Int64) (done <-chan struct{}) {
 					}
 				}
 			})
-			if active != "" {
-				countLive(s.b.addr, active, n)
+			// A run recorded before its agent is launched answers 204 (not
+			// followed yet), as the page's first request may: ask again.
+			if active != "" && countLive(s.b.addr, active, n) {
 				return
 			}
 			time.Sleep(50 * time.Millisecond)
@@ -216,21 +217,25 @@ func (s *scenario) followNextRun(n *atomic.Int64) (done <-chan struct{}) {
 
 // countLive reads run's live stream to its end, counting the agent's steps
 // it carries (a line of text or of the standard error is no step: a CLI
-// whose stream is not decoded shows none).
-func countLive(addr, run string, n *atomic.Int64) {
+// whose stream is not decoded shows none). It tells whether there was a
+// stream to read: false when the run is not followed yet (204).
+func countLive(addr, run string, n *atomic.Int64) bool {
 	client := http.Client{Timeout: 5 * time.Minute} // a stream that never ends fails the wait, not the test binary
 	resp, err := client.Get("http://" + addr + "/runs/" + run + "/live")
 	if err != nil {
-		return
+		return false
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNoContent {
+		return false
+	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
 		switch {
 		case strings.HasPrefix(line, "event: end"):
-			return
+			return true
 		case strings.HasPrefix(line, "data: "):
 			var l live.Line
 			if json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &l) == nil && l.Step() {
@@ -238,6 +243,7 @@ func countLive(addr, run string, n *atomic.Int64) {
 			}
 		}
 	}
+	return true
 }
 
 // runPageShows tells whether the run page shows the run's fields: its
