@@ -107,6 +107,11 @@ func loadFromCheckpoint(repo string, packList []packInfo) (opened, error) {
 	if err != nil || tip.IsZero() {
 		return opened{}, errors.Join(fs.ErrNotExist, err)
 	}
+	// Beside a running server (a read-only store) the checkpoint is stale
+	// as a rule: its header says so without reading and summing the rest.
+	if at := checkpointTip(repo); !at.IsZero() && at != tip {
+		return opened{}, fmt.Errorf("%w: made at commit %s, the branch is at %s", errStaleCheckpoint, at, tip)
+	}
 	data, err := readCheckpointFile(repo)
 	if err != nil {
 		return opened{}, err
