@@ -56,16 +56,13 @@ func (d *ckDecoder) uvarint() uint64 {
 	return v
 }
 
+// varint reads a signed varint: encoding/binary's zig-zag form of uvarint.
 func (d *ckDecoder) varint() int64 {
-	if d.err != nil {
-		return 0
+	u := d.uvarint()
+	v := int64(u >> 1)
+	if u&1 != 0 {
+		v = ^v
 	}
-	v, n := binary.Varint(d.data[d.off:])
-	if n <= 0 {
-		d.fail("bad varint")
-		return 0
-	}
-	d.off += n
 	return v
 }
 
