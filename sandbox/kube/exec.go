@@ -17,6 +17,12 @@ import (
 // (WebSocket, else SPDY), feeding it stdin and copying its stdout. A failure
 // includes the end of its stderr.
 func (r *Runner) exec(ctx context.Context, pod, container string, command []string, stdin io.Reader, stdout io.Writer) error {
+	return r.execIO(ctx, pod, container, command, stdin, stdout, nil)
+}
+
+// execIO is exec; when stderr is not nil, it makes the writer the exec's
+// stderr goes to from the one that keeps its end for a failure's message.
+func (r *Runner) execIO(ctx context.Context, pod, container string, command []string, stdin io.Reader, stdout io.Writer, stderr func(msg io.Writer) io.Writer) error {
 	req := r.client.CoreV1().RESTClient().Post().
 		Resource("pods").Namespace(r.namespace).Name(pod).SubResource("exec").
 		VersionedParams(&corev1.PodExecOptions{
@@ -40,10 +46,14 @@ func (r *Runner) exec(ctx context.Context, pod, container string, command []stri
 	if err != nil {
 		return fmt.Errorf("kube: exec in %s/%s: %w", pod, container, err)
 	}
-	var stderr tailBuffer
-	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: stdout, Stderr: &stderr})
+	var msg tailBuffer
+	errW := io.Writer(&msg)
+	if stderr != nil {
+		errW = stderr(&msg)
+	}
+	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: stdout, Stderr: errW})
 	if err != nil {
-		if msg := strings.TrimSpace(stderr.String()); msg != "" {
+		if msg := strings.TrimSpace(msg.String()); msg != "" {
 			return fmt.Errorf("kube: %s in %s/%s: %w: %s", command[0], pod, container, err, msg)
 		}
 		return fmt.Errorf("kube: %s in %s/%s: %w", command[0], pod, container, err)
@@ -86,14 +96,6 @@ const killScript = others + `s=$1
 set -- $(others)
 if [ "$s" = KILL ]; then for pid; do kill -s STOP "$pid" 2>/dev/null; done; fi
 for pid; do kill -s "$s" "$pid" 2>/dev/null; done
-exit 0`
-
-// tailScript, run in the helper, copies the agent's stderr file as it grows
-// and ends when the copy-out starts (which brings what it had not read).
-const tailScript = `tail -c +1 -f ` + stderrFile + ` &
-t=$!
-until [ -e ` + doneFlag + ` ]; do sleep 0.1; done
-kill $t
 exit 0`
 
 // signal sends sig (TERM or KILL) to the agent's processes.

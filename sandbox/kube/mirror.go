@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path"
+	"strconv"
 	"strings"
 )
 
@@ -39,15 +40,19 @@ func (r *Runner) copyBack(ctx context.Context, p *plan, log *slog.Logger) (copyO
 	return r.copyBackAfter(ctx, p, nil, log)
 }
 
-// copyBackAfter is copyBack; when start is not nil, the copy-out begins
-// only when a line can be read from it (a primed copy-out, prime.go).
-func (r *Runner) copyBackAfter(ctx context.Context, p *plan, start io.Reader, log *slog.Logger) (copyOut, error) {
-	// The copy-out first raises doneFlag, which ends the stderr tail.
-	script := ": >" + doneFlag + " && exec tar -cf - -C " + stageDir + ` "$@"`
-	if start != nil {
-		script = "read -r go && " + script
+// copyBackAfter is copyBack; when primed is not nil, the exec follows the
+// agent's stderr until a line can be read from primed.start, and only then
+// copies out (prime.go).
+func (r *Runner) copyBackAfter(ctx context.Context, p *plan, primed *primeStream, log *slog.Logger) (copyOut, error) {
+	args := []string{"/bin/sh", "-c", "exec tar -cf - -C " + stageDir + ` "$@"`, "tar"}
+	var start io.Reader
+	var stderr func(msg io.Writer) io.Writer
+	if primed != nil {
+		args = []string{"/bin/sh", "-c", primedScript, "tar", p.endMark, strconv.FormatInt(primed.from, 10)}
+		start = primed.start
+		stderr = func(msg io.Writer) io.Writer { primed.split.msg = msg; return primed.split }
 	}
-	args := []string{"/bin/sh", "-c", script, "tar", volRun + "/" + subDir + "/stderr"}
+	args = append(args, volRun+"/"+subDir+"/stderr")
 	var mirrors []*mirror
 	if wt := p.worktree; wt != nil && !wt.ReadOnly {
 		args = append(args, volWorkspace+"/"+subDir)
@@ -75,7 +80,7 @@ func (r *Runner) copyBackAfter(ctx context.Context, p *plan, start io.Reader, lo
 		pr.CloseWithError(err)
 		read <- readResult{out, err}
 	}()
-	err := r.exec(execCtx, p.name, ctrHelper, args, start, pw)
+	err := r.execIO(execCtx, p.name, ctrHelper, args, start, pw, stderr)
 	pw.CloseWithError(err)
 	res := <-read
 	if res.err != nil {

@@ -51,24 +51,40 @@ exit "$c"`
 
 // Control files at the root of the run volume, which the agent does not see
 // (it mounts only its subDir: stdin and stderr). stagedFlag holds the PID of
-// the staging shell once the staging is complete; doneFlag appears when the
-// copy-out starts.
+// the staging shell once the staging is complete; stagedFIFO is the
+// postStart hook's, which the staging writes a line to when it is done.
 const (
 	stagedFlag = stageDir + "/" + volRun + "/staged"
-	doneFlag   = stageDir + "/" + volRun + "/done"
+	stagedFIFO = stageDir + "/" + volRun + "/staged.fifo"
 	stderrFile = stageDir + "/" + volRun + "/" + subDir + "/stderr"
 )
 
 // stageWait is the helper's postStart hook: it waits for the staging to be
-// complete, at most limit/20 ms times 20 ms. The kubelet creates and starts
-// the next container, the agent, only when the hook has returned, so the
-// agent's mounts find the folders the staging made, without an init
-// container whose end the kubelet would notice at its next relist only (up
-// to a second). Busybox and coreutils sleep both take fractions.
+// complete, at most limit. The kubelet creates and starts the next
+// container, the agent, only when the hook has returned, so the agent's
+// mounts find the folders the staging made, without an init container whose
+// end the kubelet would notice at its next relist only (up to a second).
+//
+// It blocks, it does not poll: a loop of sleeps costs a process every tick,
+// and 16 Pods starting at once on a small node spent a core on them. The
+// hook makes a FIFO and holds it open for reading and writing before it
+// looks at the flag, so the staging's line (written after the flag, through
+// a read-write open that never blocks) is either kept for it or came after a
+// flag it sees. A timer writes "t" at the limit; the sleep it leaves behind
+// ends by itself, and holds none of the hook's output (the kubelet waits for
+// the end of a hook's output, not only of its shell).
 func stageWait(limit time.Duration) []string {
-	n := max(int64(limit/(50*time.Millisecond)), 1)
-	return []string{"/bin/sh", "-c", "i=0\nuntil [ -s " + stagedFlag + " ]; do\n" +
-		"  i=$((i+1)); [ $i -le " + strconv.FormatInt(n, 10) + " ] || exit 1\n  sleep 0.05\ndone"}
+	secs := max(int64(limit/time.Second), 1)
+	return []string{"/bin/sh", "-c", "f=" + stagedFIFO + "\n" +
+		"[ -p \"$f\" ] || mkfifo -m 600 \"$f\" || exit 1\n" +
+		"exec 3<>\"$f\"\n" +
+		"{ sleep " + strconv.FormatInt(secs, 10) + "; echo t >&3; } </dev/null >/dev/null 2>&1 &\n" +
+		"until [ -s " + stagedFlag + " ]; do\n" +
+		"  read -r x <&3 || exit 1\n" +
+		"  [ \"$x\" = t ] && exit 1\n" +
+		"done\n" +
+		"kill $! 2>/dev/null\n" +
+		"exit 0"}
 }
 
 // pod is the run's Pod.

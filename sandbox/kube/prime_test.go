@@ -1,40 +1,105 @@
 package kube
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/alchemic-studio/alfred/sandbox"
 )
 
-// TestRunnerPrimedCopyFails: when the primed copy-out's exec has ended
-// before the agent did (here the agent kills its waiting shell, as a dropped
-// connection would end it), the copy-out runs anew: the worktree and stderr
-// still come back whole.
+// TestRunnerPrimedCopyFails: when the primed copy-out's exec ends while the
+// agent runs (here the agent kills its waiting shell and the stderr tail, as
+// a dropped connection would end them), it is opened again and follows
+// stderr from where it was: the worktree and stderr come back whole, and the
+// Spec's stderr writer gets each byte once.
 func TestRunnerPrimedCopyFails(t *testing.T) {
 	t.Parallel()
 	r := newTestRunner(t)
 	worktree := ownedDir(t)
 	// The pattern is split so that the agent's own command line lacks it;
 	// the primed exec opens beside the agent's start: it is waited for.
-	spec := r.spec(`n=0; p="read -r"; i=0
+	spec := r.spec(`echo before >&2; n=0; p="/run/d"; i=0
 while [ $n = 0 ] && [ $i -lt 200 ]; do
   for d in /proc/[0-9]*; do
-    if grep -q "$p go &&" "$d/cmdline" 2>/dev/null; then kill "${d#/proc/}" && n=$((n+1)); fi
+    if grep -q "$p/stderr" "$d/cmdline" 2>/dev/null; then kill "${d#/proc/}" && n=$((n+1)); fi
   done
   i=$((i+1)); [ $n = 0 ] && sleep 0.05
 done
-echo "killed $n"; echo written >out.txt; echo to-stderr >&2`)
+[ $n -ge 2 ] && echo killed; echo written >out.txt; echo to-stderr >&2`)
 	spec.Worktree = &sandbox.Mount{Host: worktree, Container: sandbox.WorkspacePath}
+	var live lockedBuffer
+	spec.Stderr = &live
 	res := r.run(t, spec)
-	if string(res.Stdout) != "killed 1\n" {
-		t.Fatalf("stdout %q, want the primed copy-out's shell found and killed; stderr %q", res.Stdout, res.Stderr)
+	if string(res.Stdout) != "killed\n" {
+		t.Fatalf("stdout %q, want the primed copy-out's shell and tail found and killed; stderr %q", res.Stdout, res.Stderr)
 	}
 	if b, err := os.ReadFile(filepath.Join(worktree, "out.txt")); err != nil || string(b) != "written\n" {
 		t.Errorf("out.txt on the host: %q, %v; want the agent's file", b, err)
 	}
-	if string(res.Stderr) != "to-stderr\n" {
+	if string(res.Stderr) != "before\nto-stderr\n" {
 		t.Errorf("stderr %q, want the agent's", res.Stderr)
+	}
+	if got := live.String(); got != "before\nto-stderr\n" {
+		t.Errorf("the Spec's stderr writer got %q, want each byte of the agent's stderr once", got)
+	}
+}
+
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestMarkSplit: the primed exec's stderr is passed on up to the mark line
+// and the rest kept as the copy-out's message, however the stream is cut
+// into writes.
+func TestMarkSplit(t *testing.T) {
+	const mark = "alfred-end-0123"
+	for _, tc := range []struct {
+		name, in, out, msg string
+		passed             int64
+	}{
+		{"mark after output", "a\nb\n\n" + mark + "\ntar: boom\n", "a\nb\n", "tar: boom\n", 4},
+		{"output without a newline", "partial\n" + mark + "\n", "partial", "", 7},
+		{"nothing before", "\n" + mark + "\n", "", "", 0},
+		{"no mark yet", "line\n", "line", "", 4},
+		{"a mark's start that is not one", "x\n" + mark[:5] + "y\n", "x\n" + mark[:5] + "y", "", int64(len("x\n"+mark[:5]+"y"))},
+		{"a mark with a longer word", "\n" + mark + "x\nz\n", "\n" + mark + "x\nz", "", int64(len("\n" + mark + "x\nz"))},
+		{"text after the mark", "e\n" + mark + "\n\n" + mark + "\n", "e", "\n" + mark + "\n", 1},
+	} {
+		for size := 1; size <= len(tc.in); size++ {
+			var out, msg bytes.Buffer
+			s := newMarkSplit(&out, mark)
+			s.msg = &msg
+			for in := tc.in; in != ""; {
+				n := min(size, len(in))
+				if k, err := s.Write([]byte(in[:n])); k != n || err != nil {
+					t.Fatalf("%s, writes of %d: Write = %d, %v", tc.name, size, k, err)
+				}
+				in = in[n:]
+			}
+			if out.String() != tc.out || msg.String() != tc.msg || s.passed != tc.passed {
+				t.Errorf("%s, writes of %d: passed %q (%d), message %q; want %q (%d), %q",
+					tc.name, size, out.String(), s.passed, msg.String(), tc.out, tc.passed, tc.msg)
+			}
+		}
+	}
+	if strings.Contains(primedScript, "sleep") {
+		t.Errorf("the primed script polls: %s", primedScript)
 	}
 }

@@ -57,11 +57,11 @@ func (r *Runner) runPod(ctx, teardown context.Context, p *plan, objs *made, log 
 	log.Debug("staged, the agent starts", "since_create", started.Sub(t0))
 	// The helper took the staging: it runs. The relays start beside the
 	// agent, whose forwarder waits for their sockets; the copy-out is
-	// primed.
+	// primed, and follows stderr meanwhile.
 	relays := r.startRelays(teardown, p, log)
 	defer relays.stop()
-	primed := r.primeCopy(teardown, p, log)
 	out := r.startOutput(teardown, p, w, log)
+	primed := r.primeCopy(teardown, p, out.stderr, log)
 	outcome, code, waitErr := r.await(ctx, teardown, p, w, out, log)
 	relays.stop()
 	out.finishLog(log)
@@ -70,7 +70,6 @@ func (r *Runner) runPod(ctx, teardown context.Context, p *plan, objs *made, log 
 	copyCtx, cancel := context.WithTimeout(teardown, copyTimeout)
 	defer cancel()
 	copied, copyErr := primed.run(copyCtx)
-	out.finishTail()
 	log.Debug("copied out", "took", time.Since(started)-duration, "err", copyErr)
 	if waitErr != nil {
 		return nil, errors.Join(waitErr, copyErr)

@@ -13,10 +13,15 @@ import (
 )
 
 // stageCommand extracts the staging tar under stageDir with the modes it
-// carries (umask 0), then raises the flag that lets the agent start; once
-// the flag is up it takes nothing more (the agent may run).
+// carries (umask 0), then raises the flag that lets the agent start and
+// wakes the postStart hook through its FIFO (a read-write open, which never
+// blocks: a line nobody holds the FIFO for is dropped, and the hook then
+// sees the flag); once the flag is up it takes nothing more (the agent may
+// run).
 var stageCommand = []string{"/bin/sh", "-c", "[ -s " + stagedFlag + " ] && exit 0\n" +
-	"umask 0 && tar -xf - -C " + stageDir + " && echo $$ >" + stagedFlag}
+	"umask 0 && tar -xf - -C " + stageDir + " && echo $$ >" + stagedFlag + " || exit\n" +
+	"[ -p " + stagedFIFO + " ] && echo go 1<>" + stagedFIFO + "\n" +
+	"exit 0"}
 
 // stageRetry is how long an exec into the helper waits before it is tried
 // again, while the watch does not show the container running: 50 ms for
