@@ -78,7 +78,7 @@ func TestMarkSplit(t *testing.T) {
 		{"output without a newline", "partial\n" + mark + "\n", "partial", "", 7},
 		{"nothing before", "\n" + mark + "\n", "", "", 0},
 		{"no mark yet", "line\n", "line", "", 4},
-		{"a mark's start that is not one", "x\n" + mark[:5] + "y\n", "x\n" + mark[:5] + "y", "", int64(len("x\n"+mark[:5]+"y"))},
+		{"a mark's start that is not one", "x\n" + mark[:5] + "y\n", "x\n" + mark[:5] + "y", "", int64(len("x\n" + mark[:5] + "y"))},
 		{"a mark with a longer word", "\n" + mark + "x\nz\n", "\n" + mark + "x\nz", "", int64(len("\n" + mark + "x\nz"))},
 		{"text after the mark", "e\n" + mark + "\n\n" + mark + "\n", "e", "\n" + mark + "\n", 1},
 	} {
