@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/alchemic-studio/alfred/sandbox"
 )
@@ -101,5 +102,28 @@ func TestMarkSplit(t *testing.T) {
 	}
 	if strings.Contains(primedScript, "sleep") {
 		t.Errorf("the primed script polls: %s", primedScript)
+	}
+}
+
+// TestStageRetry: the retries of a refused exec start every 50 ms for half
+// a second, then slow down to once a second, never faster than before.
+func TestStageRetry(t *testing.T) {
+	var total time.Duration
+	prev := time.Duration(0)
+	for i := range 40 {
+		d := stageRetry(i)
+		if d < prev || d < 50*time.Millisecond || d > time.Second {
+			t.Fatalf("stageRetry(%d) = %v after %v: want 50 ms to 1 s, never shorter than the last", i, d, prev)
+		}
+		if i < 10 && d != 50*time.Millisecond {
+			t.Errorf("stageRetry(%d) = %v, want 50 ms in the first half second", i, d)
+		}
+		prev, total = d, total+d
+	}
+	if prev != time.Second {
+		t.Errorf("the retries end at %v apart, want 1 s", prev)
+	}
+	if total < 20*time.Second {
+		t.Errorf("40 retries span %v: they should slow down to a second apart", total)
 	}
 }
