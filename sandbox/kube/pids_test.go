@@ -18,12 +18,12 @@ import (
 // Pod. The limit is the kubelet's, set by scripts/k8s.sh, which writes it in
 // ALFRED_TEST_K8S_POD_PIDS_LIMIT.
 func TestRunnerPidsLimit(t *testing.T) {
+	r := newTestRunner(t) // first: it skips under -short, or fails without a cluster
 	env := os.Getenv("ALFRED_TEST_K8S_POD_PIDS_LIMIT")
 	limit, err := strconv.Atoi(env)
 	if err != nil || limit <= 0 {
 		t.Fatalf("ALFRED_TEST_K8S_POD_PIDS_LIMIT=%q: the test cluster gives no podPidsLimit: it was started by a scripts/k8s.sh without one; restart it (scripts/k8s.sh stop && scripts/k8s.sh start)", env)
 	}
-	r := newTestRunner(t)
 	spec := r.spec(`i=0; while [ $i -lt ` + strconv.Itoa(2*limit) + ` ]; do sleep 120 & i=$((i+1)); echo $i; done`)
 	spec.Timeout = 2 * time.Minute
 	res := r.run(t, spec)

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,8 +31,8 @@ while [ $n = 0 ] && [ $i -lt 200 ]; do
 done
 [ $n -ge 2 ] && echo killed; echo written >out.txt; echo to-stderr >&2`)
 	spec.Worktree = &sandbox.Mount{Host: worktree, Container: sandbox.WorkspacePath}
-	var live lockedBuffer
-	spec.Stderr = &live
+	live := sandbox.NewCapture(nil) // a copy, safe for the runner's goroutines
+	spec.Stderr = live
 	res := r.run(t, spec)
 	if string(res.Stdout) != "killed\n" {
 		t.Fatalf("stdout %q, want the primed copy-out's shell and tail found and killed; stderr %q", res.Stdout, res.Stderr)
@@ -44,26 +43,9 @@ done
 	if string(res.Stderr) != "before\nto-stderr\n" {
 		t.Errorf("stderr %q, want the agent's", res.Stderr)
 	}
-	if got := live.String(); got != "before\nto-stderr\n" {
+	if got := string(live.Bytes()); got != "before\nto-stderr\n" {
 		t.Errorf("the Spec's stderr writer got %q, want each byte of the agent's stderr once", got)
 	}
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // TestMarkSplit: the primed exec's stderr is passed on up to the mark line
