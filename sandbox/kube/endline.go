@@ -68,13 +68,20 @@ func (e *endLine) split(data []byte) (pass, hold []byte) {
 		more, hold := e.split(data[i+1:])
 		return append(data[:i+1:i+1], more...), hold
 	}
-	// Hold the longest end of data that starts the mark.
-	for k := min(len(e.mark)-1, len(data)); k > 0; k-- {
-		if bytes.HasPrefix(e.mark, data[len(data)-k:]) {
-			return data[:len(data)-k], data[len(data)-k:]
+	k := markStart(data, e.mark)
+	return data[:k], data[k:]
+}
+
+// markStart is where the longest end of data that starts mark (and is
+// shorter than it) begins, or len(data): what a stream that takes a mark
+// out holds back until more comes.
+func markStart(data, mark []byte) int {
+	for k := min(len(mark)-1, len(data)); k > 0; k-- {
+		if bytes.HasPrefix(mark, data[len(data)-k:]) {
+			return len(data) - k
 		}
 	}
-	return data, nil
+	return len(data)
 }
 
 // Done is closed when the end line arrived.

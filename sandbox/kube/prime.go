@@ -176,11 +176,9 @@ func (s *markSplit) Write(p []byte) (int, error) {
 		_, _ = s.msg.Write(data[i+len(s.mark):])
 		return len(p), nil
 	}
-	k := min(len(s.mark)-1, len(data))
-	for ; k > 0 && !bytes.HasPrefix(s.mark, data[len(data)-k:]); k-- {
-	}
-	s.pass(data[:len(data)-k])
-	s.held = bytes.Clone(data[len(data)-k:])
+	k := markStart(data, s.mark)
+	s.pass(data[:k])
+	s.held = bytes.Clone(data[k:])
 	return len(p), nil
 }
 
