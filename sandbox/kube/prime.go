@@ -14,9 +14,14 @@ import (
 var errPrimedEnded = errors.New("kube: the primed copy-out ended")
 
 // primeRetries bounds how often in a row a primed copy-out that broke
-// while the agent runs is opened again; primeBackoff is the first wait.
+// while the agent runs is opened again, primeOpens how often in all (an
+// agent that writes a byte and kills the exec's shell, again and again,
+// would make the bot open an exec every backoff for the whole run);
+// primeBackoff is the first wait. After them the live stderr stops and the
+// copy-out runs as a new exec at the end, which brings the whole file.
 const (
 	primeRetries = 5
+	primeOpens   = 20
 	primeBackoff = 250 * time.Millisecond
 )
 
@@ -53,10 +58,10 @@ func (r *Runner) primeCopy(ctx context.Context, p *plan, stderr io.Writer, log *
 func (c *primedCopy) loop(ctx context.Context) {
 	var from int64 // stderr bytes passed on by earlier attempts
 	backoff := primeBackoff
-	for failures := 0; ; failures++ {
+	for failures, opens := 0, 1; ; failures, opens = failures+1, opens+1 {
 		split := newMarkSplit(c.stderr, c.p.endMark)
 		out, err := c.attempt(ctx, split, from)
-		if err == nil || c.isTold() || ctx.Err() != nil || failures >= primeRetries {
+		if err == nil || c.isTold() || ctx.Err() != nil || failures >= primeRetries || opens >= primeOpens {
 			c.result <- readResult{out, err}
 			return
 		}

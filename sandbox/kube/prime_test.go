@@ -2,6 +2,7 @@ package kube
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -107,5 +108,53 @@ func TestStageRetry(t *testing.T) {
 	}
 	if total < 20*time.Second {
 		t.Errorf("40 retries span %v: they should slow down to a second apart", total)
+	}
+}
+
+// TestRunnerPrimedCopyOpens: an agent that writes to stderr and kills the
+// primed copy-out's shell and tail, again and again, makes the bot open it
+// primeOpens times in all at most; the run still ends with the whole
+// stderr and its files.
+func TestRunnerPrimedCopyOpens(t *testing.T) {
+	t.Parallel()
+	r := newTestRunner(t)
+	worktree := ownedDir(t)
+	// Each round waits up to 5 s for a new shell to kill: after the last
+	// open none comes, and the agent ends.
+	// Only the shells are counted (a round may find a tail whose shell it
+	// killed the round before); the patterns are split so that the
+	// agent's own command line lacks them.
+	spec := r.spec(`p="/run/d"; q="read -r"; n=0; round=0
+while :; do
+  echo "round $round" >&2; round=$((round+1)); k=0; i=0
+  while [ $k = 0 ] && [ $i -lt 100 ]; do
+    for d in /proc/[0-9]*; do
+      if grep -q "$q go" "$d/cmdline" 2>/dev/null; then kill "${d#/proc/}" 2>/dev/null && k=1; fi
+      if grep -q "$p/stderr" "$d/cmdline" 2>/dev/null; then kill "${d#/proc/}" 2>/dev/null; fi
+    done
+    i=$((i+1)); [ $k = 0 ] && sleep 0.05
+  done
+  [ $k = 0 ] && break
+  n=$((n+1))
+done
+echo "$n $round"; echo written >out.txt`)
+	spec.Worktree = &sandbox.Mount{Host: worktree, Container: sandbox.WorkspacePath}
+	spec.Timeout = 3 * time.Minute
+	res := r.run(t, spec)
+	var killed, rounds int
+	// An open may fail before its shell runs (the last one's kill still
+	// under way), so the agent sees at most primeOpens shells, and many.
+	if _, err := fmt.Sscan(string(res.Stdout), &killed, &rounds); err != nil || killed > primeOpens || killed < primeOpens/2 {
+		t.Errorf("the agent killed the shells of %q primed copy-outs, want at most %d opened in all, and reopened again and again; stderr %q", res.Stdout, primeOpens, res.Stderr)
+	}
+	want := ""
+	for i := range rounds {
+		want += fmt.Sprintf("round %d\n", i)
+	}
+	if string(res.Stderr) != want {
+		t.Errorf("stderr %q, want every round", res.Stderr)
+	}
+	if b, err := os.ReadFile(filepath.Join(worktree, "out.txt")); err != nil || string(b) != "written\n" {
+		t.Errorf("out.txt on the host: %q, %v; want the agent's file", b, err)
 	}
 }
