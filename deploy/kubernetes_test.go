@@ -176,7 +176,7 @@ var runnerRules = map[[2]string][]string{
 	{"", "pods/log"}:                         {"get"},
 	{"", "pods/exec"}:                        {"create", "get"},
 	{"", "secrets"}:                          {"create", "delete", "get", "list"},
-	{"networking.k8s.io", "networkpolicies"}: {"create", "delete", "get", "list"},
+	{"networking.k8s.io", "networkpolicies"}: {"create", "delete", "get", "list", "update"},
 	{"", "persistentvolumeclaims"}:           {"create", "delete", "get", "list"},
 }
 

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	kubeRunner "github.com/alchemic-studio/alfred/sandbox/kube"
 	"github.com/alchemic-studio/alfred/state"
 )
 
@@ -136,8 +137,21 @@ func (k *kube) podGoneMidRun(s *scenario, remove func(corev1.Pod)) (failed, retr
 }
 
 // nothingLeft checks that no Pod, Secret or NetworkPolicy of the instance is
-// left once the runs and the detections ended.
+// left once the runs and the detections ended, but the standing policy of
+// its sealed runs, which must deny them all traffic; the test deletes it.
 func (k *kube) nothingLeft(instance string) {
+	ctx, api := context.Background(), k.client.NetworkingV1().NetworkPolicies(k.namespace)
+	np, err := api.Get(ctx, kubeRunner.SealedPolicyName(instance), metav1.GetOptions{})
+	switch {
+	case err != nil:
+		k.t.Errorf("the NetworkPolicy of the sealed runs: %v", err)
+	case len(np.Spec.Ingress)+len(np.Spec.Egress) > 0 || len(np.Spec.PolicyTypes) != 2 || np.Spec.PodSelector.MatchLabels[kubeRunner.LabelSealed] != "true":
+		k.t.Errorf("the NetworkPolicy of the sealed runs does not deny them all traffic: %+v", np.Spec)
+	default:
+		if err := api.Delete(ctx, np.Name, metav1.DeleteOptions{}); err != nil {
+			k.t.Errorf("delete the NetworkPolicy of the sealed runs: %v", err)
+		}
+	}
 	var left []string
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(500 * time.Millisecond) {
 		if left = k.objects(instance); len(left) == 0 {

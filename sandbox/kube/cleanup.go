@@ -31,10 +31,6 @@ func (r *Runner) remove(ctx context.Context, p *plan, objs *made, log *slog.Logg
 		}
 		errs = append(errs, err)
 	}
-	// After the Pod: its traffic stays denied as long as it exists.
-	if objs.policy {
-		errs = append(errs, ignoreNotFound(r.client.NetworkingV1().NetworkPolicies(r.namespace).Delete(ctx, p.name, now)))
-	}
 	if objs.secret {
 		errs = append(errs, ignoreNotFound(r.client.CoreV1().Secrets(r.namespace).Delete(ctx, p.name, now)))
 	}
@@ -73,7 +69,8 @@ func ignoreNotFound(err error) error {
 }
 
 // Cleanup deletes the Pods, Secrets and NetworkPolicies of this instance
-// that another runner made, such as the leftovers of a bot that crashed,
+// that another runner made, such as the leftovers of a bot that crashed
+// (not the standing NetworkPolicy of the sealed runs),
 // and returns how many objects it deleted. Call it once when the bot starts:
 // it would also delete the live runs of another process of the same instance.
 func (r *Runner) Cleanup(ctx context.Context) (int, error) {
@@ -90,6 +87,7 @@ func (r *Runner) Cleanup(ctx context.Context) (int, error) {
 			return r.client.NetworkingV1().NetworkPolicies(r.namespace).Delete(ctx, n, now)
 		}},
 	}
+	standing := SealedPolicyName(r.opts.Instance) // it outlives the runs: kept
 	removed := 0
 	var errs []error
 	for _, k := range kinds {
@@ -99,7 +97,7 @@ func (r *Runner) Cleanup(ctx context.Context) (int, error) {
 			continue
 		}
 		for _, m := range metas {
-			if m.Labels[LabelRunner] == r.id {
+			if m.Labels[LabelRunner] == r.id || (k.kind == "NetworkPolicy" && m.Name == standing) {
 				continue
 			}
 			if err := ignoreNotFound(k.del(m.Name)); err != nil {

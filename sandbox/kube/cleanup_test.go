@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -45,8 +46,11 @@ func TestRunnerCleanupRemovesLeftovers(t *testing.T) {
 			if _, err := c.client.CoreV1().Secrets(c.namespace).Create(ctx, &corev1.Secret{ObjectMeta: meta}, metav1.CreateOptions{}); err != nil {
 				t.Fatalf("create leftover Secret: %v", err)
 			}
-			np := (&Runner{}).networkPolicy(&plan{name: p.name, denyNet: true})
-			np.Labels = l
+			// A policy per run, as the runner made before the standing one.
+			np := &networkingv1.NetworkPolicy{ObjectMeta: meta, Spec: networkingv1.NetworkPolicySpec{
+				PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{LabelPod: p.name}},
+				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
+			}}
 			if _, err := c.client.NetworkingV1().NetworkPolicies(c.namespace).Create(ctx, np, metav1.CreateOptions{}); err != nil {
 				t.Fatalf("create leftover NetworkPolicy: %v", err)
 			}
@@ -54,6 +58,9 @@ func TestRunnerCleanupRemovesLeftovers(t *testing.T) {
 		return p.name
 	}
 	mine := leftover(r.opts.Instance)
+	if err := r.ensureSealed(ctx); err != nil { // the standing policy, which stays
+		t.Fatal(err)
+	}
 	otherInstance := "other-" + randomHex(4)
 	other := leftover(otherInstance)
 	t.Cleanup(func() {
@@ -79,6 +86,10 @@ func TestRunnerCleanupRemovesLeftovers(t *testing.T) {
 	}
 	if _, err := c.client.CoreV1().Pods(c.namespace).Get(ctx, other, metav1.GetOptions{}); err != nil {
 		t.Errorf("the other instance's Pod was touched: %v", err)
+	}
+	standing := SealedPolicyName(r.opts.Instance)
+	if _, err := c.client.NetworkingV1().NetworkPolicies(c.namespace).Get(ctx, standing, metav1.GetOptions{}); err != nil {
+		t.Errorf("the standing NetworkPolicy %s of the sealed runs: %v; want it kept", standing, err)
 	}
 	if removed, err := next.Cleanup(ctx); err != nil || removed != 0 {
 		t.Errorf("second Cleanup: %d, %v; want 0, nil", removed, err)

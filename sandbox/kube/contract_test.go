@@ -13,6 +13,7 @@ import (
 
 	"github.com/alchemic-studio/alfred/sandbox"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -226,24 +227,68 @@ func TestRunnerNetwork(t *testing.T) {
 	}
 }
 
-// runPolicies describes the runner's NetworkPolicies, checking that each
-// denies all traffic to its Pod.
+// TestSealedPolicyPutBack: the standing NetworkPolicy of the sealed runs,
+// changed to let traffic through and to select nothing, is put back before
+// the next sealed Pod exists; a Spec label cannot unseal a sealed run nor
+// seal an unsealed one.
+func TestSealedPolicyPutBack(t *testing.T) {
+	t.Parallel()
+	r := newTestRunner(t)
+	ctx := context.Background()
+	if err := r.ensureSealed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	api := r.c.client.NetworkingV1().NetworkPolicies(r.c.namespace)
+	np, err := api.Get(ctx, SealedPolicyName(r.opts.Instance), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	np.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{{}} // all egress allowed
+	np.Spec.PodSelector.MatchLabels = map[string]string{"nothing": "here"}
+	if _, err := api.Update(ctx, np, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, network := range []string{"none", "pod"} {
+		var policies []string
+		spec := r.spec(`echo up`)
+		spec.Network = network
+		spec.Labels = map[string]string{LabelSealed: map[string]string{"none": "false", "pod": "true"}[network]}
+		spec.Stdout = onFirstWrite(func() { policies = r.runPolicies(t) })
+		r.run(t, spec)
+		if want := map[string]int{"none": 1, "pod": 0}[network]; len(policies) != want {
+			t.Errorf("network %s: NetworkPolicies selecting the Pod: %v, want %d denying all", network, policies, want)
+		}
+	}
+}
+
+// runPolicies names the NetworkPolicies of the runner's instance that select
+// its one running Pod, checking that each denies it all traffic.
 func (r *testRunner) runPolicies(t *testing.T) []string {
 	ctx := context.Background()
-	sel := labels.SelectorFromSet(labels.Set{LabelInstance: r.opts.Instance}).String()
-	list, err := r.c.client.NetworkingV1().NetworkPolicies(r.c.namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	sel := metav1.ListOptions{LabelSelector: labels.SelectorFromSet(labels.Set{LabelInstance: r.opts.Instance}).String()}
+	list, err := r.c.client.NetworkingV1().NetworkPolicies(r.c.namespace).List(ctx, sel)
 	if err != nil {
 		t.Errorf("list NetworkPolicies: %v", err)
+		return nil
+	}
+	pods, err := r.c.client.CoreV1().Pods(r.c.namespace).List(ctx, sel)
+	if err != nil || len(pods.Items) != 1 {
+		t.Errorf("the instance's Pods: %v, %v; want one", pods, err)
 		return nil
 	}
 	var out []string
 	for _, np := range list.Items {
 		s := np.Spec
-		pods, _ := r.c.client.CoreV1().Pods(r.c.namespace).List(ctx, metav1.ListOptions{
-			LabelSelector: labels.SelectorFromSet(s.PodSelector.MatchLabels).String(),
-		})
-		if len(s.Ingress) > 0 || len(s.Egress) > 0 || len(s.PolicyTypes) != 2 || pods == nil || len(pods.Items) != 1 {
-			t.Errorf("NetworkPolicy %s does not deny all traffic of exactly one Pod: %+v (Pods %v)", np.Name, s, pods)
+		chosen, err := metav1.LabelSelectorAsSelector(&s.PodSelector)
+		if err != nil {
+			t.Errorf("NetworkPolicy %s: %v", np.Name, err)
+			continue
+		}
+		if !chosen.Matches(labels.Set(pods.Items[0].Labels)) {
+			continue
+		}
+		if len(s.Ingress) > 0 || len(s.Egress) > 0 || len(s.PolicyTypes) != 2 {
+			t.Errorf("NetworkPolicy %s does not deny all traffic: %+v", np.Name, s)
 		}
 		out = append(out, np.Name)
 	}

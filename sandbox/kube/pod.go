@@ -11,7 +11,6 @@ import (
 
 	"github.com/alchemic-studio/alfred/sandbox"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -286,19 +285,9 @@ func (r *Runner) podLabels(p *plan) (labels, annotations map[string]string) {
 		}
 	}
 	maps.Copy(labels, r.ownLabels(p))
+	delete(labels, LabelSealed)
+	if p.denyNet {
+		labels[LabelSealed] = "true"
+	}
 	return labels, annotations
-}
-
-// networkPolicy denies all traffic to and from the run's Pod, or is nil.
-func (r *Runner) networkPolicy(p *plan) *networkingv1.NetworkPolicy {
-	if !p.denyNet {
-		return nil
-	}
-	return &networkingv1.NetworkPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: p.name, Labels: r.ownLabels(p)},
-		Spec: networkingv1.NetworkPolicySpec{
-			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{LabelPod: p.name}},
-			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
-		},
-	}
 }

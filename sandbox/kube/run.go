@@ -17,14 +17,15 @@ const copyTimeout = 10 * time.Minute
 
 // made notes which objects of a run may exist, for the teardown.
 type made struct {
-	secret, policy, pod bool
-	counted             bool // the Pod is counted in Running
+	secret, pod bool
+	counted     bool // the Pod is counted in Running
 }
 
-// Run creates the run's Secret, NetworkPolicy and Pod, stages the files,
-// waits for the agent's end, its timeout or ctx (signalling it at the timeout
-// or on ctx), copies the worktree and the session back, and deletes the
-// objects, whatever the outcome. When only the teardown failed, Run returns
+// Run creates the run's Secret and Pod (a sealed one after making sure of
+// the standing NetworkPolicy), stages the files, waits for the agent's end,
+// its timeout or ctx (signalling it at the timeout or on ctx), copies the
+// worktree and the session back, and deletes the objects, whatever the
+// outcome. When only the teardown failed, Run returns
 // the Result and the error.
 func (r *Runner) Run(ctx context.Context, spec sandbox.Spec) (*sandbox.Result, error) {
 	p, err := r.plan(&spec)
@@ -84,8 +85,8 @@ func (r *Runner) runPod(ctx, teardown context.Context, p *plan, objs *made, log 
 	}, copyErr
 }
 
-// create makes the Secret and the NetworkPolicy, then the Pod, and starts
-// watching it.
+// create makes the Secret, makes sure of the standing NetworkPolicy of a
+// sealed run, then makes the Pod, and starts watching it.
 func (r *Runner) create(ctx context.Context, p *plan, objs *made) (*podWatch, error) {
 	if s := r.secret(p); s != nil {
 		objs.secret = true // a create that timed out may still have made it
@@ -93,10 +94,9 @@ func (r *Runner) create(ctx context.Context, p *plan, objs *made) (*podWatch, er
 			return nil, fmt.Errorf("kube: create Secret %s: %w", s.Name, err)
 		}
 	}
-	if np := r.networkPolicy(p); np != nil {
-		objs.policy = true
-		if _, err := r.client.NetworkingV1().NetworkPolicies(r.namespace).Create(ctx, np, metav1.CreateOptions{}); err != nil {
-			return nil, fmt.Errorf("kube: create NetworkPolicy %s: %w", np.Name, err)
+	if p.denyNet {
+		if err := r.ensureSealed(ctx); err != nil {
+			return nil, err
 		}
 	}
 	objs.pod = true

@@ -46,12 +46,18 @@ func newTestRunner(t testing.TB, edit ...func(*Options)) *testRunner {
 		if left := instanceObjects(t, c, instance); len(left) > 0 {
 			t.Errorf("objects left behind by instance %s: %v", instance, left)
 		}
+		// The standing policy of the sealed runs outlives them by design.
+		standing := SealedPolicyName(instance)
+		if err := c.client.NetworkingV1().NetworkPolicies(c.namespace).Delete(context.Background(), standing, now); ignoreNotFound(err) != nil {
+			t.Errorf("delete the NetworkPolicy %s: %v", standing, err)
+		}
 		r.Close()
 	})
 	return &testRunner{Runner: r, c: c}
 }
 
-// instanceObjects lists the Pods, Secrets and NetworkPolicies of an instance.
+// instanceObjects lists the Pods, Secrets and NetworkPolicies of an
+// instance, but for the standing NetworkPolicy of its sealed runs.
 func instanceObjects(t testing.TB, c testCluster, instance string) []string {
 	t.Helper()
 	ctx := context.Background()
@@ -76,7 +82,9 @@ func instanceObjects(t testing.TB, c testCluster, instance string) []string {
 		t.Fatalf("list NetworkPolicies: %v", err)
 	}
 	for _, n := range policies.Items {
-		names = append(names, "NetworkPolicy/"+n.Name)
+		if n.Name != SealedPolicyName(instance) {
+			names = append(names, "NetworkPolicy/"+n.Name)
+		}
 	}
 	return names
 }
