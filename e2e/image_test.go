@@ -20,9 +20,11 @@ const agentReply = "## Functional analysis\n\nThe demo should greet its users.\n
 // the prompt asks for changes, the mock model answers with a Write tool use,
 // which Claude Code carries out in /workspace. A file named e2e-slow in the
 // session folder holds the run back, so the test can kill the bot in the
-// middle of it.
+// middle of it; the run takes it away, so that a copy of the session made
+// when the run is stopped (the Kubernetes runner copies it back) does not
+// hold the next run too.
 const wrapper = `#!/bin/sh
-if [ -e /home/agent/.claude/projects/e2e-slow ]; then sleep 120; fi
+if [ -e /home/agent/.claude/projects/e2e-slow ]; then rm -f /home/agent/.claude/projects/e2e-slow; sleep 120; fi
 exec /opt/claude/claude "$@"
 `
 

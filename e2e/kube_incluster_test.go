@@ -32,9 +32,10 @@ import (
 // Ready, and it works an issue of the suite's real Gitea: its runs are Pods
 // it creates through the Service default/kubernetes with its
 // ServiceAccount's token (InClusterConfig: the API server's audit log names
-// the account and the bot's Pod address). Its Pod is then deleted: the
-// Deployment's next Pod opens the state left on the volume, resumes the
-// session for a red CI, and the issue ends done with nothing left.
+// the account and the bot's Pod address). Its Pod is then deleted while the
+// agent of a run for a red CI works: the Deployment's next Pod opens the
+// state left on the volume, finds the run interrupted, removes its Pod, runs
+// it again resuming the session, and the issue ends done with nothing left.
 func TestE2EKubernetesInCluster(t *testing.T) {
 	started := time.Now()
 	k := newKube(t)
@@ -96,26 +97,10 @@ func TestE2EKubernetesInCluster(t *testing.T) {
 	s.toPullRequest()
 	k.runPodsByBot(env.auditLog, first)
 
-	// The bot's Pod deleted: the Deployment's next one carries on from the
-	// state on the volume.
-	before := len(s.runs)
-	t1 := time.Now()
-	if err := k.client.CoreV1().Pods(k.namespace).Delete(context.Background(), first.Name, metav1.DeleteOptions{}); err != nil {
-		t.Fatalf("delete the bot's Pod %s: %v", first.Name, err)
-	}
-	second := k.waitBot(first.Name, 2*time.Minute)
-	t.Logf("bot Pod %s deleted; %s Ready %s later", first.Name, second.Name, time.Since(t1).Round(time.Millisecond))
-	s.w.status(s.mb.HeadSHA, "failure", "1 test failed")
-	waitFor(t, 3*time.Minute, "the ci_fix run of the new bot Pod", func() bool {
-		s.waitStatus("in_ci")
-		return s.mb.CIFixAttempts == 1 && s.lastRun().Phase == "ci_fix" && s.lastRun().Status == state.RunSucceeded
-	})
-	if len(s.runs) <= before {
-		t.Errorf("runs after the restart: %d, before it %d: the records did not carry over", len(s.runs), before)
-	}
-	if l := s.lastSession(); !l.Resumed || l.NativeSessionID == nil || *l.NativeSessionID != s.native {
-		t.Errorf("the ci_fix session after the restart: %+v; want %s resumed from the volume", l, s.native)
-	}
+	// The bot's Pod deleted in the middle of a run: the Deployment's next one
+	// finds the run interrupted in the state on the volume, removes the run's
+	// Pod and runs it again, resuming the session.
+	second := k.botGoneMidRun(s, first.Name)
 	k.runPodsByBot(env.auditLog, second)
 	s.sealed()
 	s.w.close(s.n)
@@ -306,6 +291,72 @@ func (o overlay) write(t *testing.T) string {
 	}
 	file.Close()
 	return dir
+}
+
+// botGoneMidRun holds a ci_fix run back, deletes the bot's Pod (named old)
+// while the run's agent runs, and checks that the next bot Pod ran the
+// run again once, resumed, with no comment doubled and the held run's Pod
+// gone. It returns the new bot Pod.
+func (k *kube) botGoneMidRun(s *scenario, old string) corev1.Pod {
+	t := s.t
+	before, comments := len(s.runs), s.kinds()
+	slow := filepath.Join(s.stateDir(), "e2e-slow") // on the volume, seen from the host
+	if err := os.WriteFile(slow, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.w.status(s.mb.HeadSHA, "failure", "1 test failed")
+	var held string
+	waitFor(t, 2*time.Minute, "the held ci_fix run's Pod", func() bool {
+		for _, p := range k.pods(s.instance) {
+			for _, c := range p.Status.ContainerStatuses {
+				if c.Name == "agent" && c.State.Running != nil {
+					held = p.Name
+				}
+			}
+		}
+		return held != ""
+	})
+	if err := os.Remove(slow); err != nil { // the held Pod has its own copy
+		t.Fatal(err)
+	}
+	t1 := time.Now()
+	if err := k.client.CoreV1().Pods(k.namespace).Delete(context.Background(), old, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete the bot's Pod %s: %v", old, err)
+	}
+	next := k.waitBot(old, 2*time.Minute)
+	t.Logf("bot Pod %s deleted while the run Pod %s ran; %s Ready %s later", old, held, next.Name, time.Since(t1).Round(time.Millisecond))
+	waitFor(t, 3*time.Minute, "the interrupted ci_fix run again", func() bool {
+		s.waitStatus("in_ci")
+		return s.mb.CIFixAttempts == 1 && s.lastRun().Phase == "ci_fix" && s.lastRun().Status == state.RunSucceeded
+	})
+	if len(s.runs) <= before {
+		t.Errorf("runs after the restart: %d, before it %d: the records did not carry over", len(s.runs), before)
+	}
+	var interrupted, fixes int
+	for _, r := range s.runs {
+		if r.Phase == "ci_fix" {
+			fixes++
+			if r.Status == state.RunCanceled && strings.Contains(r.Outcome, "interrupted") {
+				interrupted++
+			}
+		}
+	}
+	if fixes != 2 || interrupted != 1 {
+		t.Errorf("ci_fix runs: %d, interrupted %d; want 2 and 1", fixes, interrupted)
+	}
+	if l := s.lastSession(); !l.Resumed || l.NativeSessionID == nil || *l.NativeSessionID != s.native {
+		t.Errorf("the ci_fix session after the restart: %+v; want %s resumed from the volume", l, s.native)
+	}
+	for kind, n := range s.kinds() {
+		if kind != "session" && n != comments[kind] {
+			t.Errorf("%s comments: %d before the restart, %d after", kind, comments[kind], n)
+		}
+	}
+	waitFor(t, time.Minute, "the held run's Pod gone", func() bool {
+		_, err := k.client.CoreV1().Pods(k.namespace).Get(context.Background(), held, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	return next
 }
 
 func repoRoot(t *testing.T) string {
