@@ -10,8 +10,9 @@
 // agent ended, however it ended. A Pod may therefore land on any node.
 //
 // The package owns the Pod and what goes with it for one run (a Secret for
-// the credentials, a NetworkPolicy that denies all traffic when the Spec asks
-// for no network), their removal after the run, and the removal of the
-// leftovers of a bot that crashed (Cleanup). See README.md for the layout of
+// the credentials), their removal after the run, the one standing
+// NetworkPolicy of the instance that denies all traffic to the Pods of the
+// runs that ask for no network (netpol.go), and the removal of the leftovers
+// of a bot that crashed (Cleanup). See README.md for the layout of
 // the Pod and what differs from the Docker runner.
 package kube
