@@ -50,31 +50,34 @@ func (r *Runner) sealedPolicy() *networkingv1.NetworkPolicy {
 
 // ensureSealed makes sure the standing NetworkPolicy exists as the runner
 // makes it: read, then created when missing or updated when its spec was
-// changed.
+// changed. A creation that another run won is read again, twice at most.
 func (r *Runner) ensureSealed(ctx context.Context) error {
 	want := r.sealedPolicy()
 	api := r.client.NetworkingV1().NetworkPolicies(r.namespace)
-	have, err := api.Get(ctx, want.Name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		_, err = api.Create(ctx, want, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) { // another run made it meanwhile
-			return r.ensureSealed(ctx)
+	for range 3 {
+		have, err := api.Get(ctx, want.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			_, err = api.Create(ctx, want, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				continue // another run made it meanwhile
+			}
+			if err != nil {
+				return fmt.Errorf("kube: create the NetworkPolicy %s of the sealed runs: %w", want.Name, err)
+			}
+			r.log.Info("made the NetworkPolicy of the sealed runs", "name", want.Name)
+			return nil
+		case err != nil:
+			return fmt.Errorf("kube: read the NetworkPolicy %s of the sealed runs: %w", want.Name, err)
+		case equality.Semantic.DeepEqual(have.Spec, want.Spec):
+			return nil
 		}
-		if err != nil {
-			return fmt.Errorf("kube: create the NetworkPolicy %s of the sealed runs: %w", want.Name, err)
+		r.log.Warn("the NetworkPolicy of the sealed runs was changed; putting it back", "name", want.Name)
+		have.Spec = want.Spec
+		if _, err := api.Update(ctx, have, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("kube: put back the NetworkPolicy %s of the sealed runs: %w", want.Name, err)
 		}
-		r.log.Info("made the NetworkPolicy of the sealed runs", "name", want.Name)
-		return nil
-	case err != nil:
-		return fmt.Errorf("kube: read the NetworkPolicy %s of the sealed runs: %w", want.Name, err)
-	case equality.Semantic.DeepEqual(have.Spec, want.Spec):
 		return nil
 	}
-	r.log.Warn("the NetworkPolicy of the sealed runs was changed; putting it back", "name", want.Name)
-	have.Spec = want.Spec
-	if _, err := api.Update(ctx, have, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("kube: put back the NetworkPolicy %s of the sealed runs: %w", want.Name, err)
-	}
-	return nil
+	return fmt.Errorf("kube: the NetworkPolicy %s of the sealed runs: created elsewhere, then missing, three times", want.Name)
 }
