@@ -121,19 +121,23 @@ func TestRunnerPrimedCopyOpens(t *testing.T) {
 	worktree := ownedDir(t)
 	// Each round waits up to 5 s for a new shell to kill: after the last
 	// open none comes, and the agent ends.
-	// Only the shells are counted (a round may find a tail whose shell it
-	// killed the round before), not a shell's fork that has not yet become
-	// its tail (its parent is a shell: counted, it made one open count
-	// twice); the patterns are split so that the agent's own command line
-	// lacks them.
-	spec := r.spec(`p="/run/d"; q="read -r"; n=0; round=0
+	// Only the shells are counted, each once: not a tail whose shell was
+	// killed the round before, not a shell's fork that has not yet become
+	// its tail (its parent is a shell), not a shell killed already that
+	// has not yet died (on a busy machine the next round finds it alive:
+	// 21 and 22 were counted for 20 opens). The patterns are split so that
+	// the agent's own command line lacks them.
+	spec := r.spec(`p="/run/d"; q="read -r"; n=0; round=0; seen=""
 while :; do
   echo "round $round" >&2; round=$((round+1)); k=0; i=0
   while [ $k = 0 ] && [ $i -lt 100 ]; do
     for d in /proc/[0-9]*; do
       if grep -q "$q go" "$d/cmdline" 2>/dev/null; then
-        pp=$(awk '/^PPid:/ { print $2 }' "$d/status" 2>/dev/null)
-        grep -q "$q go" "/proc/$pp/cmdline" 2>/dev/null || { kill "${d#/proc/}" 2>/dev/null && k=1; }
+        pid=${d#/proc/}; pp=$(awk '/^PPid:/ { print $2 }' "$d/status" 2>/dev/null)
+        case " $seen " in
+        *" $pid "*) ;;
+        *) grep -q "$q go" "/proc/$pp/cmdline" 2>/dev/null || { kill "$pid" 2>/dev/null && k=1 && seen="$seen $pid"; } ;;
+        esac
       fi
       if grep -q "$p/stderr" "$d/cmdline" 2>/dev/null; then kill "${d#/proc/}" 2>/dev/null; fi
     done
