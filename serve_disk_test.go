@@ -267,10 +267,17 @@ func TestAFullDisk(t *testing.T) {
 	}
 	// Once per change: a line when recording starts failing, one when it
 	// works again (the disk may take a few writes in between, as the
-	// journal empties), never one per try.
+	// journal empties), never one per try. Recording may also never fail:
+	// when the intake's journal is the first write to find the disk full,
+	// the webhooks are refused (500) and the handled events already taken
+	// fit in the state journal's preallocated file (seen once in a loaded
+	// run: 2,631 accepted, 1,369 refused, no recording failed).
 	fails, backs := s.logLines("ERROR", "recording handled events fails"), s.logLines("INFO", "handled events recorded again")
-	if fails < 1 || fails > 3 || backs != fails {
+	if fails > 3 || backs != fails {
 		t.Errorf("%d lines saying recording fails and %d saying it works again: want one each per outage", fails, backs)
+	}
+	if fails == 0 {
+		t.Logf("recording handled events never failed in this outage: the intake found the disk full first")
 	}
 }
 
