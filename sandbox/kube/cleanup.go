@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/utils/ptr"
 )
 
@@ -69,13 +70,18 @@ func ignoreNotFound(err error) error {
 }
 
 // Cleanup deletes the Pods, Secrets and NetworkPolicies of this instance
-// that another runner made, such as the leftovers of a bot that crashed
-// (not the standing NetworkPolicy of the sealed runs),
-// and returns how many objects it deleted. Call it once when the bot starts:
-// it would also delete the live runs of another process of the same instance.
+// that another runner made for its runs, such as the leftovers of a bot
+// that crashed, and returns how many objects it deleted. Call it once when
+// the bot starts: it would also delete the live runs of another process of
+// the same instance.
 func (r *Runner) Cleanup(ctx context.Context) (int, error) {
-	sel := labels.SelectorFromSet(labels.Set{LabelManaged: "true", LabelInstance: r.opts.Instance}).String()
-	list := metav1.ListOptions{LabelSelector: sel}
+	// A run's objects name their runner: those of another runner. The
+	// instance's objects that name none (the standing NetworkPolicy of
+	// the sealed runs) outlive runs.
+	named, _ := labels.NewRequirement(LabelRunner, selection.Exists, nil)
+	other, _ := labels.NewRequirement(LabelRunner, selection.NotEquals, []string{r.id})
+	sel := labels.SelectorFromSet(labels.Set{LabelManaged: "true", LabelInstance: r.opts.Instance}).Add(*named, *other)
+	list := metav1.ListOptions{LabelSelector: sel.String()}
 	kinds := []struct {
 		kind string
 		list func() ([]metav1.ObjectMeta, error)
@@ -87,7 +93,6 @@ func (r *Runner) Cleanup(ctx context.Context) (int, error) {
 			return r.client.NetworkingV1().NetworkPolicies(r.namespace).Delete(ctx, n, now)
 		}},
 	}
-	standing := SealedPolicyName(r.opts.Instance) // it outlives the runs: kept
 	removed := 0
 	var errs []error
 	for _, k := range kinds {
@@ -97,9 +102,6 @@ func (r *Runner) Cleanup(ctx context.Context) (int, error) {
 			continue
 		}
 		for _, m := range metas {
-			if m.Labels[LabelRunner] == r.id || (k.kind == "NetworkPolicy" && m.Name == standing) {
-				continue
-			}
 			if err := ignoreNotFound(k.del(m.Name)); err != nil {
 				errs = append(errs, fmt.Errorf("delete leftover %s %s: %w", k.kind, m.Name, err))
 				continue

@@ -23,7 +23,7 @@ import (
 )
 
 // Labels of every object the runner makes; the first three are the Docker
-// runner's. LabelPod selects one run's Pod (its NetworkPolicy uses it).
+// runner's. LabelPod names one run's Pod and the objects made for it.
 const (
 	LabelManaged  = sandbox.LabelManaged
 	LabelInstance = sandbox.LabelInstance
