@@ -305,17 +305,7 @@ func (k *kube) botGoneMidRun(s *scenario, old string) corev1.Pod {
 		t.Fatal(err)
 	}
 	s.w.status(s.mb.HeadSHA, "failure", "1 test failed")
-	var held string
-	waitFor(t, 2*time.Minute, "the held ci_fix run's Pod", func() bool {
-		for _, p := range k.pods(s.instance) {
-			for _, c := range p.Status.ContainerStatuses {
-				if c.Name == "agent" && c.State.Running != nil {
-					held = p.Name
-				}
-			}
-		}
-		return held != ""
-	})
+	held := k.heldAgentPod(s).Name
 	if err := os.Remove(slow); err != nil { // the held Pod has its own copy
 		t.Fatal(err)
 	}
@@ -332,26 +322,7 @@ func (k *kube) botGoneMidRun(s *scenario, old string) corev1.Pod {
 	if len(s.runs) <= before {
 		t.Errorf("runs after the restart: %d, before it %d: the records did not carry over", len(s.runs), before)
 	}
-	var interrupted, fixes int
-	for _, r := range s.runs {
-		if r.Phase == "ci_fix" {
-			fixes++
-			if r.Status == state.RunCanceled && strings.Contains(r.Outcome, "interrupted") {
-				interrupted++
-			}
-		}
-	}
-	if fixes != 2 || interrupted != 1 {
-		t.Errorf("ci_fix runs: %d, interrupted %d; want 2 and 1", fixes, interrupted)
-	}
-	if l := s.lastSession(); !l.Resumed || l.NativeSessionID == nil || *l.NativeSessionID != s.native {
-		t.Errorf("the ci_fix session after the restart: %+v; want %s resumed from the volume", l, s.native)
-	}
-	for kind, n := range s.kinds() {
-		if kind != "session" && n != comments[kind] {
-			t.Errorf("%s comments: %d before the restart, %d after", kind, comments[kind], n)
-		}
-	}
+	s.redoneOnce(comments, 2)
 	waitFor(t, time.Minute, "the held run's Pod gone", func() bool {
 		_, err := k.client.CoreV1().Pods(k.namespace).Get(context.Background(), held, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)

@@ -102,19 +102,9 @@ func (k *kube) podGoneMidRun(s *scenario, remove func(corev1.Pod)) (failed, retr
 	slow := filepath.Join(s.stateDir(), "e2e-slow")
 	os.WriteFile(slow, nil, 0o644)
 	s.w.status(s.mb.HeadSHA, "failure", "1 test failed")
-	var victim *corev1.Pod
-	waitFor(t, 2*time.Minute, "the held ci_fix run's Pod", func() bool {
-		for _, p := range k.pods(s.instance) {
-			for _, c := range p.Status.ContainerStatuses {
-				if c.Name == "agent" && c.State.Running != nil {
-					victim = &p
-				}
-			}
-		}
-		return victim != nil
-	})
+	victim := k.heldAgentPod(s)
 	os.Remove(slow) // the retry runs at once; the removed Pod had its own copy
-	remove(*victim)
+	remove(victim)
 	waitFor(t, 3*time.Minute, "the ci_fix retried", func() bool {
 		s.waitStatus("in_ci")
 		return s.mb.CIFixAttempts == 1 && s.lastRun().Phase == "ci_fix" && s.lastRun().Status == state.RunSucceeded
@@ -134,6 +124,23 @@ func (k *kube) podGoneMidRun(s *scenario, remove func(corev1.Pod)) (failed, retr
 		t.Errorf("the retry's session: %+v, want %s resumed", l, s.native)
 	}
 	return failed, s.lastRun()
+}
+
+// heldAgentPod waits for the Pod of the instance whose agent runs: the
+// held run's.
+func (k *kube) heldAgentPod(s *scenario) corev1.Pod {
+	var held *corev1.Pod
+	waitFor(s.t, 2*time.Minute, "the held ci_fix run's Pod", func() bool {
+		for _, p := range k.pods(s.instance) {
+			for _, c := range p.Status.ContainerStatuses {
+				if c.Name == "agent" && c.State.Running != nil {
+					held = &p
+				}
+			}
+		}
+		return held != nil
+	})
+	return *held
 }
 
 // nothingLeft checks that no Pod, Secret or NetworkPolicy of the instance is
