@@ -37,8 +37,31 @@ var (
 	fixtureRoot string
 )
 
+// keepFixtures, when set, is where the fixtures are built and kept across
+// runs: a year already built there is opened, not written again.
+var keepFixtures = flag.String("state.keep", "", "build the benchmarks' fixtures in this folder and keep them; BenchmarkScale reuses a year built there")
+
+// benchRoot returns the folder of the fixtures, made on first use; the
+// caller holds fixtureMu.
+func benchRoot() (string, error) {
+	if fixtureRoot == "" && *keepFixtures != "" {
+		if err := os.MkdirAll(*keepFixtures, 0o755); err != nil {
+			return "", err
+		}
+		fixtureRoot = *keepFixtures
+	}
+	if fixtureRoot == "" {
+		d, err := os.MkdirTemp("", "alfred-state-bench-")
+		if err != nil {
+			return "", err
+		}
+		fixtureRoot = d
+	}
+	return fixtureRoot, nil
+}
+
 func removeFixtures() {
-	if fixtureRoot != "" {
+	if fixtureRoot != "" && *keepFixtures == "" {
 		os.RemoveAll(fixtureRoot)
 	}
 }
@@ -89,11 +112,8 @@ func fixtureDir(b *testing.B, kind string, n int) string {
 	if d := fixtureDirs[key]; d != "" {
 		return d
 	}
-	if fixtureRoot == "" {
-		var err error
-		if fixtureRoot, err = os.MkdirTemp("", "alfred-state-bench-"); err != nil {
-			b.Fatal(err)
-		}
+	if _, err := benchRoot(); err != nil {
+		b.Fatal(err)
 	}
 	dir := filepath.Join(fixtureRoot, key)
 	start := time.Now()

@@ -39,6 +39,7 @@ type snapshot struct {
 	sessionsByRun runSessions              // run id -> llm session paths (a run has a few)
 	routes        map[Route]string         // how events find an issue mailbox -> its path
 	ov            overview                 // the overview's lists and totals (list.go)
+	cold          *coldTier                // the finished mailboxes kept on disk (nil: none)
 }
 
 // Route is what an event without an issue number names an issue mailbox
@@ -253,12 +254,6 @@ func (s *snapshot) unindex(path string, r *record) {
 	}
 }
 
-// listFiles returns the file paths under dir, recursively when deep is set,
-// in path order.
-func (s *snapshot) listFiles(dir string, deep bool) []string {
-	return s.paths.list(dir, deep)
-}
-
 // useBlobs makes the snapshot read the records' JSON and the trees through
 // b, with a tree cache of its own.
 func (s *snapshot) useBlobs(b *blobReader) {
@@ -362,7 +357,7 @@ func (s *snapshot) unrouteMailbox(path string, r *record) {
 		if err != nil {
 			for rt, p := range s.routes {
 				if p == path {
-					delete(s.routes, rt)
+					s.unroute(rt)
 				}
 			}
 			return
@@ -372,7 +367,7 @@ func (s *snapshot) unrouteMailbox(path string, r *record) {
 	if m, ok := r.val.(*Mailbox); ok {
 		for _, rt := range routesOf(m) {
 			if s.routes[rt] == path {
-				delete(s.routes, rt)
+				s.unroute(rt)
 			}
 		}
 	}

@@ -53,7 +53,7 @@ func (s *Store) Show(ctx context.Context, w io.Writer, path string) error {
 	}
 	s.mu.RLock()
 	snap := s.snap
-	r := snap.files[strings.Trim(path, "/")]
+	r := snap.rec(strings.Trim(path, "/"))
 	s.mu.RUnlock()
 	if r == nil {
 		return fmt.Errorf("show %s: %w", path, ErrNotFound)

@@ -47,6 +47,9 @@ func (s *Store) logBatch(batch []*request, results []error) (bool, error) {
 	for attempt := 0; ; attempt++ {
 		snap := s.snap // only the leader and the fold, under jmu, replace or mutate it
 		overlay := runBatch(snap, batch, results)
+		if err := s.warm(snap, overlay); err != nil {
+			return false, fmt.Errorf("commit state: %w", err)
+		}
 		changes := keepChanges(snap, overlay)
 		if len(changes) == 0 {
 			return false, nil

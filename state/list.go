@@ -201,8 +201,15 @@ func (s *Store) ListMailboxes(f MailboxFilter, cursor string, limit int) (rows [
 		}
 	}
 	title := strings.ToLower(f.Title)
+	var cold []coldSource
+	if anyOf(f.Statuses, MailboxDone) { // a cold mailbox is done
+		cold = s.snap.coldLists(coldMailboxes, sel, after)
+	}
 	var last ovKey
-	for e := range descend(lists, after) {
+	for e, err := range mergeDesc(descend(lists, after), cold, s.snap.coldMailboxEntry) {
+		if err != nil {
+			return nil, "", err
+		}
 		status, t, quarantined := mailboxFacts(e.r.val)
 		if !anyOf(f.Statuses, status) || (f.Quarantined && !quarantined) ||
 			(title != "" && !containsFold(t, title)) {
@@ -224,15 +231,22 @@ func (s *Store) ListMailboxes(f MailboxFilter, cursor string, limit int) (rows [
 // row copies a mailbox and its stats out of the indexes, its newest run
 // whole.
 func (s *snapshot) row(e *mbEntry) (MailboxRow, error) {
-	o := &s.ov
-	m, err := s.wholeMailbox(e.path, e.r)
+	r := e.r
+	if r.hash.IsZero() { // a cold list's entry
+		if r = s.rec(e.path); r == nil {
+			return MailboxRow{}, fmt.Errorf("read mailbox %s: %w", e.path, ErrNotFound)
+		} else if r.err != nil {
+			return MailboxRow{}, r.err
+		}
+	}
+	m, err := s.wholeMailbox(e.path, r)
 	if err != nil {
 		return MailboxRow{}, err
 	}
 	row := MailboxRow{Mailbox: m}
-	st := o.stats[e.k.id]
+	st, err := s.statsOf(e.k.id)
 	if st == nil {
-		return row, nil
+		return row, err
 	}
 	row.Runs = st.runs.n
 	row.InputTokens, row.OutputTokens, row.CostUSD = st.tot.in, st.tot.out, usd(st.tot.cost)
@@ -243,7 +257,7 @@ func (s *snapshot) row(e *mbEntry) (MailboxRow, error) {
 		}
 		row.LastRun = &r
 		if lr.last != nil {
-			ls, err := s.session(lr.last.path, s.files[lr.last.path])
+			ls, err := s.session(lr.last.path, s.rec(lr.last.path))
 			if err != nil {
 				return row, err
 			}
@@ -255,25 +269,34 @@ func (s *snapshot) row(e *mbEntry) (MailboxRow, error) {
 
 // entryRun returns the whole run of an overview entry.
 func (s *snapshot) entryRun(e *runEntry) (Run, error) {
-	return s.run(e.path, s.files[e.path])
+	r := s.rec(e.path)
+	switch {
+	case r == nil:
+		return Run{}, fmt.Errorf("read run %s: %w", e.path, ErrNotFound)
+	case r.err != nil:
+		return Run{}, r.err
+	}
+	return s.run(e.path, r)
 }
 
 // runLists returns the lists that hold the runs f may select, and whether
 // each entry must still be checked against sel.
-func (o *overview) runLists(f RunFilter, sel projSel) (lists []*sortedList[*runEntry], check bool) {
+func (s *snapshot) runLists(f RunFilter, sel projSel) (lists []*sortedList[*runEntry], check bool, err error) {
+	o := &s.ov
 	switch {
 	case f.MailboxID != "":
-		if st := o.stats[f.MailboxID]; st != nil {
-			return []*sortedList[*runEntry]{&st.runs}, !sel.all
+		st, err := s.statsOf(f.MailboxID)
+		if st != nil {
+			return []*sortedList[*runEntry]{&st.runs}, !sel.all, err
 		}
-		return nil, false
+		return nil, false, err
 	case sel.all:
-		return []*sortedList[*runEntry]{&o.runs}, false
+		return []*sortedList[*runEntry]{&o.runs}, false, nil
 	}
 	for _, p := range sel.list {
 		lists = append(lists, &p.runs)
 	}
-	return lists, false
+	return lists, false, nil
 }
 
 func (f RunFilter) matchRun(c runClass) bool {
@@ -291,9 +314,19 @@ func (s *Store) ListRuns(f RunFilter, cursor string, limit int) (runs []Run, nex
 	defer s.mu.RUnlock()
 	o := &s.snap.ov
 	sel := o.selectProjects(f.Forge, f.Owner, f.Project, f.Visible)
-	lists, check := o.runLists(f, sel)
+	lists, check, err := s.snap.runLists(f, sel)
+	if err != nil {
+		return nil, "", err
+	}
+	var cold []coldSource
+	if f.MailboxID == "" {
+		cold = s.snap.coldLists(coldRunsByTime, sel, after)
+	}
 	var last ovKey
-	for e := range descend(lists, after) {
+	for e, err := range mergeDesc(descend(lists, after), cold, s.snap.coldRunEntry) {
+		if err != nil {
+			return nil, "", err
+		}
 		if (check && !sel.has(e.proj)) || !f.matchRun(o.classes[e.r.class]) {
 			continue
 		}
@@ -350,7 +383,7 @@ func (s *Store) Daily(f RunFilter, since, now time.Time) []DayTotal {
 			}
 		}
 	} else {
-		lists, check := o.runLists(f, sel)
+		lists, check, _ := s.snap.runLists(f, sel) // a cold mailbox that cannot be read has no runs to add
 		from, to := ovKey{t: dayNanos(first)}, ovKey{t: dayNanos(last + 1)}
 		for e := range ascend(lists, from, to) {
 			c := o.classes[e.r.class]
@@ -375,7 +408,7 @@ func (s *Store) Projects() []ProjectRef {
 	defer s.mu.RUnlock()
 	var out []ProjectRef
 	for _, p := range s.snap.ov.projects {
-		if p.mailboxes.n > 0 {
+		if p.mailboxes.n > 0 || p.cold > 0 {
 			out = append(out, p.ref)
 		}
 	}
@@ -710,12 +743,17 @@ type runClass struct {
 type dayBuckets map[int64]map[uint32]dayAgg
 
 func (d dayBuckets) add(e *runEntry, runs int, t totals, sign int64) {
-	day := d[e.day]
+	d.addRaw(e.day, e.r.class, runs, t, sign)
+}
+
+// addRaw adds runs and totals t of run class c to day dayNum (sign 1), or
+// takes them away (-1).
+func (d dayBuckets) addRaw(dayNum int64, c uint32, runs int, t totals, sign int64) {
+	day := d[dayNum]
 	if day == nil {
 		day = map[uint32]dayAgg{}
-		d[e.day] = day
+		d[dayNum] = day
 	}
-	c := e.r.class
 	a := day[c]
 	a.runs += runs * int(sign)
 	a.tot.add(t, sign)
@@ -725,7 +763,7 @@ func (d dayBuckets) add(e *runEntry, runs int, t totals, sign int64) {
 	}
 	delete(day, c)
 	if len(day) == 0 {
-		delete(d, e.day)
+		delete(d, dayNum)
 	}
 }
 
@@ -736,6 +774,7 @@ type projIndex struct {
 	mailboxes sortedList[*mbEntry]
 	runs      sortedList[*runEntry]
 	days      dayBuckets
+	cold      int // its mailboxes in the cold file, not warm (coldTier)
 }
 
 // bucket adds a run (runs 1) or an llm session of it (runs 0) to the day
@@ -852,7 +891,7 @@ func (o *overview) project(mbID string) *projIndex {
 }
 
 func (o *overview) dropProject(p *projIndex) {
-	if p.mailboxes.n == 0 && p.runs.n == 0 && len(p.days) == 0 {
+	if p.mailboxes.n == 0 && p.runs.n == 0 && len(p.days) == 0 && p.cold == 0 {
 		delete(o.projects, p.key)
 	}
 }

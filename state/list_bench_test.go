@@ -3,7 +3,6 @@ package state
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -34,9 +33,7 @@ func openOverviewStore(b *testing.B) *Store {
 	b.Helper()
 	overviewOnce.Do(func() {
 		fixtureMu.Lock()
-		if fixtureRoot == "" {
-			fixtureRoot, overviewErr = os.MkdirTemp("", "alfred-state-bench-")
-		}
+		_, overviewErr = benchRoot()
 		fixtureMu.Unlock()
 		if overviewErr != nil {
 			return

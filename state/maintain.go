@@ -13,8 +13,6 @@ import (
 	"fmt"
 	"github.com/alchemic-studio/alfred/internal/gitcmd"
 	"io"
-	"maps"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -216,7 +214,7 @@ func (s *Store) Export(ctx context.Context, w io.Writer) (int, error) {
 func exportLine(s *Store, path string) ([]byte, error) {
 	s.mu.RLock()
 	snap := s.snap
-	r := snap.files[path]
+	r := snap.rec(path)
 	s.mu.RUnlock()
 	if r == nil {
 		return nil, fmt.Errorf("export %s: %w", path, ErrNotFound)
@@ -296,8 +294,8 @@ func (s *Store) checkRecords() []string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var out []string
-	for _, p := range slices.Sorted(maps.Keys(s.snap.files)) {
-		r := s.snap.files[p]
+	for _, p := range s.snap.listFiles("", true) {
+		r := s.snap.rec(p)
 		if r.err != nil {
 			out = append(out, fmt.Sprintf("%s does not parse: %v", p, r.err.Err))
 			continue
@@ -335,7 +333,7 @@ func (s *Store) checkRecord(path string, raw []byte) string {
 		if msg := s.checkOwned(path, head.ID, head.MailboxID, "llm session"); msg != "" {
 			return msg
 		}
-		if rp, ok := s.snap.runs[head.RunID]; !ok || !strings.HasPrefix(rp, parentOf(parentOf(path))+"/runs/") {
+		if rp, ok := s.snap.runPath(head.RunID); !ok || !strings.HasPrefix(rp, parentOf(parentOf(path))+"/runs/") {
 			return fmt.Sprintf("its run %q is not a record of its mailbox", head.RunID)
 		}
 	case "installation":
@@ -365,7 +363,7 @@ func (s *Store) checkMailbox(path, id, activeRun string) string {
 		return fmt.Sprintf("its id %q belongs at %q", id, want)
 	}
 	if activeRun != "" {
-		if rp, ok := s.snap.runs[activeRun]; !ok || !strings.HasPrefix(rp, k.dir()+"/runs/") {
+		if rp, ok := s.snap.runPath(activeRun); !ok || !strings.HasPrefix(rp, k.dir()+"/runs/") {
 			return fmt.Sprintf("its active run %q is not a record of it", activeRun)
 		}
 	}
@@ -385,7 +383,7 @@ func (s *Store) checkOwned(path, id, mailboxID, what string) string {
 	if !strings.HasPrefix(path, k.dir()+"/") {
 		return fmt.Sprintf("its mailbox %q is not the folder it sits in", mailboxID)
 	}
-	if _, ok := s.snap.files[k.dir()+"/mailbox.json"]; !ok {
+	if s.snap.rec(k.dir()+"/mailbox.json") == nil {
 		return fmt.Sprintf("its mailbox %q has no record", mailboxID)
 	}
 	return ""
@@ -407,7 +405,7 @@ func (s *Store) checkIndexes() []string {
 	defer s.mu.RUnlock()
 	var out []string
 	missing := func(index, key, path string) {
-		if _, ok := s.snap.files[path]; !ok {
+		if s.snap.rec(path) == nil {
 			out = append(out, fmt.Sprintf("index %s: %s points at %s, which is no record", index, key, path))
 		}
 	}
@@ -415,7 +413,9 @@ func (s *Store) checkIndexes() []string {
 		missing("runs", id, p)
 	}
 	for rt, p := range s.snap.routes {
-		missing("routes", fmt.Sprintf("%s %s", rt.By, rt.Value), p)
+		if p != "" { // "": routed nowhere (snapshot.unroute)
+			missing("routes", fmt.Sprintf("%s %s", rt.By, rt.Value), p)
+		}
 	}
 	for p := range s.snap.mailboxFiles {
 		missing("mailboxes", p, p)

@@ -34,7 +34,7 @@ func (s *Store) Problems() []*UnreadableError {
 func (s *Store) Get(path string) ([]byte, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	r := s.snap.files[path]
+	r := s.snap.rec(path)
 	if r == nil {
 		return nil, fmt.Errorf("get %s: %w", path, ErrNotFound)
 	}
@@ -59,27 +59,41 @@ func (s *Store) List(dir string) []string {
 func (s *Store) Len() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return len(s.snap.files)
+	n := len(s.snap.files)
+	if s.snap.cold != nil {
+		n += s.snap.cold.n
+	}
+	return n
 }
 
 // valueLocked returns the typed value at path; the caller holds s.mu.
 func (s *Store) valueLocked(path string) (any, error) {
-	r := s.snap.files[path]
+	r, err := s.recordLocked(path)
+	if err != nil {
+		return nil, err
+	}
+	return r.val, nil
+}
+
+// recordLocked returns the readable record at path; the caller holds s.mu.
+func (s *Store) recordLocked(path string) (*record, error) {
+	r := s.snap.rec(path)
 	if r == nil {
 		return nil, fmt.Errorf("get %s: %w", path, ErrNotFound)
 	}
 	if r.err != nil {
 		return nil, r.err
 	}
-	return r.val, nil
+	return r, nil
 }
 
 // runLocked returns the whole run at path; the caller holds s.mu.
 func (s *Store) runLocked(path string) (Run, error) {
-	if _, err := s.valueLocked(path); err != nil {
+	r, err := s.recordLocked(path)
+	if err != nil {
 		return Run{}, err
 	}
-	return s.snap.run(path, s.snap.files[path])
+	return s.snap.run(path, r)
 }
 
 // Mailbox returns the mailbox with key k (forge, owner, project, kind, iid).
@@ -94,10 +108,11 @@ func (s *Store) Mailbox(k MailboxKey) (Mailbox, error) {
 
 // mailboxLocked returns the whole mailbox at path; the caller holds s.mu.
 func (s *Store) mailboxLocked(path string) (Mailbox, error) {
-	if _, err := s.valueLocked(path); err != nil {
+	r, err := s.recordLocked(path)
+	if err != nil {
 		return Mailbox{}, err
 	}
-	return s.snap.wholeMailbox(path, s.snap.files[path])
+	return s.snap.wholeMailbox(path, r)
 }
 
 // Routed returns the issue mailbox that rt names, from an index: routing an
@@ -105,7 +120,7 @@ func (s *Store) mailboxLocked(path string) (Mailbox, error) {
 func (s *Store) Routed(rt Route) (Mailbox, bool, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	p, ok := s.snap.routes[rt]
+	p, ok := s.snap.routed(rt)
 	if !ok {
 		return Mailbox{}, false, nil
 	}
@@ -121,8 +136,13 @@ func (s *Store) Mailboxes() ([]Mailbox, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	// From the index of mailbox records: walking the mailboxes tree would
-	// visit every run and llm session too.
-	return s.mailboxesLocked(s.snap.mailboxFiles)
+	// visit every run and llm session too. The cold file's are read from
+	// its records in order.
+	paths := s.snap.coldMailboxPaths()
+	for p := range s.snap.mailboxFiles {
+		paths = append(paths, p)
+	}
+	return s.mailboxesLocked(paths)
 }
 
 // OpenMailboxes returns the mailboxes that are not finished (see
@@ -132,16 +152,16 @@ func (s *Store) Mailboxes() ([]Mailbox, error) {
 func (s *Store) OpenMailboxes() ([]Mailbox, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.mailboxesLocked(s.snap.openMailboxes)
+	paths := make([]string, 0, len(s.snap.openMailboxes))
+	for p := range s.snap.openMailboxes {
+		paths = append(paths, p)
+	}
+	return s.mailboxesLocked(paths)
 }
 
 // mailboxesLocked returns the mailboxes at paths, in path order; the
 // caller holds s.mu.
-func (s *Store) mailboxesLocked(set map[string]struct{}) ([]Mailbox, error) {
-	paths := make([]string, 0, len(set))
-	for p := range set {
-		paths = append(paths, p)
-	}
+func (s *Store) mailboxesLocked(paths []string) ([]Mailbox, error) {
 	sort.Strings(paths)
 	var out []Mailbox
 	var errs []error
@@ -188,7 +208,7 @@ func (s *Store) Runs(mailboxID string) ([]Run, error) {
 func (s *Store) RunWithSessions(runID string) (Run, []LLMSession, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	p, ok := s.snap.runs[escapeSegment(runID)]
+	p, ok := s.snap.runPath(escapeSegment(runID))
 	if !ok {
 		return Run{}, nil, fmt.Errorf("run %s: %w", runID, ErrNotFound)
 	}
@@ -198,8 +218,8 @@ func (s *Store) RunWithSessions(runID string) (Run, []LLMSession, error) {
 	}
 	var sessions []LLMSession
 	var errs []error
-	for sp := range s.snap.sessionsByRun.of(runID) {
-		ls, err := s.snap.session(sp, s.snap.files[sp])
+	for sp := range s.snap.sessionsOfRun(runID, p) {
+		ls, err := s.snap.session(sp, s.snap.rec(sp))
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -226,14 +246,14 @@ func (s *Store) RunWithSessions(runID string) (Run, []LLMSession, error) {
 func (s *Store) PriorSession(mailboxID, adapterID, excludeRunID string) (ls LLMSession, found bool, err error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	m := s.snap.mailboxes[mailboxID]
+	m, err := s.snap.mailboxIndexOf(mailboxID)
 	if m == nil {
-		return LLMSession{}, false, nil
+		return LLMSession{}, false, err
 	}
 	for i := len(m.sessions) - 1; i >= 0; i-- {
 		x := m.sessions[i]
 		if x.AdapterID == adapterID && x.native && x.RunID != excludeRunID {
-			if ls, err = s.snap.session(x.path, s.snap.files[x.path]); err != nil {
+			if ls, err = s.snap.session(x.path, s.snap.rec(x.path)); err != nil {
 				return LLMSession{}, false, err
 			}
 			found = true
@@ -253,7 +273,7 @@ func (s *Store) PriorSession(mailboxID, adapterID, excludeRunID string) (ls LLMS
 func (s *Store) FailedResumes(mailboxID, adapterID, nativeID, excludeRunID string) int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	m := s.snap.mailboxes[mailboxID]
+	m, _ := s.snap.mailboxIndexOf(mailboxID) // a cold mailbox that cannot be read has no failure to count
 	if m == nil {
 		return 0
 	}
@@ -276,11 +296,10 @@ func (s *Store) FailedResumes(mailboxID, adapterID, nativeID, excludeRunID strin
 func (s *Store) OtherAdapterSession(mailboxID, adapterID string) (bool, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	m := s.snap.mailboxes[mailboxID]
+	m, err := s.snap.mailboxIndexOf(mailboxID)
 	if m == nil {
-		return false, nil
+		return false, err
 	}
-	var err error
 	if len(m.bad) > 0 {
 		err = m.badErr()
 	}

@@ -177,6 +177,9 @@ func (s *Store) replay() (int64, error) {
 			}
 			overlay[e.path] = c
 		}
+		if err := s.warm(s.snap, overlay); err != nil {
+			return 0, fmt.Errorf("%s: frame %d: %w", journalPath(s.dir), f.seq, err)
+		}
 		if err := s.stage(s.snap, overlay, keepChanges(s.snap, overlay)); err != nil {
 			return 0, fmt.Errorf("%s: frame %d: %w", journalPath(s.dir), f.seq, err)
 		}

@@ -94,13 +94,15 @@ func yearFixture(b *testing.B, n int) string {
 	if d := fixtureDirs[key]; d != "" {
 		return d
 	}
-	if fixtureRoot == "" {
-		var err error
-		if fixtureRoot, err = os.MkdirTemp("", "alfred-state-bench-"); err != nil {
-			b.Fatal(err)
-		}
+	if _, err := benchRoot(); err != nil {
+		b.Fatal(err)
 	}
 	dir := filepath.Join(fixtureRoot, key)
+	built := filepath.Join(fixtureRoot, key+".built")
+	if _, err := os.Stat(built); err == nil {
+		fixtureDirs[key] = dir
+		return dir
+	}
 	start := time.Now()
 	s, err := Open(context.Background(), dir, Options{})
 	if err != nil {
@@ -140,6 +142,9 @@ func yearFixture(b *testing.B, n int) string {
 	took := time.Since(start)
 	b.Logf("built a year of %d projects: %d issues, %d records, %d commits, in %v (%.0f records/s)",
 		yearProjects, issue, written, commits, took.Round(time.Second), float64(written)/took.Seconds())
+	if err := os.WriteFile(built, nil, 0o644); err != nil {
+		b.Fatal(err)
+	}
 	fixtureDirs[key] = dir
 	return dir
 }

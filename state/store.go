@@ -522,6 +522,9 @@ func (s *Store) answer(batch []*request, results []error, err error) {
 func (s *Store) tryCommit(batch []*request, results []error) (commit plumbing.Hash, lost bool, err error) {
 	snap := s.snap // only the leader replaces or mutates it
 	overlay := runBatch(snap, batch, results)
+	if err := s.warm(snap, overlay); err != nil {
+		return plumbing.ZeroHash, false, fmt.Errorf("commit state: %w", err)
+	}
 	changes := keepChanges(snap, overlay)
 	if len(changes) == 0 {
 		return plumbing.ZeroHash, false, nil
@@ -569,6 +572,17 @@ func runBatch(snap *snapshot, batch []*request, results []error) map[string]*cha
 		}
 	}
 	return overlay
+}
+
+// warm makes warm the cold mailboxes overlay writes in (see
+// snapshot.warmFor), under the write lock.
+func (s *Store) warm(snap *snapshot, overlay map[string]*change) error {
+	if snap.cold == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return snap.warmFor(maps.Keys(overlay))
 }
 
 // keepChanges drops from overlay what does not change the tip and returns

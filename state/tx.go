@@ -38,7 +38,7 @@ func (tx *Tx) lookup(path string) (*change, *record) {
 	if c, ok := tx.base[path]; ok {
 		return c, nil
 	}
-	return nil, tx.snap.files[path]
+	return nil, tx.snap.rec(path)
 }
 
 // Get returns the raw JSON of the record at path, ErrNotFound, or an

@@ -1,0 +1,462 @@
+package state
+
+import (
+	"bufio"
+	"fmt"
+	"iter"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// coldTier is the part of a snapshot kept on disk: the finished mailboxes
+// of a cold file, but those made warm since. A mailbox is in memory whole
+// (files, paths and every index, as any record) or cold whole: then memory
+// holds nothing of it but its runs in the day buckets and a count in its
+// project, and the queries read it from the file.
+type coldTier struct {
+	file *coldFile
+	// warm are the folders of the file's mailboxes whose records memory
+	// holds since (written to, or deleted): the file's entries of them are
+	// not read.
+	warm map[string]bool
+	n    int // records of the file's mailboxes not warm
+}
+
+// coldDir reports whether the mailbox in folder dir is cold.
+func (s *snapshot) coldDir(dir string) bool {
+	if s.cold == nil || dir == "" || s.cold.warm[dir] {
+		return false
+	}
+	if _, hot := s.files[dir+"/mailbox.json"]; hot {
+		return false
+	}
+	_, ok, err := s.cold.file.record(dir + "/mailbox.json")
+	return ok || err != nil // a damaged file: its records read as unreadable
+}
+
+// rec returns the record at path, from memory or the cold file; nil when
+// there is none. A cold record the file cannot give back is unreadable.
+func (s *snapshot) rec(path string) *record {
+	if r := s.files[path]; r != nil || s.cold == nil {
+		return r
+	}
+	dir := mailboxDirOf(path)
+	if dir == "" || s.cold.warm[dir] {
+		return nil
+	}
+	e, ok, err := s.cold.file.record(path)
+	if err != nil {
+		return &record{err: &UnreadableError{Path: path, Commit: s.cold.file.tip.String(), Err: err}}
+	}
+	if !ok {
+		return nil
+	}
+	return s.coldRecord(&e)
+}
+
+// coldRecord is the record of a cold entry, with the value memory would
+// keep of it.
+func (s *snapshot) coldRecord(e *ckEntry) *record {
+	r := &record{hash: e.hash}
+	switch e.tag {
+	case ckMailbox:
+		r.val = &mailboxLite{Title: e.title, t: e.t, quarantined: e.quarantined}
+	case ckRun:
+		c, ok := s.ov.classIDs[e.class]
+		if !ok {
+			r.err = &UnreadableError{Path: e.path, Commit: s.cold.file.tip.String(), Err: fmt.Errorf("%w: run class %v not in its days", errCold, e.class)}
+			break
+		}
+		r.val = &runLite{ID: e.recordID(), t: e.t, day: e.day, class: c}
+	case ckSession:
+		r.val = &sessionLite{path: e.path, ID: e.recordID(), RunID: e.runID, AdapterID: e.adapter, sec: e.sec, nsec: e.nsec,
+			ResumeOf: e.resumeOf, tot: e.tot, native: e.native, failed: e.failed, fallback: e.fallback}
+	case ckBlob:
+		raw, err := s.body(r)
+		if err == nil {
+			r.val, err = decodeRecord(e.path, raw)
+		}
+		if err != nil {
+			r.err = &UnreadableError{Path: e.path, Commit: s.cold.file.tip.String(), Err: err}
+		}
+	}
+	return r
+}
+
+// warmFor makes warm the cold mailboxes that paths are in, before a write
+// reads what they hold; the caller holds the store's write lock when the
+// snapshot is installed. A mailbox the file cannot give back fails the
+// write, which changes nothing.
+func (s *snapshot) warmFor(paths iter.Seq[string]) error {
+	if s.cold == nil {
+		return nil
+	}
+	for p := range paths {
+		if dir := mailboxDirOf(p); s.coldDir(dir) {
+			if err := s.warmUp(dir); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// warmUp moves the cold mailbox in folder dir into memory.
+func (s *snapshot) warmUp(dir string) error {
+	entries, err := s.cold.file.group(dir)
+	if err != nil {
+		return fmt.Errorf("read the finished mailbox %s from %s: %w", dir, coldName, err)
+	}
+	recs := make([]*record, len(entries))
+	for i := range entries {
+		if recs[i] = s.coldRecord(&entries[i]); recs[i].err != nil {
+			return fmt.Errorf("read the finished mailbox %s from %s: %w", dir, coldName, recs[i].err)
+		}
+	}
+	s.coldBuckets(&coldGroup{dir: dir, entries: entries}, -1)
+	for i := range entries {
+		e := &entries[i]
+		for _, rt := range e.routes {
+			if owner, ok := s.routed(rt); ok && owner == e.path { // the others route elsewhere, as in memory
+				s.routes[rt] = e.path
+			}
+		}
+		s.setFile(e.path, recs[i])
+		s.index(e.path, recs[i])
+	}
+	s.cold.warm[dir] = true
+	s.cold.n -= len(entries)
+	return nil
+}
+
+// freeze drops from memory the mailboxes of groups, which the tier's file
+// now holds; the caller holds the store's write lock.
+func (s *snapshot) freeze(groups []coldGroup) {
+	for i := range groups {
+		g := &groups[i]
+		for j := range g.entries {
+			e := &g.entries[j]
+			r := s.files[e.path]
+			if r == nil {
+				continue
+			}
+			if e.tag == ckMailbox {
+				for _, rt := range g.routes {
+					delete(s.routes, rt)
+				}
+				delete(s.mailboxFiles, e.path)
+				delete(s.openMailboxes, e.path)
+				s.ovUnindex(e.path, r)
+			} else {
+				s.unindex(e.path, r)
+			}
+			s.deleteFile(e.path)
+		}
+		s.coldBuckets(g, 1)
+		s.cold.n += len(g.entries)
+	}
+}
+
+// coldBuckets adds the runs of a cold mailbox to the day buckets and its
+// project's count of cold mailboxes (sign 1), or takes them away (-1).
+func (s *snapshot) coldBuckets(g *coldGroup, sign int64) {
+	mbID, _, ok := mailboxIDOf(g.dir + "/mailbox.json")
+	if !ok {
+		return
+	}
+	if _, err := ParseMailboxID(mbID); err != nil {
+		return
+	}
+	o := &s.ov
+	p := o.project(mbID)
+	if p == nil {
+		return
+	}
+	runTotals := groupRuns(g)
+	for i := range g.entries {
+		switch e := &g.entries[i]; e.tag {
+		case ckMailbox:
+			p.cold += int(sign)
+		case ckRun:
+			c := o.classOf(e.class)
+			t := runTotals[e.path]
+			p.days.addRaw(int64(e.day), c, 1, t, sign)
+			o.days.addRaw(int64(e.day), c, 1, t, sign)
+		}
+	}
+	o.dropProject(p)
+}
+
+// listFiles returns the file paths under dir, recursively when deep is set,
+// in path order: memory's and the cold file's.
+func (s *snapshot) listFiles(dir string, deep bool) []string {
+	hot := s.paths.list(dir, deep)
+	if s.cold == nil || (dir != "" && dir != "mailboxes" && !strings.HasPrefix(dir, "mailboxes/")) {
+		return hot
+	}
+	prefix := ""
+	if dir != "" {
+		prefix = dir + "/"
+	}
+	var cold []string
+	for p, err := range s.cold.file.paths(prefix) {
+		if err != nil {
+			break // rec says so for each record it cannot give
+		}
+		if (deep || strings.IndexByte(p[len(prefix):], '/') < 0) && !s.cold.warm[mailboxDirOf(p)] {
+			cold = append(cold, p)
+		}
+	}
+	if len(cold) == 0 {
+		return hot
+	}
+	out := append(hot, cold...)
+	sort.Strings(out)
+	return out
+}
+
+// runPath returns the path of the run whose record name is name.
+func (s *snapshot) runPath(name string) (string, bool) {
+	if p, ok := s.runs[name]; ok || s.cold == nil {
+		return p, ok
+	}
+	p, err := s.cold.file.run(name)
+	if err != nil || p == "" || s.cold.warm[mailboxDirOf(p)] {
+		return "", false
+	}
+	return p, true
+}
+
+// routed returns the path of the mailbox rt names. A route memory maps
+// to "" was taken from a mailbox while the cold file routes it to
+// another: memory routes it nowhere (see snapshot.unroute).
+func (s *snapshot) routed(rt Route) (string, bool) {
+	if p, ok := s.routes[rt]; ok || s.cold == nil {
+		return p, ok && p != ""
+	}
+	p, err := s.cold.file.route(rt)
+	if err != nil || p == "" || s.cold.warm[mailboxDirOf(p)] {
+		return "", false
+	}
+	return p, true
+}
+
+// unroute takes rt from memory's routes. When the cold file routes it to
+// a cold mailbox, memory keeps it routed nowhere (""), as it would have
+// it without the file: the route was taken over from that mailbox.
+func (s *snapshot) unroute(rt Route) {
+	if s.cold != nil {
+		if p, err := s.cold.file.route(rt); err == nil && p != "" && !s.cold.warm[mailboxDirOf(p)] {
+			s.routes[rt] = ""
+			return
+		}
+	}
+	delete(s.routes, rt)
+}
+
+// coldGroupOf returns the cold mailbox of id's entries, read from the
+// file (false when it is not cold).
+func (s *snapshot) coldGroupOf(mbID string) (*coldGroup, bool, error) {
+	if s.cold == nil {
+		return nil, false, nil
+	}
+	dir, err := mailboxDir(mbID)
+	if err != nil || !s.coldDir(dir) {
+		return nil, false, nil
+	}
+	entries, err := s.cold.file.group(dir)
+	if err != nil {
+		return nil, false, fmt.Errorf("read the finished mailbox %s from %s: %w", dir, coldName, err)
+	}
+	return &coldGroup{dir: dir, entries: entries}, true, nil
+}
+
+// mailboxIndexOf returns what the session resolver asks of mailbox id:
+// memory's index, or one made from the cold file.
+func (s *snapshot) mailboxIndexOf(mbID string) (*mailboxIndex, error) {
+	if m := s.mailboxes[mbID]; m != nil {
+		return m, nil
+	}
+	g, ok, err := s.coldGroupOf(mbID)
+	if !ok {
+		return nil, err
+	}
+	m := &mailboxIndex{}
+	for i := range g.entries {
+		if e := &g.entries[i]; e.tag == ckSession {
+			m.sessions = append(m.sessions, s.coldRecord(e).val.(*sessionLite))
+		}
+	}
+	if len(m.sessions) == 0 {
+		return nil, nil
+	}
+	sort.SliceStable(m.sessions, func(i, j int) bool { return sessionLess(m.sessions[i], m.sessions[j]) })
+	return m, nil
+}
+
+// statsOf returns mailbox id's runs and totals: memory's, or made from the
+// cold file as the overview would index them.
+func (s *snapshot) statsOf(mbID string) (*mbStats, error) {
+	if st := s.ov.stats[mbID]; st != nil {
+		return st, nil
+	}
+	g, ok, err := s.coldGroupOf(mbID)
+	if !ok {
+		return nil, err
+	}
+	o := &s.ov
+	p := o.projects[projectKey(mbID)]
+	if p == nil {
+		return nil, nil
+	}
+	st := &mbStats{}
+	runs := map[string]*runEntry{}
+	for i := range g.entries {
+		e := &g.entries[i]
+		if e.tag != ckRun || !strings.Contains(e.path, "/runs/") {
+			continue
+		}
+		r := s.coldRecord(e)
+		if r.err != nil {
+			return nil, r.err
+		}
+		v := r.val.(*runLite)
+		re := &runEntry{r: v, path: e.path, proj: p, k: ovKey{v.t, v.ID}, day: int64(v.day)}
+		runs[e.path] = re
+	}
+	for i := range g.entries {
+		e := &g.entries[i]
+		if e.tag != ckSession {
+			continue
+		}
+		ls := s.coldRecord(e).val.(*sessionLite)
+		st.sessions++
+		st.tot.add(ls.tot, 1)
+		if re := runs[g.dir+"/runs/"+escapeSegment(ls.RunID)+".json"]; re != nil && re.r.ID == ls.RunID {
+			re.tot.add(ls.tot, 1)
+			if re.last == nil || sessionLess(re.last, ls) {
+				re.last = ls
+			}
+		}
+	}
+	for _, re := range runs {
+		st.runs.insert(re)
+	}
+	return st, nil
+}
+
+// coldMailboxPaths returns the paths of the cold mailboxes' records.
+func (s *snapshot) coldMailboxPaths() []string {
+	if s.cold == nil {
+		return nil
+	}
+	var out []string
+	for p, err := range s.cold.file.paths("mailboxes/") {
+		if err != nil {
+			break // rec says so for each record it cannot give
+		}
+		if kindOf(p) == "mailbox" && !s.cold.warm[mailboxDirOf(p)] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// sessionsOfRun yields the paths of the llm sessions of run id, whose
+// record is at runPath: memory's, and the cold file's in its mailbox.
+func (s *snapshot) sessionsOfRun(id, runPath string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for p := range s.sessionsByRun.of(id) {
+			if !yield(p) {
+				return
+			}
+		}
+		mbID, _, ok := mailboxIDOf(runPath)
+		if !ok {
+			return
+		}
+		g, ok, err := s.coldGroupOf(mbID)
+		if err != nil || !ok {
+			return
+		}
+		for i := range g.entries {
+			if e := &g.entries[i]; e.tag == ckSession && e.runID == id && !yield(e.path) {
+				return
+			}
+		}
+	}
+}
+
+// freezeCold writes the cold file of the snapshot's finished mailboxes (the
+// file's, but those made warm, and memory's) and makes it the snapshot's
+// cold tier, dropping from memory the mailboxes it took; the caller holds
+// the store's write lock, and no write runs.
+func (s *Store) freezeCold() error {
+	snap := s.snap
+	groups, err := snap.finishedGroups()
+	if err != nil {
+		return fmt.Errorf("write %s: %w", coldName, err)
+	}
+	var old *coldFile
+	gone := coldGone{routes: map[string]bool{}}
+	n := 0
+	if snap.cold != nil {
+		old, n = snap.cold.file, snap.cold.n
+		gone.dirs = snap.cold.warm
+	}
+	for rt, p := range snap.routes {
+		if p == "" {
+			gone.routes[string(routeKey(rt))] = true
+		}
+	}
+	path := filepath.Join(s.dir, coldName)
+	if err := writeColdFile(path, snap, old, gone, groups); err != nil {
+		return err
+	}
+	for rt, p := range snap.routes {
+		if p == "" {
+			delete(snap.routes, rt)
+		}
+	}
+	file, err := openColdFile(path)
+	if err != nil {
+		return fmt.Errorf("write %s: read it back: %w", coldName, err)
+	}
+	if old != nil {
+		old.Close()
+	}
+	snap.cold = &coldTier{file: file, warm: map[string]bool{}, n: n}
+	snap.freeze(groups)
+	return nil
+}
+
+// writeColdFile writes the cold file at path: to a temporary file, synced
+// and renamed, the folder synced.
+func writeColdFile(path string, snap *snapshot, old *coldFile, gone coldGone, groups []coldGroup) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", coldName, err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	err = writeCold(w, snap.tip, snap.trees.root, old, gone, groups)
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", coldName, err)
+	}
+	return syncDirFD(filepath.Dir(path))
+}

@@ -1,0 +1,204 @@
+package state
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// coldAnswers renders every answer of the store (storeAnswers), and those
+// of each of its mailboxes.
+func coldAnswers(t *testing.T, s *Store) string {
+	t.Helper()
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(storeAnswers(t, s), "\n") {
+		if !strings.HasPrefix(line, "tip: ") { // two stores commit at their own moments
+			b.WriteString(line)
+		}
+	}
+	put := func(what string, v any, err error) { renderAnswer(t, &b, what, v, err) }
+	mbs, _ := s.Mailboxes()
+	for _, m := range mbs {
+		answerMailbox(&b, put, s, m)
+	}
+	return b.String()
+}
+
+// buildYearStore writes a month of the synthetic year into dir and closes
+// it.
+func buildYearStore(t *testing.T, dir string) {
+	t.Helper()
+	ctx := context.Background()
+	y, err := Open(ctx, dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	issue := 0
+	for day := range 30 {
+		at := yearEnd.AddDate(0, 0, day-30)
+		err := y.Update(ctx, func(tx *Tx) error {
+			for p := range 3 {
+				for range 3 {
+					if _, err := putYearIssue(tx, p, issue, at); err != nil {
+						return err
+					}
+					issue++
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := y.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// freeze makes the store's finished mailboxes cold.
+func freeze(t *testing.T, s *Store) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.freezeCold(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestColdTierAnswersAsMemory: a store whose finished mailboxes are cold
+// answers every query as the same store holding them in memory, before
+// and after writes that make cold mailboxes warm (a run added, a
+// mailbox deleted, one opened again, one changed and left finished), and
+// after its mailboxes finished since are made cold in turn; memory then
+// holds none of the finished mailboxes' records.
+func TestColdTierAnswersAsMemory(t *testing.T) {
+	for _, opts := range []Options{{}, {Journal: true, FoldIdle: time.Hour}} {
+		for name, build := range map[string]func(*testing.T, string){
+			"kinds": func(t *testing.T, dir string) { buildCheckpointStore(t, dir, opts) },
+			"year":  buildYearStore,
+		} {
+			t.Run(name+map[bool]string{true: "/journal", false: ""}[opts.Journal], func(t *testing.T) {
+				coldAgainstMemory(t, build, opts)
+			})
+		}
+	}
+}
+
+func coldAgainstMemory(t *testing.T, build func(*testing.T, string), opts Options) {
+	ctx := context.Background()
+	clock := now
+	defer func() { now = clock }()
+	now = func() time.Time { return yearEnd } // the two stores write the same times
+	dir := filepath.Join(t.TempDir(), "cold")
+	build(t, dir)
+	plainDir := filepath.Join(t.TempDir(), "plain")
+	if err := os.CopyFS(plainDir, os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	cold, err := Open(ctx, dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cold.shut(false)
+	plain, err := Open(ctx, plainDir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.shut(false)
+	want := coldAnswers(t, plain)
+	before := len(cold.snap.files)
+	freeze(t, cold)
+	if cold.snap.cold.n == 0 || len(cold.snap.files)+cold.snap.cold.n != before {
+		t.Fatalf("%d records in memory and %d cold, of %d", len(cold.snap.files), cold.snap.cold.n, before)
+	}
+	diffColdAnswers(t, "frozen", want, coldAnswers(t, cold))
+
+	mbs, _ := cold.Mailboxes()
+	var done []Mailbox
+	for _, m := range mbs {
+		if m.Finished() {
+			done = append(done, m)
+		}
+	}
+	if len(done) < 3 {
+		t.Fatalf("%d finished mailboxes", len(done))
+	}
+	warmed := map[string]bool{} // a mailbox with an unreadable record stays in memory
+	for _, m := range []Mailbox{done[0], done[1], done[2], done[len(done)-1]} {
+		if cold.snap.coldDir(m.Key().dir()) {
+			warmed[m.Key().dir()] = true
+		}
+	}
+	if len(warmed) < 2 {
+		t.Fatalf("%d of the mailboxes written are cold", len(warmed))
+	}
+	writes := []func(tx *Tx) error{
+		func(tx *Tx) error { return putCkRuns(tx, 20, done[0]) },
+		func(tx *Tx) error { return tx.DeleteMailbox(done[1].Key()) },
+		func(tx *Tx) error {
+			m := done[2]
+			m.Status, m.Title = "in_review", "Opened again"
+			return tx.PutMailbox(m)
+		},
+		func(tx *Tx) error {
+			m := done[len(done)-1]
+			m.Title = "Changed, still finished"
+			return tx.PutMailbox(m)
+		},
+	}
+	for i, w := range writes {
+		for _, s := range []*Store{cold, plain} {
+			if err := s.Update(ctx, w); err != nil {
+				t.Fatalf("write %d: %v", i, err)
+			}
+		}
+		diffColdAnswers(t, fmt.Sprintf("write %d", i), coldAnswers(t, plain), coldAnswers(t, cold))
+	}
+	if len(cold.snap.cold.warm) != len(warmed) {
+		t.Fatalf("%d mailboxes made warm, want %d", len(cold.snap.cold.warm), len(warmed))
+	}
+	freeze(t, cold)
+	diffColdAnswers(t, "frozen again", coldAnswers(t, plain), coldAnswers(t, cold))
+	for p := range cold.snap.mailboxFiles {
+		if _, open := cold.snap.openMailboxes[p]; !open {
+			if _, readable, _ := cold.snap.coldGroup(mailboxDirOf(p)); readable {
+				t.Fatalf("finished mailbox %s still in memory", p)
+			}
+		}
+	}
+}
+
+func renderAnswer(t *testing.T, b *strings.Builder, what string, v any, err error) {
+	t.Helper()
+	raw, jerr := json.Marshal(v)
+	if jerr != nil {
+		t.Fatal(jerr)
+	}
+	fmt.Fprintf(b, "%s: %s err=%v\n", what, raw, err)
+}
+
+// diffColdAnswers fails when the answers differ, showing where.
+func diffColdAnswers(t *testing.T, when, want, got string) {
+	t.Helper()
+	if want == got {
+		return
+	}
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := range min(len(w), len(g)) {
+		if w[i] != g[i] {
+			j := 0
+			for j < len(w[i]) && j < len(g[i]) && w[i][j] == g[i][j] {
+				j++
+			}
+			from := max(0, j-200)
+			t.Fatalf("%s: answers differ at line %d, byte %d:\nin memory: %s\ncold:      %s", when, i, j, w[i][from:min(len(w[i]), j+200)], g[i][from:min(len(g[i]), j+200)])
+		}
+	}
+	t.Fatalf("%s: answers differ in length: %d lines against %d", when, len(w), len(g))
+}
