@@ -19,17 +19,19 @@ import (
 //
 //	header: magic "ALFREDIX", version u32, tip [20], root tree [20],
 //	        folded journal sequence u64, records u32, mailboxes u32,
-//	        runs u32, sessions u32, routes u32, strings u32
+//	        runs u32, sessions u32, routes u32, strings u32, and the cold
+//	        file it goes with: its size u64 and the checksum its last four
+//	        bytes hold u32 (0 and 0: none; then it holds every record)
 //	strings: each a uvarint length and its bytes (the repeated ones:
 //	        adapters, statuses, phases, forges, owners, projects)
-//	records, in path order: uvarint bytes shared with the previous path,
+//	records, in path order (those the cold file holds left out): uvarint bytes shared with the previous path,
 //	        the rest (uvarint length, bytes), blob hash [20], tag, payload
 //	CRC-32C (Castagnoli) of all the above, u32
 const (
 	checkpointName    = "alfred.index"
 	checkpointMagic   = "ALFREDIX"
-	checkpointVersion = 2
-	ckHeaderSize      = 8 + 4 + 20 + 20 + 8 + 6*4
+	checkpointVersion = 3
+	ckHeaderSize      = 8 + 4 + 20 + 20 + 8 + 6*4 + 8 + 4
 	ckMinRecord       = 1 + 1 + 20 + 1 // shared, suffix length, hash, tag
 	ckMinRoute        = 5              // four string references, a value's length
 	ckMaxSize         = 1 << 32        // a checkpoint larger is not read
@@ -57,6 +59,14 @@ type ckHeader struct {
 	folded    uint64
 	sizes     snapSizes
 	strings   int
+	cold      coldID
+}
+
+// coldID names a cold file: its size and the checksum its last four bytes
+// hold (the zero coldID: none).
+type coldID struct {
+	size int64
+	sum  uint32
 }
 
 // ckEntry is one record of a checkpoint, whatever its tag.
@@ -228,7 +238,7 @@ func (c *ckEncoder) addSession(e *ckEntry) {
 
 // bytes returns the checkpoint of the records added, for commit tip (root
 // its tree) whose journal trailer says folded.
-func (c *ckEncoder) bytes(tip, root plumbing.Hash, folded uint64) []byte {
+func (c *ckEncoder) bytes(tip, root plumbing.Hash, folded uint64, cold coldID) []byte {
 	out := make([]byte, 0, ckHeaderSize+len(c.recs)+16*len(c.list)+4)
 	out = append(out, checkpointMagic...)
 	out = binary.LittleEndian.AppendUint32(out, checkpointVersion)
@@ -237,6 +247,8 @@ func (c *ckEncoder) bytes(tip, root plumbing.Hash, folded uint64) []byte {
 	for _, n := range []int{c.sizes.files, c.sizes.mailboxes, c.sizes.runs, c.sizes.sessions, c.sizes.routes, len(c.list)} {
 		out = binary.LittleEndian.AppendUint32(out, uint32(n))
 	}
+	out = binary.LittleEndian.AppendUint64(out, uint64(cold.size))
+	out = binary.LittleEndian.AppendUint32(out, cold.sum)
 	for _, s := range c.list {
 		out = binary.AppendUvarint(out, uint64(len(s)))
 		out = append(out, s...)
@@ -283,6 +295,10 @@ func parseCkHeader(data []byte) (ckHeader, error) {
 	}
 	h.sizes = snapSizes{files: n[0], mailboxes: n[1], runs: n[2], sessions: n[3], routes: n[4]}
 	h.strings = n[5]
+	h.cold = coldID{size: int64(binary.LittleEndian.Uint64(body[84:])), sum: binary.LittleEndian.Uint32(body[92:])}
+	if h.cold.size < 0 {
+		return h, ckErrorf("cold file size %d", h.cold.size)
+	}
 	room := len(body) - ckHeaderSize
 	if h.sizes.files > room/ckMinRecord || h.strings > room || h.sizes.mailboxes+h.sizes.runs+h.sizes.sessions > h.sizes.files ||
 		h.sizes.routes > room/ckMinRoute {

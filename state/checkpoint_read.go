@@ -304,13 +304,13 @@ func decodeAll(d *ckDecoder, tip string, rd *objectReader, out chan<- *ckBatch, 
 // reading through rd the records it holds no value of. It fails (wrapping
 // errCheckpoint) when the checkpoint is not tip's or is damaged. One
 // goroutine decodes the records while this one indexes them.
-func loadCheckpoint(data []byte, tip plumbing.Hash, rd *objectReader) (*snapshot, []*UnreadableError, uint64, error) {
+func loadCheckpoint(data []byte, tip plumbing.Hash, rd *objectReader) (*snapshot, []*UnreadableError, ckHeader, error) {
 	h, d, err := openCheckpoint(data)
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, h, err
 	}
 	if h.tip != tip {
-		return nil, nil, 0, fmt.Errorf("%w: made at commit %s, the branch is at %s", errStaleCheckpoint, h.tip, tip)
+		return nil, nil, h, fmt.Errorf("%w: made at commit %s, the branch is at %s", errStaleCheckpoint, h.tip, tip)
 	}
 	batches, stop, done := make(chan *ckBatch, ckBatches), make(chan struct{}), make(chan error, 1)
 	defer close(stop)
@@ -326,7 +326,7 @@ func loadCheckpoint(data []byte, tip plumbing.Hash, rd *objectReader) (*snapshot
 				r.class = snap.ov.classOf(it.class)
 			}
 			for _, rt := range b.routes[it.lo:it.hi] {
-				snap.routes[rt] = it.path
+				snap.claimRoute(rt, it.path)
 			}
 			paths = append(paths, it.path)
 			snap.files[it.path] = it.rec
@@ -337,12 +337,12 @@ func loadCheckpoint(data []byte, tip plumbing.Hash, rd *objectReader) (*snapshot
 		}
 	}
 	if err := <-done; err != nil {
-		return nil, nil, 0, err
+		return nil, nil, h, err
 	}
 	if err := d.end(h); err != nil {
-		return nil, nil, 0, err
+		return nil, nil, h, err
 	}
 	snap.ov.endBulk()
 	snap.paths = newPathSet(paths)
-	return snap, problems, h.folded, nil
+	return snap, problems, h, nil
 }

@@ -128,15 +128,22 @@ func loadFromCheckpoint(repo string, packList []packInfo) (opened, error) {
 		return opened{}, fmt.Errorf("%w: %w", errCheckpoint, err)
 	}
 	defer closePacks(packs)
-	snap, problems, folded, err := loadCheckpoint(data, tip, &objectReader{packs: packs, stor: stor})
+	snap, problems, h, err := loadCheckpoint(data, tip, &objectReader{packs: packs, stor: stor})
 	if err != nil {
 		return opened{}, err
 	}
-	return opened{snap: snap, problems: problems, folded: folded, fromCk: true}, nil
+	if h.cold != (coldID{}) {
+		if err := snap.openCold(repo, h); err != nil {
+			return opened{}, fmt.Errorf("%w: %w", errCheckpoint, err)
+		}
+	}
+	return opened{snap: snap, problems: problems, folded: h.folded, fromCk: true}, nil
 }
 
 // saveCheckpoint writes the checkpoint of the store's tip at Close, once
-// the journal is folded and no write runs: the snapshot is the tip. The
+// the journal is folded and no write runs: the snapshot is the tip. First
+// the finished mailboxes memory holds are made cold (freezeCold), and the
+// checkpoint holds the records left in memory, naming the cold file. The
 // records of the checkpoint already there (whatever its commit) are
 // taken as they are where their path and blob are the same (their bytes
 // copied, see ckCopier); the others are read and decoded from their blobs, so that the checkpoint holds
@@ -152,8 +159,20 @@ func (s *Store) saveCheckpoint() error {
 	if err != nil || tip != snap.tip {
 		return err // git moved the branch: the next Open loads it whole
 	}
-	if checkpointTip(s.dir) == tip {
+	groups, err := snap.finishedGroups()
+	if err != nil {
+		return err
+	}
+	if len(groups) == 0 && !snap.coldChanged() && checkpointTip(s.dir) == tip {
 		return nil // its damage, if any, is caught at the next Open, which replaces it
+	}
+	if len(groups) > 0 || snap.coldChanged() {
+		s.mu.Lock()
+		err := s.freezeCold(groups)
+		s.mu.Unlock()
+		if err != nil {
+			return err
+		}
 	}
 	old, _ := readCheckpointFile(s.dir)
 	_, prev, err := openCheckpoint(old)
@@ -190,7 +209,11 @@ func (s *Store) saveCheckpoint() error {
 			enc.add(&e)
 		}
 	}
-	return writeCheckpointFile(s.dir, enc.bytes(tip, snap.trees.root, folded))
+	var cold coldID
+	if snap.cold != nil {
+		cold = snap.cold.file.id
+	}
+	return writeCheckpointFile(s.dir, enc.bytes(tip, snap.trees.root, folded, cold))
 }
 
 // entryFromBlob is the checkpoint entry of the record at path, decoded
@@ -219,7 +242,7 @@ func (s *Store) saveLoaded(ck *loadedCk) {
 		defer s.ckWG.Done()
 		folded, err := foldedSeq(s.dir, ck.tip)
 		if err == nil {
-			err = writeCheckpointFile(s.dir, ck.enc.bytes(ck.tip, ck.root, folded))
+			err = writeCheckpointFile(s.dir, ck.enc.bytes(ck.tip, ck.root, folded, coldID{}))
 		}
 		if err != nil {
 			s.log.Warn("write the state open checkpoint fails", "err", err)

@@ -18,7 +18,8 @@ import (
 //	meta             "commit": the commit and its root tree [20][20]
 //	records          path -> blob hash [20], tag, payload (appendColdValue)
 //	runs             a run's record name -> its path
-//	routes           routeKey -> the mailbox record's path
+//	routes           routeKey + the path of a mailbox record claiming the
+//	                 route -> nothing
 //	mailboxes        listKey(UpdatedAt, mailbox id) -> the mailbox's path,
 //	                 title and whether it holds quarantined events
 //	mailboxes/{p}    the same for project p (escaped "forge/owner/project")
@@ -68,13 +69,26 @@ func listKey(k ovKey) []byte {
 	return descBytes(descTime(make([]byte, 0, 8+len(k.id)+2), k.t), k.id)
 }
 
-// routeKey is the key of a route.
+// routeKey is the prefix of the keys of a route's claims: the route's
+// fields, each a uvarint length and its bytes; a claim's key adds the
+// claiming mailbox record's path.
 func routeKey(rt Route) []byte {
-	b := make([]byte, 0, len(rt.Forge)+len(rt.Owner)+len(rt.Project)+len(rt.By)+len(rt.Value)+4)
-	for _, s := range []string{rt.Forge, rt.Owner, rt.Project, string(rt.By)} {
-		b = append(append(b, s...), 0)
+	b := make([]byte, 0, len(rt.Forge)+len(rt.Owner)+len(rt.Project)+len(rt.By)+len(rt.Value)+5)
+	for _, s := range []string{rt.Forge, rt.Owner, rt.Project, string(rt.By), rt.Value} {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
 	}
-	return append(b, rt.Value...)
+	return b
+}
+
+// splitClaim returns the route and the mailbox path of a claim's key.
+func splitClaim(k []byte) (Route, string, error) {
+	r := coldReader{b: k}
+	rt := Route{Forge: r.str(), Owner: r.str(), Project: r.str(), By: RouteKind(r.str()), Value: r.str()}
+	if r.err != nil || len(r.b) == 0 {
+		return Route{}, "", fmt.Errorf("%w: route claim key", errCold)
+	}
+	return rt, string(r.b), nil
 }
 
 // dayKey is the key of a day's aggregate of one project and run class.

@@ -19,12 +19,6 @@ import (
 type coldGroup struct {
 	dir     string
 	entries []ckEntry
-	// routes are the routes memory routes to its mailbox, and runs its
-	// runs memory finds by id (of two records claiming one, the last
-	// indexed): the file's routes and runs tables take these, not every
-	// claim.
-	routes []Route
-	runs   map[string]bool
 }
 
 // recordID is the id of a run or llm session entry.
@@ -114,8 +108,8 @@ func (c *coldTables) add(g *coldGroup, sign int64) {
 				c.put(coldRunsByTime+"/"+proj, listKey(ovKey{e.t, e.recordID()}), v)
 			}
 		case e.tag == ckMailbox && sign > 0:
-			for _, rt := range g.routes {
-				c.put(coldRoutes, routeKey(rt), []byte(e.path))
+			for _, rt := range e.routes {
+				c.put(coldRoutes, append(routeKey(rt), e.path...), nil)
 			}
 			if proj != "" {
 				v := appendMailboxListValue(nil, e.path, e.title, e.quarantined)
@@ -123,7 +117,7 @@ func (c *coldTables) add(g *coldGroup, sign int64) {
 				c.put(coldMailboxes+"/"+proj, listKey(ovKey{e.t, mbID}), v)
 			}
 		}
-		if e.tag == ckRun && sign > 0 && g.runs[e.path] {
+		if e.tag == ckRun && sign > 0 {
 			c.put(coldRuns, []byte(recordName(e.path)), []byte(e.path))
 		}
 	}
@@ -133,26 +127,17 @@ func (c *coldTables) put(table string, k, v []byte) {
 	c.byTable[table] = append(c.byTable[table], coldKV{k, v})
 }
 
-// coldGone is what of an old cold file a new one leaves out: the mailboxes
-// made warm since (by folder), and the routes memory took from its
-// mailboxes (by routeKey).
-type coldGone struct {
-	dirs   map[string]bool
-	routes map[string]bool
-}
-
 // writeCold writes the cold file of commit tip (root its tree): the
-// mailboxes of old (nil: none) but those gone names, and the groups of
-// add (none of them cold in old).
-// Where two entries of a table share a key (two runs of one id, two
-// mailboxes of one route), the one added is kept: memory routes to it.
-func writeCold(w io.Writer, tip, root plumbing.Hash, old *coldFile, gone coldGone, add []coldGroup) error {
+// mailboxes of old (nil: none) but those made warm since (gone, by
+// folder), and the groups of add (none of them cold in old).
+// Where two runs share an id, the greater path is kept, as memory keeps it.
+func writeCold(w io.Writer, tip, root plumbing.Hash, old *coldFile, gone map[string]bool, add []coldGroup) error {
 	c := coldTables{byTable: map[string][]coldKV{}, days: map[string]dayValue{}}
 	for i := range add {
 		c.add(&add[i], 1)
 	}
 	if old != nil {
-		for dir := range old.gone(func(dir string) bool { return gone.dirs[dir] }) {
+		for dir := range old.gone(func(dir string) bool { return gone[dir] }) {
 			g, err := old.group(dir)
 			if err != nil {
 				return fmt.Errorf("write cold file: %w", err)
@@ -194,7 +179,7 @@ func writeCold(w io.Writer, tip, root plumbing.Hash, old *coldFile, gone coldGon
 
 // writeColdTable writes table name: old's entries of mailboxes still cold
 // merged with the entries added.
-func writeColdTable(tw *table.Writer, name string, old *coldFile, gone coldGone, added []coldKV) error {
+func writeColdTable(tw *table.Writer, name string, old *coldFile, gone map[string]bool, added []coldKV) error {
 	slices.SortStableFunc(added, func(a, b coldKV) int { return bytes.Compare(a.k, b.k) })
 	if err := tw.Begin(name); err != nil {
 		return err
@@ -202,7 +187,10 @@ func writeColdTable(tw *table.Writer, name string, old *coldFile, gone coldGone,
 	var prev *coldKV
 	emit := func(kv coldKV) error {
 		if prev != nil && bytes.Equal(prev.k, kv.k) {
-			return nil // the first: mergeCold yields the one added first
+			if coldPathOf(name, kv.k, kv.v) > coldPathOf(name, prev.k, prev.v) {
+				prev.v = kv.v
+			}
+			return nil
 		}
 		if prev != nil {
 			if err := tw.Add(prev.k, prev.v); err != nil {
@@ -228,7 +216,7 @@ func writeColdTable(tw *table.Writer, name string, old *coldFile, gone coldGone,
 
 // mergeCold yields, in key order, old's entries of table name whose
 // mailbox is still cold, and added (sorted); entries of equal keys both.
-func mergeCold(name string, old *coldFile, gone coldGone, added []coldKV) iter.Seq2[coldKV, error] {
+func mergeCold(name string, old *coldFile, gone map[string]bool, added []coldKV) iter.Seq2[coldKV, error] {
 	return func(yield func(coldKV, error) bool) {
 		i := 0
 		if old != nil {
@@ -238,7 +226,7 @@ func mergeCold(name string, old *coldFile, gone coldGone, added []coldKV) iter.S
 						yield(coldKV{}, err)
 						return
 					}
-					if dir := coldDirOf(name, e.Key, e.Value); dir == "" || gone.dirs[dir] || (name == coldRoutes && gone.routes[string(e.Key)]) {
+					if dir := coldDirOf(name, e.Key, e.Value); dir == "" || gone[dir] {
 						continue
 					}
 					for i < len(added) && bytes.Compare(added[i].k, e.Key) <= 0 {
@@ -262,10 +250,13 @@ func mergeCold(name string, old *coldFile, gone coldGone, added []coldKV) iter.S
 }
 
 // coldPathOf is the record path an entry of table name is about.
-func coldPathOf(name string, v []byte) string {
+func coldPathOf(name string, k, v []byte) string {
 	switch {
-	case name == coldRuns || name == coldRoutes:
+	case name == coldRuns:
 		return string(v)
+	case name == coldRoutes:
+		_, p, _ := splitClaim(k)
+		return p
 	case name == coldMailboxes || strings.HasPrefix(name, coldMailboxes+"/"):
 		lv, _ := parseMailboxListValue(v)
 		return lv.path
@@ -279,7 +270,7 @@ func coldPathOf(name string, v []byte) string {
 // coldDirOf is the folder of the mailbox an entry of table name is about
 // ("" when it names none: damage).
 func coldDirOf(name string, k, v []byte) string {
-	p := coldPathOf(name, v)
+	p := coldPathOf(name, k, v)
 	if name == coldRecords {
 		p = string(k)
 	}
@@ -406,17 +397,6 @@ func (s *snapshot) coldGroup(dir string) (coldGroup, bool, error) {
 		}
 		if (e.tag == ckRun || e.tag == ckSession) && e.id == recordName(p) {
 			e.id, e.idName = "", true
-		}
-		for _, rt := range e.routes {
-			if s.routes[rt] == p {
-				g.routes = append(g.routes, rt)
-			}
-		}
-		if e.tag == ckRun && s.runs[recordName(p)] == p {
-			if g.runs == nil {
-				g.runs = map[string]bool{}
-			}
-			g.runs[p] = true
 		}
 		g.entries = append(g.entries, e)
 	}

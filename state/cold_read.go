@@ -2,6 +2,7 @@ package state
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"iter"
 	"os"
@@ -16,6 +17,7 @@ type coldFile struct {
 	file      *os.File // nil when read from memory (tests)
 	f         *table.File
 	tip, root plumbing.Hash
+	id        coldID
 }
 
 // openColdFile opens the cold file at path and checks it whole.
@@ -47,7 +49,12 @@ func newColdFile(r interface {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errCold, err)
 	}
-	c := &coldFile{f: f}
+	c := &coldFile{f: f, id: coldID{size: size}}
+	var sum [4]byte
+	if _, err := r.ReadAt(sum[:], size-4); err != nil {
+		return nil, fmt.Errorf("%w: %w", errCold, err)
+	}
+	c.id.sum = binary.LittleEndian.Uint32(sum[:])
 	meta := f.Table(coldMeta)
 	if meta == nil {
 		return nil, fmt.Errorf("%w: no meta table", errCold)
@@ -147,8 +154,20 @@ func (c *coldFile) lookup(name string, key []byte) (string, error) {
 // run returns the path of the cold run whose record name is name.
 func (c *coldFile) run(name string) (string, error) { return c.lookup(coldRuns, []byte(name)) }
 
-// route returns the path of the cold mailbox rt names.
-func (c *coldFile) route(rt Route) (string, error) { return c.lookup(coldRoutes, routeKey(rt)) }
+// claims yields the paths of the cold mailboxes claiming rt, in order.
+func (c *coldFile) claims(rt Route) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		for e, err := range c.f.Table(coldRoutes).Prefix(routeKey(rt)) {
+			var p string
+			if err == nil {
+				_, p, err = splitClaim(e.Key)
+			}
+			if !yield(p, err) || err != nil {
+				return
+			}
+		}
+	}
+}
 
 // coldListEntry is an entry of an overview list of the cold file.
 type coldListEntry struct {

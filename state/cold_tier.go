@@ -119,9 +119,7 @@ func (s *snapshot) warmUp(dir string) error {
 	for i := range entries {
 		e := &entries[i]
 		for _, rt := range e.routes {
-			if owner, ok := s.routed(rt); ok && owner == e.path { // the others route elsewhere, as in memory
-				s.routes[rt] = e.path
-			}
+			s.claimRoute(rt, e.path)
 		}
 		s.setFile(e.path, recs[i])
 		s.index(e.path, recs[i])
@@ -143,8 +141,8 @@ func (s *snapshot) freeze(groups []coldGroup) {
 				continue
 			}
 			if e.tag == ckMailbox {
-				for _, rt := range g.routes {
-					delete(s.routes, rt)
+				for _, rt := range e.routes {
+					s.unclaimRoute(rt, e.path)
 				}
 				delete(s.mailboxFiles, e.path)
 				delete(s.openMailboxes, e.path)
@@ -229,31 +227,61 @@ func (s *snapshot) runPath(name string) (string, bool) {
 	return p, true
 }
 
-// routed returns the path of the mailbox rt names. A route memory maps
-// to "" was taken from a mailbox while the cold file routes it to
-// another: memory routes it nowhere (see snapshot.unroute).
-func (s *snapshot) routed(rt Route) (string, bool) {
-	if p, ok := s.routes[rt]; ok || s.cold == nil {
-		return p, ok && p != ""
+// coldChanged reports whether the tier's file no longer says what is cold:
+// mailboxes were made warm.
+func (s *snapshot) coldChanged() bool {
+	if s.cold == nil {
+		return false
 	}
-	p, err := s.cold.file.route(rt)
-	if err != nil || p == "" || s.cold.warm[mailboxDirOf(p)] {
-		return "", false
-	}
-	return p, true
+	return len(s.cold.warm) > 0
 }
 
-// unroute takes rt from memory's routes. When the cold file routes it to
-// a cold mailbox, memory keeps it routed nowhere (""), as it would have
-// it without the file: the route was taken over from that mailbox.
-func (s *snapshot) unroute(rt Route) {
-	if s.cold != nil {
-		if p, err := s.cold.file.route(rt); err == nil && p != "" && !s.cold.warm[mailboxDirOf(p)] {
-			s.routes[rt] = ""
-			return
+// openCold opens the cold file of repo that checkpoint h names and makes
+// it the snapshot's cold tier.
+func (s *snapshot) openCold(repo string, h ckHeader) error {
+	f, err := openColdFile(filepath.Join(repo, coldName))
+	if err != nil {
+		return err
+	}
+	if f.id != h.cold || f.tip != h.tip {
+		f.Close()
+		return fmt.Errorf("%s is not the one the checkpoint names (size %d, checksum %08x, commit %s)", coldName, f.id.size, f.id.sum, f.tip)
+	}
+	if err := s.installCold(f); err != nil {
+		f.Close()
+		return err
+	}
+	return nil
+}
+
+// installCold makes f the tier of a snapshot that holds none of its
+// mailboxes: its runs go into the day buckets, its mailboxes into their
+// projects' counts.
+func (s *snapshot) installCold(f *coldFile) error {
+	o := &s.ov
+	for d, err := range f.days() {
+		if err != nil {
+			return fmt.Errorf("%s: %w", coldName, err)
+		}
+		p := o.projectByKey(d.project)
+		if p == nil {
+			return fmt.Errorf("%w: day of project %q", errCold, d.project)
+		}
+		c := o.classOf(d.class)
+		p.days.addRaw(d.day, c, int(d.v.runs), d.v.tot, 1)
+		o.days.addRaw(d.day, c, int(d.v.runs), d.v.tot, 1)
+	}
+	for _, name := range f.f.Names() {
+		if key, ok := strings.CutPrefix(name, coldMailboxes+"/"); ok {
+			p := o.projectByKey(key)
+			if p == nil {
+				return fmt.Errorf("%w: table %q", errCold, name)
+			}
+			p.cold += f.f.Table(name).Len()
 		}
 	}
-	delete(s.routes, rt)
+	s.cold = &coldTier{file: f, warm: map[string]bool{}, n: f.f.Table(coldRecords).Len()}
+	return nil
 }
 
 // coldGroupOf returns the cold mailbox of id's entries, read from the
@@ -390,35 +418,21 @@ func (s *snapshot) sessionsOfRun(id, runPath string) iter.Seq[string] {
 }
 
 // freezeCold writes the cold file of the snapshot's finished mailboxes (the
-// file's, but those made warm, and memory's) and makes it the snapshot's
+// file's, but those made warm, and memory's groups) and makes it the snapshot's
 // cold tier, dropping from memory the mailboxes it took; the caller holds
 // the store's write lock, and no write runs.
-func (s *Store) freezeCold() error {
+func (s *Store) freezeCold(groups []coldGroup) error {
 	snap := s.snap
-	groups, err := snap.finishedGroups()
-	if err != nil {
-		return fmt.Errorf("write %s: %w", coldName, err)
-	}
 	var old *coldFile
-	gone := coldGone{routes: map[string]bool{}}
+	var gone map[string]bool
 	n := 0
 	if snap.cold != nil {
 		old, n = snap.cold.file, snap.cold.n
-		gone.dirs = snap.cold.warm
-	}
-	for rt, p := range snap.routes {
-		if p == "" {
-			gone.routes[string(routeKey(rt))] = true
-		}
+		gone = snap.cold.warm
 	}
 	path := filepath.Join(s.dir, coldName)
 	if err := writeColdFile(path, snap, old, gone, groups); err != nil {
 		return err
-	}
-	for rt, p := range snap.routes {
-		if p == "" {
-			delete(snap.routes, rt)
-		}
 	}
 	file, err := openColdFile(path)
 	if err != nil {
@@ -434,7 +448,7 @@ func (s *Store) freezeCold() error {
 
 // writeColdFile writes the cold file at path: to a temporary file, synced
 // and renamed, the folder synced.
-func writeColdFile(path string, snap *snapshot, old *coldFile, gone coldGone, groups []coldGroup) error {
+func writeColdFile(path string, snap *snapshot, old *coldFile, gone map[string]bool, groups []coldGroup) error {
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -66,7 +67,11 @@ func freeze(t *testing.T, s *Store) {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.freezeCold(); err != nil {
+	groups, err := s.snap.finishedGroups()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.freezeCold(groups); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -106,13 +111,15 @@ func coldAgainstMemory(t *testing.T, build func(*testing.T, string), opts Option
 		t.Fatal(err)
 	}
 	defer cold.shut(false)
+	useCheckpoint = false // the plain store holds every record in memory
 	plain, err := Open(ctx, plainDir, opts)
+	useCheckpoint = true
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer plain.shut(false)
 	want := coldAnswers(t, plain)
-	before := len(cold.snap.files)
+	before := cold.Len()
 	freeze(t, cold)
 	if cold.snap.cold.n == 0 || len(cold.snap.files)+cold.snap.cold.n != before {
 		t.Fatalf("%d records in memory and %d cold, of %d", len(cold.snap.files), cold.snap.cold.n, before)
@@ -201,4 +208,62 @@ func diffColdAnswers(t *testing.T, when, want, got string) {
 		}
 	}
 	t.Fatalf("%s: answers differ in length: %d lines against %d", when, len(w), len(g))
+}
+
+// TestColdFileMissingOrDamaged: Close makes the finished mailboxes cold and
+// the next Open reads them from the cold file, answering as a full load;
+// with the cold file damaged, missing or another one, Open says why and
+// reads every record, answering the same.
+func TestColdFileMissingOrDamaged(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state.git")
+	buildCheckpointStore(t, dir, Options{})
+	s, err := Open(context.Background(), dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil { // the first open read it whole: Close makes it cold
+		t.Fatal(err)
+	}
+	want, _ := openAnswers(t, dir, Options{ReadOnly: true}, false)
+	path := filepath.Join(dir, coldName)
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(t.TempDir(), "other.git")
+	buildYearStore(t, other)
+	foreign, err := os.ReadFile(filepath.Join(other, coldName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck, err := os.ReadFile(checkpointPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	damaged := bytes.Clone(good)
+	damaged[len(damaged)/3] ^= 0x40
+	for _, c := range []struct {
+		name string
+		data []byte // nil: no file
+		cold bool
+	}{{"intact", good, true}, {"damaged", damaged, false}, {"missing", nil, false}, {"another store's", foreign, false}} {
+		os.Remove(path)
+		if c.data != nil {
+			if err := os.WriteFile(path, c.data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, opts := range []Options{{ReadOnly: true}, {}} {
+			// A writable store that read every record writes a checkpoint
+			// of them all: the one naming the cold file comes back.
+			if err := os.WriteFile(checkpointPath(dir), ck, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got, used := openAnswers(t, dir, opts, true)
+			if used != c.cold {
+				t.Fatalf("%s cold file, %+v: the checkpoint used: %v", c.name, opts, used)
+			}
+			diffColdAnswers(t, c.name+" cold file", want, got)
+		}
+	}
 }

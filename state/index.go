@@ -37,7 +37,8 @@ type snapshot struct {
 	openMailboxes map[string]struct{}      // paths of the mailbox records not finished (unreadable ones too)
 	runs          map[string]string        // run id -> path
 	sessionsByRun runSessions              // run id -> llm session paths (a run has a few)
-	routes        map[Route]string         // how events find an issue mailbox -> its path
+	routes        map[Route]string         // how events find an issue mailbox -> its path (routes.go)
+	routeClaims   map[Route][]string       // the other mailboxes claiming a route
 	ov            overview                 // the overview's lists and totals (list.go)
 	cold          *coldTier                // the finished mailboxes kept on disk (nil: none)
 }
@@ -113,6 +114,7 @@ func newSnapshot(z snapSizes) *snapshot {
 		runs:          make(map[string]string, z.runs),
 		sessionsByRun: newRunSessions(z.runs),
 		routes:        make(map[Route]string, max(z.mailboxes, z.routes)),
+		routeClaims:   map[Route][]string{},
 		ov:            newOverview(z),
 	}
 }
@@ -190,11 +192,13 @@ func (s *snapshot) index(path string, r *record) {
 			s.openMailboxes[path] = struct{}{}
 		}
 		for _, rt := range routesOf(m) {
-			s.routes[rt] = path
+			s.claimRoute(rt, path)
 		}
 		lightenMailbox(r)
 	case "run":
-		s.runs[recordName(path)] = path
+		if cur, ok := s.runs[recordName(path)]; !ok || path > cur { // of two runs of one id, the greatest path, as routes
+			s.runs[recordName(path)] = path
+		}
 		s.ov.lighten(path, r)
 	case "llm_session":
 		if mbID == "" {
@@ -357,7 +361,12 @@ func (s *snapshot) unrouteMailbox(path string, r *record) {
 		if err != nil {
 			for rt, p := range s.routes {
 				if p == path {
-					s.unroute(rt)
+					s.unclaimRoute(rt, path)
+				}
+			}
+			for rt, others := range s.routeClaims {
+				if slices.Contains(others, path) {
+					s.unclaimRoute(rt, path)
 				}
 			}
 			return
@@ -366,9 +375,7 @@ func (s *snapshot) unrouteMailbox(path string, r *record) {
 	}
 	if m, ok := r.val.(*Mailbox); ok {
 		for _, rt := range routesOf(m) {
-			if s.routes[rt] == path {
-				s.unroute(rt)
-			}
+			s.unclaimRoute(rt, path)
 		}
 	}
 }

@@ -890,6 +890,15 @@ func (o *overview) project(mbID string) *projIndex {
 	return p
 }
 
+// projectByKey returns the project of escaped key "forge/owner/project",
+// made when missing (nil when key is not one).
+func (o *overview) projectByKey(key string) *projIndex {
+	if p := o.projects[key]; p != nil {
+		return p
+	}
+	return o.project(key + "/issue/1")
+}
+
 func (o *overview) dropProject(p *projIndex) {
 	if p.mailboxes.n == 0 && p.runs.n == 0 && len(p.days) == 0 && p.cold == 0 {
 		delete(o.projects, p.key)

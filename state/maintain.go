@@ -413,7 +413,10 @@ func (s *Store) checkIndexes() []string {
 		missing("runs", id, p)
 	}
 	for rt, p := range s.snap.routes {
-		if p != "" { // "": routed nowhere (snapshot.unroute)
+		missing("routes", fmt.Sprintf("%s %s", rt.By, rt.Value), p)
+	}
+	for rt, others := range s.snap.routeClaims {
+		for _, p := range others {
 			missing("routes", fmt.Sprintf("%s %s", rt.By, rt.Value), p)
 		}
 	}
