@@ -257,7 +257,7 @@ func TestMailboxesWhole(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if v := s.snap.rec(done.Key().dir()+"/mailbox.json").val; reflect.TypeOf(v) != reflect.TypeFor[*mailboxLite]() {
+			if v := s.snap.rec(done.Key().dir() + "/mailbox.json").val; reflect.TypeOf(v) != reflect.TypeFor[*mailboxLite]() {
 				t.Fatalf("%s: a finished mailbox is kept as %T", when, v)
 			}
 			checkMailboxReads(t, fmt.Sprintf("journal %v, %s", journal, when), s, want)
