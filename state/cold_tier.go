@@ -2,12 +2,15 @@ package state
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"iter"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // coldTier is the part of a snapshot kept on disk: the finished mailboxes
@@ -239,13 +242,22 @@ func (s *snapshot) coldChanged() bool {
 // openCold opens the cold file of repo that checkpoint h names and makes
 // it the snapshot's cold tier.
 func (s *snapshot) openCold(repo string, h ckHeader) error {
-	f, err := openColdFile(filepath.Join(repo, coldName))
-	if err != nil {
-		return err
+	var f *coldFile
+	var errs []error
+	for _, name := range []string{coldName, coldPrevName} { // a freeze since the checkpoint replaced it
+		c, err := openColdFile(filepath.Join(repo, name))
+		if err == nil && c.id != h.cold {
+			c.Close()
+			err = fmt.Errorf("%s is not the one the checkpoint names (size %d and checksum %08x, not %d and %08x)", name, c.id.size, c.id.sum, h.cold.size, h.cold.sum)
+		}
+		if err == nil {
+			f = c
+			break
+		}
+		errs = append(errs, err)
 	}
-	if f.id != h.cold || f.tip != h.tip {
-		f.Close()
-		return fmt.Errorf("%s is not the one the checkpoint names (size %d, checksum %08x, commit %s)", coldName, f.id.size, f.id.sum, f.tip)
+	if f == nil {
+		return errors.Join(errs...)
 	}
 	if err := s.installCold(f); err != nil {
 		f.Close()
@@ -417,45 +429,16 @@ func (s *snapshot) sessionsOfRun(id, runPath string) iter.Seq[string] {
 	}
 }
 
-// freezeCold writes the cold file of the snapshot's finished mailboxes (the
-// file's, but those made warm, and memory's groups) and makes it the snapshot's
-// cold tier, dropping from memory the mailboxes it took; the caller holds
-// the store's write lock, and no write runs.
-func (s *Store) freezeCold(groups []coldGroup) error {
-	snap := s.snap
-	var old *coldFile
-	var gone map[string]bool
-	n := 0
-	if snap.cold != nil {
-		old, n = snap.cold.file, snap.cold.n
-		gone = snap.cold.warm
-	}
-	path := filepath.Join(s.dir, coldName)
-	if err := writeColdFile(path, snap, old, gone, groups); err != nil {
-		return err
-	}
-	file, err := openColdFile(path)
-	if err != nil {
-		return fmt.Errorf("write %s: read it back: %w", coldName, err)
-	}
-	if old != nil {
-		old.Close()
-	}
-	snap.cold = &coldTier{file: file, warm: map[string]bool{}, n: n}
-	snap.freeze(groups)
-	return nil
-}
-
 // writeColdFile writes the cold file at path: to a temporary file, synced
 // and renamed, the folder synced.
-func writeColdFile(path string, snap *snapshot, old *coldFile, gone map[string]bool, groups []coldGroup) error {
+func writeColdFile(path string, tip, root plumbing.Hash, old *coldFile, gone map[string]bool, groups []coldGroup) error {
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", coldName, err)
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
-	err = writeCold(w, snap.tip, snap.trees.root, old, gone, groups)
+	err = writeCold(w, tip, root, old, gone, groups)
 	if err == nil {
 		err = w.Flush()
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -266,4 +267,97 @@ func TestColdFileMissingOrDamaged(t *testing.T) {
 			diffColdAnswers(t, c.name+" cold file", want, got)
 		}
 	}
+}
+
+// TestColdFreezeInBackground: a running store makes its finished mailboxes
+// cold once it holds enough of them, while writers go on (some finishing
+// mailboxes, some opening cold ones again), and answers as a full load of
+// the same branch and journal, before and after a reopen.
+func TestColdFreezeInBackground(t *testing.T) {
+	defer func(at int) { coldFreezeAt = at }(coldFreezeAt)
+	coldFreezeAt = 4
+	for _, opts := range []Options{{}, {Journal: true, FoldIdle: 10 * time.Millisecond}} {
+		t.Run(fmt.Sprintf("journal=%v", opts.Journal), func(t *testing.T) {
+			ctx := context.Background()
+			dir := filepath.Join(t.TempDir(), "state.git")
+			s, err := Open(ctx, dir, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			write := func(round, i int) {
+				m := testMailbox(int64(i + 1))
+				m.Project = []string{"widget", "gadget"}[i%2]
+				m.BranchName = fmt.Sprintf("alfred/issue-%d", i%7) // some share a route
+				if (i+round)%3 != 0 {
+					m.Status, m.Phase = MailboxDone, "done"
+				}
+				err := s.Update(ctx, func(tx *Tx) error {
+					if err := tx.PutMailbox(m); err != nil {
+						return err
+					}
+					return putCkRuns(tx, i+100*round, m)
+				})
+				if err != nil {
+					t.Error(err)
+				}
+			}
+			for round := range 3 {
+				var wg sync.WaitGroup
+				for w := range 4 {
+					wg.Go(func() {
+						for i := w; i < 24; i += 4 {
+							write(round, i)
+						}
+					})
+				}
+				wg.Wait()
+				s.freezeWG.Wait()
+				write(round, 0) // the next batch installs the freeze
+				s.mu.RLock()
+				tier, hot := s.snap.cold, s.snap.hotFinished()
+				s.mu.RUnlock()
+				if tier == nil || tier.n == 0 || hot >= 16 {
+					t.Fatalf("round %d: tier %v, %d finished mailboxes in memory", round, tier, hot)
+				}
+				got := coldAnswers(t, s)
+				want, _ := openColdAnswers(t, dir, false)
+				diffColdAnswers(t, fmt.Sprintf("round %d", round), stripTip(want), stripTip(got))
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			got, used := openColdAnswers(t, dir, true)
+			want, _ := openColdAnswers(t, dir, false)
+			if !used {
+				t.Fatal("the reopen did not use the checkpoint")
+			}
+			diffColdAnswers(t, "reopened", want, got)
+		})
+	}
+}
+
+// stripTip drops the tip from rendered answers.
+func stripTip(answers string) string {
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(answers, "\n") {
+		if !strings.HasPrefix(line, "tip: ") {
+			b.WriteString(line)
+		}
+	}
+	return b.String()
+}
+
+// openColdAnswers opens dir read-only (with the checkpoint and cold file,
+// or reading every record), renders coldAnswers and says whether the
+// checkpoint was used.
+func openColdAnswers(t *testing.T, dir string, withCk bool) (string, bool) {
+	t.Helper()
+	defer func(was bool) { useCheckpoint = was }(useCheckpoint)
+	useCheckpoint = withCk
+	s, err := Open(context.Background(), dir, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	return coldAnswers(t, s), s.ckFoldedOK
 }

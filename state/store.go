@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-git/go-git/v5"
@@ -123,6 +124,12 @@ type Store struct {
 	ckFoldedOK bool
 	ckWG       sync.WaitGroup
 	ckLoaded   *loadedCk
+
+	// The background freeze (cold_freeze.go).
+	freezeRunning atomic.Bool
+	freezeWG      sync.WaitGroup
+	freezeMu      sync.Mutex
+	freezeDone    *freezing
 }
 
 type request struct {
@@ -334,6 +341,8 @@ func (s *Store) shut(fold bool) error {
 		err = errors.Join(err, s.jr.close())
 		s.mergeWG.Wait()
 		s.ckWG.Wait()
+		s.freezeWG.Wait()
+		s.installFreeze()
 		if fold && err == nil {
 			if cerr := s.saveCheckpoint(); cerr != nil {
 				s.log.Warn("write the state open checkpoint fails", "err", cerr)
@@ -465,6 +474,8 @@ func (s *Store) gather() {
 const maxAttempts = 5
 
 func (s *Store) commitBatch(batch []*request) {
+	s.installFreeze()
+	defer s.maybeFreeze()
 	if s.jr != nil {
 		s.commitLogged(batch)
 		return
