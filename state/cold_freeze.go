@@ -28,12 +28,12 @@ const coldPrevName = coldName + ".prev"
 type freezing struct {
 	snap      *snapshot
 	tip, root plumbing.Hash // the snapshot's then
-	old    *coldFile
-	warm   map[string]bool      // the tier's warm mailboxes then
-	groups []coldGroup          // the finished mailboxes it takes
-	recs   []map[string]*record // each group's records then, by path
-	file   *coldFile            // the file written; nil until then
-	err    error
+	old       *coldFile
+	warm      map[string]bool      // the tier's warm mailboxes then
+	groups    []coldGroup          // the finished mailboxes it takes
+	recs      []map[string]*record // each group's records then, by path
+	file      *coldFile            // the file written; nil until then
+	err       error
 }
 
 // captureFreeze reads what a freeze of snap takes; the caller holds the
