@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"io/fs"
 	"os"
@@ -41,23 +42,23 @@ func readCheckpointFile(repo string) ([]byte, error) {
 	return data, nil
 }
 
-// checkpointTip returns the commit repo's checkpoint says it is of,
-// reading its header alone (its checksum is not checked); zero when there
-// is none or it is not of this format.
-func checkpointTip(repo string) plumbing.Hash {
+// checkpointTip returns the commit repo's checkpoint says it is of, and
+// the cold file it names, reading its header alone (its checksum is not
+// checked); zero when there is none or it is not of this format.
+func checkpointTip(repo string) (plumbing.Hash, coldID) {
 	var tip plumbing.Hash
 	f, err := os.Open(checkpointPath(repo))
 	if err != nil {
-		return tip
+		return tip, coldID{}
 	}
 	defer f.Close()
 	head := make([]byte, ckHeaderSize)
 	if _, err := io.ReadFull(f, head); err != nil || string(head[:8]) != checkpointMagic ||
 		binary.LittleEndian.Uint32(head[8:]) != checkpointVersion {
-		return tip
+		return tip, coldID{}
 	}
 	copy(tip[:], head[12:32])
-	return tip
+	return tip, coldID{size: int64(binary.LittleEndian.Uint64(head[84:])), sum: binary.LittleEndian.Uint32(head[92:])}
 }
 
 // writeCheckpointFile replaces repo's checkpoint by data: written to a
@@ -85,6 +86,35 @@ func writeCheckpointFile(repo string, data []byte) error {
 	return syncDirFD(repo)
 }
 
+// retargetCheckpoint makes repo's checkpoint of commit from, if it is
+// one, the checkpoint of commit to: a commit of the same tree and the same
+// journal trailer, as Compact writes (the records, and so the checkpoint
+// and the cold file it names, are the same).
+func retargetCheckpoint(repo string, from, to plumbing.Hash) error {
+	data, err := readCheckpointFile(repo)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return nil // not usable anyway: the next Open reads every record
+	}
+	h, err := parseCkHeader(data)
+	if err != nil || h.tip != from {
+		return nil
+	}
+	copy(data[12:32], to[:])
+	if err := writeCheckpointFile(repo, fixCkSum(data)); err != nil {
+		return fmt.Errorf("compact: %w", err)
+	}
+	return nil
+}
+
+// fixCkSum rewrites a checkpoint's checksum after a change of its bytes.
+func fixCkSum(data []byte) []byte {
+	binary.LittleEndian.PutUint32(data[len(data)-4:], crc32.Checksum(data[:len(data)-4], crc32c))
+	return data
+}
+
 // opened is what Open read: the snapshot, its problems and, when a
 // checkpoint gave it, the journal sequence the tip folded.
 type opened struct {
@@ -109,7 +139,7 @@ func loadFromCheckpoint(repo string, packList []packInfo) (opened, error) {
 	}
 	// Beside a running server (a read-only store) the checkpoint is stale
 	// as a rule: its header says so without reading and summing the rest.
-	if at := checkpointTip(repo); !at.IsZero() && at != tip {
+	if at, _ := checkpointTip(repo); !at.IsZero() && at != tip {
 		return opened{}, fmt.Errorf("%w: made at commit %s, the branch is at %s", errStaleCheckpoint, at, tip)
 	}
 	data, err := readCheckpointFile(repo)
@@ -163,7 +193,11 @@ func (s *Store) saveCheckpoint() error {
 	if err != nil {
 		return err
 	}
-	if len(groups) == 0 && !snap.coldChanged() && checkpointTip(s.dir) == tip {
+	var cold coldID
+	if snap.cold != nil {
+		cold = snap.cold.file.id
+	}
+	if at, names := checkpointTip(s.dir); len(groups) == 0 && !snap.coldChanged() && at == tip && names == cold {
 		return nil // its damage, if any, is caught at the next Open, which replaces it
 	}
 	if len(groups) > 0 || snap.coldChanged() {
@@ -209,7 +243,7 @@ func (s *Store) saveCheckpoint() error {
 			enc.add(&e)
 		}
 	}
-	var cold coldID
+	cold = coldID{}
 	if snap.cold != nil {
 		cold = snap.cold.file.id
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"hash/crc32"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -337,12 +336,6 @@ func changeAndCompare(t *testing.T, dir string, opts Options) {
 	diffAnswers(t, want, got)
 }
 
-// fixCRC rewrites a checkpoint's checksum after a deliberate change.
-func fixCRC(data []byte) []byte {
-	binary.LittleEndian.PutUint32(data[len(data)-4:], crc32.Checksum(data[:len(data)-4], crc32c))
-	return data
-}
-
 func TestCheckpointDamagedOrStale(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state.git")
 	buildCheckpointStore(t, dir, Options{})
@@ -366,20 +359,20 @@ func TestCheckpointDamagedOrStale(t *testing.T) {
 		{"flipped checksum", func(d []byte) []byte { d[len(d)-1] ^= 1; return d }, "checksum"},
 		{"truncated", func(d []byte) []byte { return d[:len(d)*2/3] }, "checksum"},
 		{"appended", func(d []byte) []byte { return append(d, 0) }, "checksum"},
-		{"bad magic", func(d []byte) []byte { d[0] = 'X'; return fixCRC(d) }, "magic"},
-		{"other version", func(d []byte) []byte { binary.LittleEndian.PutUint32(d[8:], 99); return fixCRC(d) }, "format version 99"},
-		{"absurd records", func(d []byte) []byte { binary.LittleEndian.PutUint32(d[60:], 1<<31); return fixCRC(d) }, "do not fit"},
-		{"absurd strings", func(d []byte) []byte { binary.LittleEndian.PutUint32(d[76:], 1<<30); return fixCRC(d) }, "do not fit"},
+		{"bad magic", func(d []byte) []byte { d[0] = 'X'; return fixCkSum(d) }, "magic"},
+		{"other version", func(d []byte) []byte { binary.LittleEndian.PutUint32(d[8:], 99); return fixCkSum(d) }, "format version 99"},
+		{"absurd records", func(d []byte) []byte { binary.LittleEndian.PutUint32(d[60:], 1<<31); return fixCkSum(d) }, "do not fit"},
+		{"absurd strings", func(d []byte) []byte { binary.LittleEndian.PutUint32(d[76:], 1<<30); return fixCkSum(d) }, "do not fit"},
 		{"one record less", func(d []byte) []byte {
 			binary.LittleEndian.PutUint32(d[60:], binary.LittleEndian.Uint32(d[60:])-1)
-			return fixCRC(d)
+			return fixCkSum(d)
 		}, "records read"},
-		{"stale", func(d []byte) []byte { d[12] ^= 1; return fixCRC(d) }, "stale"},
+		{"stale", func(d []byte) []byte { d[12] ^= 1; return fixCkSum(d) }, "stale"},
 		{"garbled records", func(d []byte) []byte {
 			for i := len(d) - 200; i < len(d)-4; i++ {
 				d[i] = 0xff
 			}
-			return fixCRC(d)
+			return fixCkSum(d)
 		}, "record"},
 	}
 	for _, c := range cases {
@@ -437,7 +430,7 @@ func TestCheckpointRandomDamage(t *testing.T) {
 		d[at] ^= byte(1 + i%255)
 		fixed := i%2 == 1
 		if fixed {
-			d = fixCRC(d)
+			d = fixCkSum(d)
 		}
 		if err := os.WriteFile(checkpointPath(dir), d, 0o644); err != nil {
 			t.Fatal(err)
@@ -551,7 +544,7 @@ func ckDamageSaves(t *testing.T, s *Store, old []byte, save func([]byte) []byte,
 		d[at] ^= byte(1 + i%255)
 		fixed := i%4 != 0
 		if fixed {
-			d = fixCRC(d)
+			d = fixCkSum(d)
 		}
 		got := save(d)
 		if !fixed && !bytes.Equal(got, want) {

@@ -33,7 +33,6 @@ type freezing struct {
 	groups    []coldGroup          // the finished mailboxes it takes
 	recs      []map[string]*record // each group's records then, by path
 	file      *coldFile            // the file written; nil until then
-	err       error
 }
 
 // captureFreeze reads what a freeze of snap takes; the caller holds the

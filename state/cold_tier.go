@@ -49,6 +49,9 @@ func (s *snapshot) rec(path string) *record {
 	if dir == "" || s.cold.warm[dir] {
 		return nil
 	}
+	if _, hot := s.files[dir+"/mailbox.json"]; hot { // a new record of a mailbox in memory: no read
+		return nil
+	}
 	e, ok, err := s.cold.file.record(path)
 	if err != nil {
 		return &record{err: &UnreadableError{Path: path, Commit: s.cold.file.tip.String(), Err: err}}

@@ -361,3 +361,44 @@ func openColdAnswers(t *testing.T, dir string, withCk bool) (string, bool) {
 	defer s.Close()
 	return coldAnswers(t, s), s.ckFoldedOK
 }
+
+// TestColdAfterFullLoad: a store that read every record (its checkpoint
+// gone) makes its finished mailboxes cold in the background once a write
+// comes, and its Close writes the checkpoint naming the cold file, which
+// the next Open reads.
+func TestColdAfterFullLoad(t *testing.T) {
+	defer func(at int) { coldFreezeAt = at }(coldFreezeAt)
+	coldFreezeAt = 2
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "state.git")
+	buildYearStore(t, dir)
+	if err := os.Remove(checkpointPath(dir)); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(ctx, dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.ckFoldedOK || s.snap.cold != nil {
+		t.Fatal("opened from a checkpoint")
+	}
+	s.ckWG.Wait()                                                         // the checkpoint of every record, at this tip
+	if err := s.Update(ctx, func(*Tx) error { return nil }); err != nil { // a batch: the freeze starts; the tip stays
+		t.Fatal(err)
+	}
+	s.freezeWG.Wait()
+	if err := s.Close(); err != nil { // installs the freeze, then the checkpoint
+		t.Fatal(err)
+	}
+	if s.snap.cold == nil || s.snap.hotFinished() != 0 {
+		t.Fatalf("after Close: tier %v, %d finished mailboxes in memory", s.snap.cold, s.snap.hotFinished())
+	}
+	r, err := Open(ctx, dir, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if !r.ckFoldedOK || r.snap.cold == nil || r.snap.cold.n == 0 {
+		t.Fatalf("the next Open: checkpoint used %v, tier %v", r.ckFoldedOK, r.snap.cold)
+	}
+}

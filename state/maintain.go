@@ -489,6 +489,11 @@ func Compact(ctx context.Context, dir string, opts CompactOptions) (CompactResul
 	if err != nil {
 		return res, err
 	}
+	if res.NewTip != res.OldTip {
+		if err := retargetCheckpoint(dir, plumbing.NewHash(res.OldTip), plumbing.NewHash(res.NewTip)); err != nil {
+			return res, err
+		}
+	}
 	if err := repack(ctx, dir, &res); err != nil {
 		return res, err
 	}

@@ -275,6 +275,9 @@ func TestCompact(t *testing.T) {
 			fsck(t, dir)
 			s := openStore(t, dir)
 			defer s.Close()
+			if !s.ckFoldedOK { // the checkpoint moved with the branch: same tree, same trailer
+				t.Fatal("after compacting, the open checkpoint was not used")
+			}
 			if s.Len() != records || s.Tip() != res.NewTip {
 				t.Fatalf("after compacting: %d records at %s, want %d at %s", s.Len(), s.Tip(), records, res.NewTip)
 			}

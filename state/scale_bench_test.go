@@ -69,6 +69,9 @@ func BenchmarkScale(b *testing.B) {
 			b.ReportMetric(median(pages[i]), unit)
 		}
 		b.ReportMetric(median(verify), "verify-s")
+		closeS, coldMiB := closeTime(b, dir)
+		b.ReportMetric(closeS, "close-after-write-s")
+		b.ReportMetric(coldMiB, "cold-file-MiB")
 		b.ReportMetric(compactTime(b, dir), "compact-s")
 	})
 }
@@ -260,6 +263,38 @@ func verifyTime(b *testing.B, s *Store) float64 {
 		b.Fatalf("verify: %d problems, %v", problems, err)
 	}
 	return time.Since(start).Seconds()
+}
+
+// closeTime opens the fixture writable, finishes one open mailbox and
+// closes it, which makes the mailbox cold (writing the cold file again)
+// and writes the checkpoint; it returns the Close's time in seconds and
+// the cold file's size in MiB.
+func closeTime(b *testing.B, dir string) (float64, float64) {
+	b.Helper()
+	ctx := context.Background()
+	s, err := Open(ctx, dir, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	open, err := s.OpenMailboxes()
+	if err != nil || len(open) == 0 {
+		b.Fatalf("%d open mailboxes: %v", len(open), err)
+	}
+	m := open[0]
+	m.Status, m.Phase, m.ActiveRunID = MailboxDone, "done", ""
+	if err := s.Update(ctx, func(tx *Tx) error { return tx.PutMailbox(m) }); err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	took := time.Since(start).Seconds()
+	st, err := os.Stat(filepath.Join(dir, coldName))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return took, float64(st.Size()) / (1 << 20)
 }
 
 // compactTime compacts the fixture as `alfred state compact -archive` does
