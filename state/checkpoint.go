@@ -194,6 +194,11 @@ func (c *ckEncoder) head(path string, hash plumbing.Hash, tag byte) {
 // add appends a record; records come in path order.
 func (c *ckEncoder) add(e *ckEntry) {
 	c.head(e.path, e.hash, e.tag)
+	c.payload(e)
+}
+
+// payload appends the payload of e's tag: its compact value.
+func (c *ckEncoder) payload(e *ckEntry) {
 	switch e.tag {
 	case ckMailbox:
 		c.str(e.title)

@@ -19,7 +19,8 @@ type ckDecoder struct {
 	n    int     // records read
 	rts  []Route // the routes of the mailbox read last (reused)
 	nrt  int     // routes read
-	text *arena  // where paths and unique strings are made
+	text *arena  // where paths and unique strings are made (nil: allocated)
+	base error   // what its errors wrap (nil: errCheckpoint)
 }
 
 // openCheckpoint checks a checkpoint and returns its header and a decoder
@@ -38,9 +39,14 @@ func openCheckpoint(data []byte) (ckHeader, *ckDecoder, error) {
 }
 
 func (d *ckDecoder) fail(what string) {
-	if d.err == nil {
-		d.err = ckErrorf("record %d at byte %d: %s", d.n, d.off, what)
+	if d.err != nil {
+		return
 	}
+	if d.base != nil {
+		d.err = fmt.Errorf("%w: at byte %d: %s", d.base, d.off, what)
+		return
+	}
+	d.err = ckErrorf("record %d at byte %d: %s", d.n, d.off, what)
 }
 
 func (d *ckDecoder) uvarint() uint64 {
@@ -85,11 +91,14 @@ func (d *ckDecoder) byte() byte {
 	return 0
 }
 
-// str returns a string made in the arena.
+// str returns a string made in the arena (allocated when it has none).
 func (d *ckDecoder) str() string {
 	b := d.raw()
 	if len(b) == 0 {
 		return ""
+	}
+	if d.text == nil {
+		return string(b)
 	}
 	return d.text.concat("", unsafe.String(&b[0], len(b)))
 }
@@ -115,7 +124,6 @@ func (d *ckDecoder) next(e *ckEntry) bool {
 		d.fail("bad path")
 		return false
 	}
-	routes := d.rts[:0]
 	*e = ckEntry{path: d.text.concat(d.prev[:shared], unsafe.String(&suffix[0], len(suffix)))}
 	if d.n > 0 && e.path <= d.prev {
 		d.fail("paths out of order")
@@ -128,15 +136,23 @@ func (d *ckDecoder) next(e *ckEntry) bool {
 		d.fail("bad tag")
 		return false
 	}
+	d.payload(e)
+	d.n++
+	return d.err == nil
+}
+
+// payload reads the payload of e's tag (e.path and e.tag set).
+func (d *ckDecoder) payload(e *ckEntry) {
 	switch e.tag {
 	case ckMailbox:
 		e.title, e.t, e.quarantined = d.str(), d.varint(), d.byte() != 0
 		n := d.uvarint()
 		if n > uint64(len(d.data)-d.off)/5 {
 			d.fail("route count")
-			return false
+			return
 		}
 		d.nrt += int(n)
+		routes := d.rts[:0]
 		for range n {
 			rt := Route{Forge: d.ref(), Owner: d.ref(), Project: d.ref(), By: RouteKind(d.ref())}
 			rt.Value = d.str()
@@ -150,8 +166,6 @@ func (d *ckDecoder) next(e *ckEntry) bool {
 	case ckSession:
 		d.session(e)
 	}
-	d.n++
-	return d.err == nil
 }
 
 func (d *ckDecoder) session(e *ckEntry) {

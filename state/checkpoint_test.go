@@ -241,20 +241,10 @@ func openAnswers(t *testing.T, dir string, opts Options, withCk bool) (string, b
 	return storeAnswers(t, s), s.ckFoldedOK
 }
 
-// diffAnswers fails when two renderings differ, showing the first line
-// that does.
+// diffAnswers fails when two renderings differ, showing where.
 func diffAnswers(t *testing.T, want, got string) {
 	t.Helper()
-	if want == got {
-		return
-	}
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := range min(len(w), len(g)) {
-		if w[i] != g[i] {
-			t.Fatalf("answers differ at line %d:\nfull load:  %s\ncheckpoint: %s", i, w[i], g[i])
-		}
-	}
-	t.Fatalf("answers differ in length: %d lines against %d", len(w), len(g))
+	diffColdAnswers(t, "a full load against the checkpoint", want, got)
 }
 
 func TestCheckpointOpenAnswersAsFullLoad(t *testing.T) {

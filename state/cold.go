@@ -1,9 +1,9 @@
 package state
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
-	"math"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -27,6 +27,8 @@ import (
 //	runs-by-time/{p} the same for project p
 //	days             dayKey(project, day, class) -> runs and the totals of
 //	                 their llm sessions (varints)
+//	strings          the number of a string (u32, big-endian) -> the string:
+//	                 what the records' values refer to
 //
 // The list keys order newest first, as the overview's pages read.
 const (
@@ -39,6 +41,7 @@ const (
 	coldMailboxes   = "mailboxes"
 	coldRunsByTime  = "runs-by-time"
 	coldDays        = "days"
+	coldStrings     = "strings"
 	coldCommitKey   = "commit"
 	coldVersionKey  = "version"
 	coldMaxValueLen = 1 << 20 // a value longer is damage
@@ -109,47 +112,54 @@ func (w *coldWriter) varint(v int64)   { *w = binary.AppendVarint(*w, v) }
 func (w *coldWriter) str(s string)     { w.uvarint(uint64(len(s))); *w = append(*w, s...) }
 func (w *coldWriter) byte(b byte)      { *w = append(*w, b) }
 
-// appendColdValue appends the value of a record entry of the records
-// table: blob hash, tag and the payload of its tag, strings spelled out.
-func appendColdValue(b []byte, e *ckEntry) []byte {
-	w := coldWriter(append(append(b, e.hash[:]...), e.tag))
-	switch e.tag {
-	case ckMailbox:
-		w.str(e.title)
-		w.varint(e.t)
-		w.byte(bit(e.quarantined, 1))
-		w.uvarint(uint64(len(e.routes)))
-		for _, rt := range e.routes {
-			for _, s := range []string{rt.Forge, rt.Owner, rt.Project, string(rt.By), rt.Value} {
-				w.str(s)
-			}
-		}
-	case ckRun:
-		w.byte(bit(e.idName, 1))
-		w.str(e.id)
-		w.varint(e.t)
-		w.varint(int64(e.day))
-		for _, s := range []string{string(e.class.status), e.class.phase, e.class.adapter} {
-			w.str(s)
-		}
-	case ckSession:
-		w.byte(bit(e.native, ckNative) | bit(e.failed, ckFailed) | bit(e.fallback, ckFallback) | bit(e.resumeOf != nil, ckResumeOf) | bit(e.idName, ckIDName))
-		w.str(e.id)
-		w.str(e.runID)
-		w.str(e.adapter)
-		w.varint(e.sec)
-		w.varint(int64(e.nsec))
-		if e.resumeOf != nil {
-			w.str(*e.resumeOf)
-		}
-		w.varint(e.tot.in)
-		w.varint(e.tot.out)
-		w.varint(e.tot.cost)
+// newColdValues returns the encoder of the records table's values over
+// the strings table strs (an old file's, kept in order: its values are
+// copied as they are).
+func newColdValues(strs []string) *ckEncoder {
+	enc := newCkEncoder()
+	for _, s := range strs {
+		enc.index(s)
 	}
-	return w
+	return enc
 }
 
-// coldReader reads the fields of a value, every bound checked.
+// coldValue is the value of a record entry of the records table: its blob
+// hash, tag and the tag's payload as the checkpoint writes it, the strings
+// records repeat (forges, owners, projects, statuses, phases, adapters)
+// as references into the strings table.
+func coldValue(enc *ckEncoder, e *ckEntry) []byte {
+	enc.recs = append(append(enc.recs[:0], e.hash[:]...), e.tag)
+	enc.payload(e)
+	return bytes.Clone(enc.recs)
+}
+
+// parseColdValue reads the value of the record at path, as coldValue
+// wrote it, strs the file's strings table.
+func parseColdValue(path string, b []byte, strs []string) (ckEntry, error) {
+	d := &ckDecoder{data: b, strs: strs, base: errCold}
+	e := ckEntry{path: path}
+	copy(e.hash[:], d.take(20))
+	e.tag = d.byte()
+	if d.err == nil && (e.tag >= ckTags || (e.tag != ckBlob && kindOf(path) != ckKinds[e.tag])) {
+		d.fail("bad tag")
+	}
+	if d.err == nil {
+		d.payload(&e)
+	}
+	if d.err == nil && d.off != len(d.data) {
+		d.fail("bytes left")
+	}
+	if d.err != nil {
+		return ckEntry{}, fmt.Errorf("cold record %s: %w", path, d.err)
+	}
+	if e.idName {
+		e.id = recordName(path)
+	}
+	return e, nil
+}
+
+// coldReader reads the fields of a list entry, a day or a route claim,
+// every bound checked.
 type coldReader struct {
 	b   []byte
 	err error
@@ -159,34 +169,28 @@ func (r *coldReader) fail(what string) {
 	if r.err == nil {
 		r.err = fmt.Errorf("%w: %s", errCold, what)
 	}
+	r.b = nil
 }
 
 func (r *coldReader) uvarint() uint64 {
 	v, n := binary.Uvarint(r.b)
 	if n <= 0 {
 		r.fail("bad varint")
-		r.b = nil
 		return 0
 	}
 	r.b = r.b[n:]
 	return v
 }
 
+// varint reads a signed varint: encoding/binary's zig-zag form of uvarint.
 func (r *coldReader) varint() int64 {
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.fail("bad varint")
-		r.b = nil
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
+	u := r.uvarint()
+	return int64(u>>1) ^ -int64(u&1)
 }
 
 func (r *coldReader) take(n uint64) []byte {
 	if n > uint64(len(r.b)) {
 		r.fail("runs past the end")
-		r.b = nil
 		return nil
 	}
 	out := r.b[:n]
@@ -201,56 +205,6 @@ func (r *coldReader) byte() byte {
 		return b[0]
 	}
 	return 0
-}
-
-// parseColdValue reads the value of the record at path, as
-// appendColdValue wrote it.
-func parseColdValue(path string, b []byte) (ckEntry, error) {
-	e := ckEntry{path: path}
-	r := coldReader{b: b}
-	copy(e.hash[:], r.take(20))
-	e.tag = r.byte()
-	if r.err == nil && (e.tag >= ckTags || (e.tag != ckBlob && kindOf(path) != ckKinds[e.tag])) {
-		r.fail("bad tag")
-	}
-	switch e.tag {
-	case ckMailbox:
-		e.title, e.t, e.quarantined = r.str(), r.varint(), r.byte() != 0
-		n := r.uvarint()
-		if n > uint64(len(r.b))/5 {
-			r.fail("route count")
-			break
-		}
-		for range n {
-			rt := Route{Forge: r.str(), Owner: r.str(), Project: r.str(), By: RouteKind(r.str()), Value: r.str()}
-			e.routes = append(e.routes, rt)
-		}
-	case ckRun:
-		e.idName = r.byte() != 0
-		e.id, e.t = r.str(), r.varint()
-		e.day = int32(max(min(r.varint(), math.MaxInt32), math.MinInt32))
-		e.class = runClass{RunStatus(r.str()), r.str(), r.str()}
-	case ckSession:
-		flags := r.byte()
-		e.id, e.runID, e.adapter = r.str(), r.str(), r.str()
-		e.sec, e.nsec = r.varint(), int32(r.varint())
-		if flags&ckResumeOf != 0 {
-			s := r.str()
-			e.resumeOf = &s
-		}
-		e.tot = totals{r.varint(), r.varint(), r.varint()}
-		e.native, e.failed, e.fallback, e.idName = flags&ckNative != 0, flags&ckFailed != 0, flags&ckFallback != 0, flags&ckIDName != 0
-	}
-	if r.err == nil && len(r.b) != 0 {
-		r.fail("bytes left")
-	}
-	if r.err != nil {
-		return ckEntry{}, fmt.Errorf("cold record %s: %w", path, r.err)
-	}
-	if e.idName {
-		e.id = recordName(path)
-	}
-	return e, nil
 }
 
 // coldListValue is the value of an overview list entry: the record's

@@ -3,6 +3,7 @@ package state
 import (
 	"bytes"
 	"cmp"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"iter"
@@ -37,6 +38,7 @@ type coldKV struct{ k, v []byte }
 type coldTables struct {
 	byTable map[string][]coldKV
 	days    map[string]dayValue
+	values  *ckEncoder // of the records' values, with the strings table
 }
 
 // projectKey is the project of a mailbox id: its escaped
@@ -93,7 +95,7 @@ func (c *coldTables) add(g *coldGroup, sign int64) {
 	for i := range g.entries {
 		e := &g.entries[i]
 		if sign > 0 {
-			c.put(coldRecords, []byte(e.path), appendColdValue(nil, e))
+			c.put(coldRecords, []byte(e.path), coldValue(c.values, e))
 		}
 		switch {
 		case e.tag == ckRun && proj != "":
@@ -132,7 +134,10 @@ func (c *coldTables) put(table string, k, v []byte) {
 // folder), and the groups of add (none of them cold in old).
 // Where two runs share an id, the greater path is kept, as memory keeps it.
 func writeCold(w io.Writer, tip, root plumbing.Hash, old *coldFile, gone map[string]bool, add []coldGroup) error {
-	c := coldTables{byTable: map[string][]coldKV{}, days: map[string]dayValue{}}
+	c := coldTables{byTable: map[string][]coldKV{}, days: map[string]dayValue{}, values: newColdValues(nil)}
+	if old != nil {
+		c.values = newColdValues(old.strs)
+	}
 	for i := range add {
 		c.add(&add[i], 1)
 	}
@@ -153,7 +158,7 @@ func writeCold(w io.Writer, tip, root plumbing.Hash, old *coldFile, gone map[str
 	}
 	if old != nil {
 		for _, name := range old.f.Names() {
-			if !slices.Contains(names, name) && name != coldMeta && name != coldDays {
+			if !slices.Contains(names, name) && name != coldMeta && name != coldDays && name != coldStrings {
 				names = append(names, name)
 			}
 		}
@@ -173,6 +178,14 @@ func writeCold(w io.Writer, tip, root plumbing.Hash, old *coldFile, gone map[str
 	}
 	if err := writeColdDays(tw, old, c.days); err != nil {
 		return fmt.Errorf("write cold file: days: %w", err)
+	}
+	if err := tw.Begin(coldStrings); err != nil {
+		return err
+	}
+	for i, str := range c.values.list {
+		if err := tw.Add(binary.BigEndian.AppendUint32(nil, uint32(i)), []byte(str)); err != nil {
+			return fmt.Errorf("write cold file: strings: %w", err)
+		}
 	}
 	return tw.Close()
 }

@@ -18,6 +18,7 @@ type coldFile struct {
 	f         *table.File
 	tip, root plumbing.Hash
 	id        coldID
+	strs      []string // the strings table: what the records' values refer to
 }
 
 // openColdFile opens the cold file at path and checks it whole.
@@ -65,12 +66,34 @@ func newColdFile(r interface {
 	}
 	copy(c.tip[:], v[:20])
 	copy(c.root[:], v[20:])
-	for _, name := range []string{coldRecords, coldRuns, coldRoutes, coldMailboxes, coldRunsByTime, coldDays} {
+	if c.strs, err = readColdStrings(f); err != nil {
+		return nil, err
+	}
+	for _, name := range []string{coldRecords, coldRuns, coldRoutes, coldMailboxes, coldRunsByTime, coldDays, coldStrings} {
 		if f.Table(name) == nil {
 			return nil, fmt.Errorf("%w: no table %s", errCold, name)
 		}
 	}
 	return c, nil
+}
+
+// readColdStrings reads the strings table, numbered from 0 in order.
+func readColdStrings(f *table.File) ([]string, error) {
+	t := f.Table(coldStrings)
+	if t == nil {
+		return nil, fmt.Errorf("%w: no table %s", errCold, coldStrings)
+	}
+	strs := make([]string, 0, t.Len())
+	for e, err := range t.Ascend(nil) {
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", errCold, err)
+		}
+		if len(e.Key) != 4 || binary.BigEndian.Uint32(e.Key) != uint32(len(strs)) {
+			return nil, fmt.Errorf("%w: string %d numbered %x", errCold, len(strs), e.Key)
+		}
+		strs = append(strs, string(e.Value))
+	}
+	return strs, nil
 }
 
 // Close closes the file.
@@ -87,7 +110,7 @@ func (c *coldFile) record(path string) (ckEntry, bool, error) {
 	if err != nil || !ok {
 		return ckEntry{}, false, err
 	}
-	e, err := parseColdValue(path, v)
+	e, err := parseColdValue(path, v, c.strs)
 	return e, err == nil, err
 }
 
@@ -99,7 +122,7 @@ func (c *coldFile) group(dir string) ([]ckEntry, error) {
 		if err != nil {
 			return nil, err
 		}
-		ce, err := parseColdValue(string(e.Key), e.Value)
+		ce, err := parseColdValue(string(e.Key), e.Value, c.strs)
 		if err != nil {
 			return nil, err
 		}

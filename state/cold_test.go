@@ -19,32 +19,20 @@ func coldStores(t *testing.T) map[string]*Store {
 	out := map[string]*Store{}
 	dir := filepath.Join(t.TempDir(), "kinds")
 	buildCheckpointStore(t, dir, Options{})
+	useCheckpoint = false
 	s, err := Open(ctx, dir, Options{})
+	useCheckpoint = true
 	if err != nil {
 		t.Fatal(err)
 	}
 	out["kinds"] = s
-	y, err := Open(ctx, filepath.Join(t.TempDir(), "year"), Options{})
+	yearDir := filepath.Join(t.TempDir(), "year")
+	buildYearStore(t, yearDir)
+	useCheckpoint = false // every record in memory, to make the files of
+	y, err := Open(ctx, yearDir, Options{})
+	useCheckpoint = true
 	if err != nil {
 		t.Fatal(err)
-	}
-	issue := 0
-	for day := range 30 {
-		at := yearEnd.AddDate(0, 0, day-30)
-		err := y.Update(ctx, func(tx *Tx) error {
-			for p := range 3 {
-				for range 4 {
-					if _, err := putYearIssue(tx, p, issue, at); err != nil {
-						return err
-					}
-					issue++
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
 	}
 	out["year"] = y
 	for _, s := range out {

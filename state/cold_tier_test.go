@@ -205,7 +205,7 @@ func diffColdAnswers(t *testing.T, when, want, got string) {
 				j++
 			}
 			from := max(0, j-200)
-			t.Fatalf("%s: answers differ at line %d, byte %d:\nin memory: %s\ncold:      %s", when, i, j, w[i][from:min(len(w[i]), j+200)], g[i][from:min(len(g[i]), j+200)])
+			t.Fatalf("%s: answers differ at line %d, byte %d:\nwant: %s\ngot:  %s", when, i, j, w[i][from:min(len(w[i]), j+200)], g[i][from:min(len(g[i]), j+200)])
 		}
 	}
 	t.Fatalf("%s: answers differ in length: %d lines against %d", when, len(w), len(g))

@@ -120,8 +120,9 @@
 //
 // # Reads
 //
-// Open reads the tip once and keeps every record's decoded value in memory;
-// the queries that filter and list read those. A record's JSON is not kept:
+// Open reads the tip once and keeps the decoded value of every record not
+// cold (see The cold tier) in memory; the queries that filter and list
+// read those. A record's JSON is not kept:
 // Get, Show, Export, Verify and Tx.Get read it from the packs by its blob
 // (blobs.go), mapping the packs on demand and looking again when a commit
 // or a merge changed them. Of a run, memory keeps what the overview
@@ -169,6 +170,26 @@
 // logged, listed by Problems, and returned as an *UnreadableError (path and
 // commit) by the queries that meet it, next to the readable results.
 //
+// # The cold tier
+//
+// A finished mailbox leaves memory whole, with its runs and llm sessions,
+// for the cold file, {repo}/alfred.cold (cold.go: its tables; cold_build.go:
+// writing one from memory's finished mailboxes merged with the last file;
+// cold_read.go: reading it; cold_tier.go: the snapshot's side; cold_list.go:
+// the overview's pages). It is a file of sorted tables (internal/table),
+// read by point lookups and ordered scans with one read of a block each;
+// memory keeps the blocks' first keys and, of each cold mailbox, only its
+// runs in the day buckets and a count in its project. The queries read
+// memory and the file (snapshot.rec and its kin); a write into a cold
+// mailbox makes it warm first (snapshot.warmFor: its records back into
+// memory from the file, unchanged), and the file's copy is masked until the
+// next file. Mailboxes are made cold at Close and, once memory holds
+// enough finished ones, in the background (cold_freeze.go): what is taken
+// is read under the read lock, the file written with no lock held, and the
+// leader installs it before its next batch, leaving warm a mailbox that a
+// write changed meanwhile. A route two mailboxes claim names the greater
+// path, in memory and in the file alike (routes.go).
+//
 // # The open checkpoint
 //
 // Reading and decoding every record is what makes a cold open slow (at
@@ -180,8 +201,10 @@
 // mailboxLite and its routes; generic records need none), plus the root
 // tree and the journal sequence the commit folded, in a binary form with a
 // header (magic, format version, commit, counts, by which Open sizes its
-// maps, the routes' too) and a CRC-32C of the
-// whole (checkpoint.go). Records whose value is kept whole (open mailboxes,
+// maps, the routes' too, and the cold file it goes with, by size and
+// checksum: the checkpoint holds the records memory keeps, the cold file
+// the others) and a CRC-32C of the whole (checkpoint.go). A cold file
+// missing, damaged or not the one named makes Open read every record. Records whose value is kept whole (open mailboxes,
 // installations, settings) or that are unreadable are marked so, and Open
 // decodes them from their blobs as a full load does, so their values and
 // errors (Problems) come out the same.
