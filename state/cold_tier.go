@@ -99,8 +99,8 @@ func (s *snapshot) warmFor(paths iter.Seq[string]) error {
 	if s.cold == nil {
 		return nil
 	}
-	for p := range paths {
-		if dir := mailboxDirOf(p); s.coldDir(dir) {
+	for p := range paths { // paths or folders: a folder is its own mailbox's
+		if dir := mailboxDirOf(p + "/"); s.coldDir(dir) {
 			if err := s.warmUp(dir); err != nil {
 				return err
 			}

@@ -586,14 +586,24 @@ func runBatch(snap *snapshot, batch []*request, results []error) map[string]*cha
 }
 
 // warm makes warm the cold mailboxes overlay writes in (see
-// snapshot.warmFor), under the write lock.
+// snapshot.warmFor), under the write lock when there are any; the caller
+// leads (only the leader, and the folder under jmu, change the snapshot).
 func (s *Store) warm(snap *snapshot, overlay map[string]*change) error {
 	if snap.cold == nil {
 		return nil
 	}
+	var cold []string
+	for p := range overlay {
+		if dir := mailboxDirOf(p); !slices.Contains(cold, dir) && snap.coldDir(dir) {
+			cold = append(cold, dir)
+		}
+	}
+	if len(cold) == 0 {
+		return nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return snap.warmFor(maps.Keys(overlay))
+	return snap.warmFor(slices.Values(cold))
 }
 
 // keepChanges drops from overlay what does not change the tip and returns
