@@ -460,3 +460,47 @@ func writeColdFile(path string, tip, root plumbing.Hash, old *coldFile, gone map
 	}
 	return syncDirFD(filepath.Dir(path))
 }
+
+// records yields every record in path order, memory's and the cold
+// file's (read through in order, not looked up one by one). A cold record
+// the file cannot give back comes unreadable, at the path of the file.
+func (s *snapshot) records() iter.Seq2[string, *record] {
+	return func(yield func(string, *record) bool) {
+		hot := s.paths.list("", true)
+		i := 0
+		if s.cold != nil {
+			for e, err := range s.cold.file.f.Table(coldRecords).Ascend(nil) {
+				var r *record
+				p := string(e.Key)
+				if err == nil {
+					if s.cold.warm[mailboxDirOf(p)] {
+						continue
+					}
+					var ce ckEntry
+					if ce, err = parseColdValue(p, e.Value, s.cold.file.strs); err == nil {
+						r = s.coldRecord(&ce)
+					}
+				}
+				if err != nil {
+					p, r = coldName, &record{err: &UnreadableError{Path: coldName, Commit: s.cold.file.tip.String(), Err: err}}
+				}
+				for ; i < len(hot) && hot[i] < p; i++ {
+					if !yield(hot[i], s.files[hot[i]]) {
+						return
+					}
+				}
+				if !yield(p, r) {
+					return
+				}
+				if err != nil {
+					break // the file's damage said once; memory's records go on
+				}
+			}
+		}
+		for ; i < len(hot); i++ {
+			if !yield(hot[i], s.files[hot[i]]) {
+				return
+			}
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -126,6 +127,9 @@ func coldAgainstMemory(t *testing.T, build func(*testing.T, string), opts Option
 		t.Fatalf("%d records in memory and %d cold, of %d", len(cold.snap.files), cold.snap.cold.n, before)
 	}
 	diffColdAnswers(t, "frozen", want, coldAnswers(t, cold))
+	if got, want := walkRecords(cold), walkRecords(plain); !slices.Equal(got, want) {
+		t.Fatalf("records in order: %d of %d, want\n%q\ngot\n%q", len(got), len(want), want, got)
+	}
 
 	mbs, _ := cold.Mailboxes()
 	var done []Mailbox
@@ -401,4 +405,13 @@ func TestColdAfterFullLoad(t *testing.T) {
 	if !r.ckFoldedOK || r.snap.cold == nil || r.snap.cold.n == 0 {
 		t.Fatalf("the next Open: checkpoint used %v, tier %v", r.ckFoldedOK, r.snap.cold)
 	}
+}
+
+// walkRecords lists the store's records in order, each path with its blob.
+func walkRecords(s *Store) []string {
+	var out []string
+	for p, r := range s.snap.records() {
+		out = append(out, p+" "+r.hash.String())
+	}
+	return out
 }

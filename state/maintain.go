@@ -294,8 +294,7 @@ func (s *Store) checkRecords() []string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var out []string
-	for _, p := range s.snap.listFiles("", true) {
-		r := s.snap.rec(p)
+	for p, r := range s.snap.records() {
 		if r.err != nil {
 			out = append(out, fmt.Sprintf("%s does not parse: %v", p, r.err.Err))
 			continue
