@@ -289,11 +289,26 @@ func gitFsck(ctx context.Context, dir string) (string, error) {
 	return "", nil
 }
 
+// mailboxSeen remembers whether the mailbox of the folder checked last
+// has a record: the records of a mailbox come together.
+type mailboxSeen struct {
+	dir string
+	ok  bool
+}
+
+func (m *mailboxSeen) has(snap *snapshot, dir string) bool {
+	if dir != m.dir {
+		m.dir, m.ok = dir, snap.rec(dir+"/mailbox.json") != nil
+	}
+	return m.ok
+}
+
 // checkRecords checks each record of the tip.
 func (s *Store) checkRecords() []string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var out []string
+	var seen mailboxSeen
 	for p, r := range s.snap.records() {
 		if r.err != nil {
 			out = append(out, fmt.Sprintf("%s does not parse: %v", p, r.err.Err))
@@ -304,7 +319,7 @@ func (s *Store) checkRecords() []string {
 			out = append(out, fmt.Sprintf("%s cannot be read: %v", p, err))
 			continue
 		}
-		if msg := s.checkRecord(p, raw); msg != "" {
+		if msg := s.checkRecord(p, raw, &seen); msg != "" {
 			out = append(out, p+": "+msg)
 		}
 	}
@@ -313,7 +328,7 @@ func (s *Store) checkRecords() []string {
 
 // checkRecord checks where a typed record sits and what it refers to; the
 // caller holds s.mu.
-func (s *Store) checkRecord(path string, raw []byte) string {
+func (s *Store) checkRecord(path string, raw []byte, seen *mailboxSeen) string {
 	var head struct {
 		ID          string `json:"id"`
 		MailboxID   string `json:"mailbox_id"`
@@ -327,9 +342,9 @@ func (s *Store) checkRecord(path string, raw []byte) string {
 	case "mailbox":
 		return s.checkMailbox(path, head.ID, head.ActiveRunID)
 	case "run":
-		return s.checkOwned(path, head.ID, head.MailboxID, "run")
+		return s.checkOwned(path, head.ID, head.MailboxID, "run", seen)
 	case "llm_session":
-		if msg := s.checkOwned(path, head.ID, head.MailboxID, "llm session"); msg != "" {
+		if msg := s.checkOwned(path, head.ID, head.MailboxID, "llm session", seen); msg != "" {
 			return msg
 		}
 		if rp, ok := s.snap.runPath(head.RunID); !ok || !strings.HasPrefix(rp, parentOf(parentOf(path))+"/runs/") {
@@ -371,7 +386,7 @@ func (s *Store) checkMailbox(path, id, activeRun string) string {
 
 // checkOwned checks a run or an llm session: named by its id, in the
 // folder of its mailbox, which has a record.
-func (s *Store) checkOwned(path, id, mailboxID, what string) string {
+func (s *Store) checkOwned(path, id, mailboxID, what string, seen *mailboxSeen) string {
 	if id != recordName(path) {
 		return fmt.Sprintf("the %s's id %q is not its file name", what, id)
 	}
@@ -382,7 +397,7 @@ func (s *Store) checkOwned(path, id, mailboxID, what string) string {
 	if !strings.HasPrefix(path, k.dir()+"/") {
 		return fmt.Sprintf("its mailbox %q is not the folder it sits in", mailboxID)
 	}
-	if s.snap.rec(k.dir()+"/mailbox.json") == nil {
+	if !seen.has(s.snap, k.dir()) {
 		return fmt.Sprintf("its mailbox %q has no record", mailboxID)
 	}
 	return ""
