@@ -59,13 +59,18 @@ func captureFreeze(snap *snapshot) (*freezing, error) {
 	return f, nil
 }
 
-// write writes the cold file of f into repo, keeping the one it replaces
-// as alfred.cold.prev when keepPrev is set.
+// write writes the cold file of f into repo. With keepPrev, the file the
+// last checkpoint names is kept as alfred.cold.prev: the one there, if a
+// freeze since that checkpoint moved it there already (a checkpoint
+// removes it), else the one replaced.
 func (f *freezing) write(repo string, keepPrev bool) error {
 	path := filepath.Join(repo, coldName)
 	if keepPrev {
-		if err := os.Rename(path, filepath.Join(repo, coldPrevName)); err != nil && !os.IsNotExist(err) {
-			return fmt.Errorf("write %s: keep the last one: %w", coldName, err)
+		prev := filepath.Join(repo, coldPrevName)
+		if _, err := os.Stat(prev); os.IsNotExist(err) {
+			if err := os.Rename(path, prev); err != nil && !os.IsNotExist(err) {
+				return fmt.Errorf("write %s: keep the last one: %w", coldName, err)
+			}
 		}
 	}
 	if err := writeColdFile(path, f.tip, f.root, f.old, f.warm, f.groups); err != nil {

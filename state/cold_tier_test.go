@@ -415,3 +415,46 @@ func walkRecords(s *Store) []string {
 	}
 	return out
 }
+
+// TestColdPrevKept: background freezes keep the cold file the last
+// checkpoint names as alfred.cold.prev, however many come before the next
+// checkpoint, so that a store that stops without one (a crash) opens from
+// that checkpoint and file.
+func TestColdPrevKept(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "state.git")
+	buildYearStore(t, dir)
+	named, err := os.ReadFile(filepath.Join(dir, coldName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(ctx, dir, Options{Journal: true, FoldIdle: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if err := s.Update(ctx, func(tx *Tx) error { return putCkRuns(tx, 50+i, testMailbox(int64(900+i))) }); err != nil {
+			t.Fatal(err)
+		}
+		s.mu.RLock()
+		f, err := captureFreeze(s.snap)
+		s.mu.RUnlock()
+		if err == nil {
+			err = f.write(dir, true)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		prev, err := os.ReadFile(filepath.Join(dir, coldPrevName))
+		if err != nil || !bytes.Equal(prev, named) {
+			t.Fatalf("freeze %d: %s is not the file the checkpoint names (%v)", i, coldPrevName, err)
+		}
+	}
+	s.shut(false) // as a crash: no fold, no checkpoint
+	got, used := openColdAnswers(t, dir, true)
+	want, _ := openColdAnswers(t, dir, false)
+	if !used {
+		t.Fatal("the checkpoint and its cold file were not used")
+	}
+	diffColdAnswers(t, "after the crash", want, got)
+}
