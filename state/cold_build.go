@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"maps"
 	"slices"
 	"strings"
 
@@ -142,7 +143,7 @@ func writeCold(w io.Writer, tip, root plumbing.Hash, old *coldFile, gone map[str
 		c.add(&add[i], 1)
 	}
 	if old != nil {
-		for dir := range old.gone(func(dir string) bool { return gone[dir] }) {
+		for _, dir := range slices.Sorted(maps.Keys(gone)) {
 			g, err := old.group(dir)
 			if err != nil {
 				return fmt.Errorf("write cold file: %w", err)

@@ -142,29 +142,6 @@ func (c *coldFile) paths(prefix string) iter.Seq2[string, error] {
 	}
 }
 
-// gone yields the folders of the cold mailboxes that gone says left.
-func (c *coldFile) gone(gone func(dir string) bool) iter.Seq[string] {
-	return func(yield func(string) bool) {
-		if gone == nil {
-			return
-		}
-		last := ""
-		for e, err := range c.f.Table(coldRecords).Ascend(nil) {
-			if err != nil {
-				return
-			}
-			dir := mailboxDirOf(string(e.Key))
-			if dir == "" || dir == last {
-				continue
-			}
-			last = dir
-			if gone(dir) && !yield(dir) {
-				return
-			}
-		}
-	}
-}
-
 // lookup returns the path table name holds for key ("" when none).
 func (c *coldFile) lookup(name string, key []byte) (string, error) {
 	v, ok, err := c.f.Table(name).Get(key)
