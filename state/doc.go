@@ -255,5 +255,6 @@
 // to) with a small synced write, at most every two seconds; Writable says
 // whether this process may write in a store's folder at all.
 //
-// It imports no other Alfred package but internal/gitcmd.
+// It imports no other Alfred package but internal/gitcmd and its own
+// internal/table.
 package state
