@@ -247,13 +247,7 @@ func (s *Store) saveCheckpoint() error {
 	if snap.cold != nil {
 		cold = snap.cold.file.id
 	}
-	if err := writeCheckpointFile(s.dir, enc.bytes(tip, snap.trees.root, folded, cold)); err != nil {
-		return err
-	}
-	if err := os.Remove(filepath.Join(s.dir, coldPrevName)); err != nil && !os.IsNotExist(err) {
-		return fmt.Errorf("remove %s: %w", coldPrevName, err)
-	}
-	return nil
+	return writeCheckpointFile(s.dir, enc.bytes(tip, snap.trees.root, folded, cold))
 }
 
 // entryFromBlob is the checkpoint entry of the record at path, decoded

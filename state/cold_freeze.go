@@ -11,18 +11,14 @@ import (
 // Making mailboxes cold: at Close (saveCheckpoint), and in the background
 // once memory holds enough finished mailboxes (coldFreezeAt). A freeze
 // reads what it takes under the read lock, writes the new cold file with
-// no lock held (the previous one kept as alfred.cold.prev until the next
-// checkpoint names the new one, so that a crash meanwhile finds the pair
-// the last checkpoint named), and the leader installs it before its next
+// no lock held (a background one removes the open checkpoint first: the
+// next Close writes it again), and the leader installs it before its next
 // batch: the mailboxes it took that no write changed since leave memory;
 // the others, and those made warm meanwhile, stay warm.
 
 // coldFreezeAt is how many finished mailboxes memory may hold before a
 // background freeze, at least: an eighth of the cold ones above that.
 var coldFreezeAt = 1000
-
-// coldPrevName is the cold file a background freeze replaced.
-const coldPrevName = coldName + ".prev"
 
 // freezing is a freeze under way: what it read of snap.
 type freezing struct {
@@ -59,18 +55,19 @@ func captureFreeze(snap *snapshot) (*freezing, error) {
 	return f, nil
 }
 
-// write writes the cold file of f into repo. With keepPrev, the file the
-// last checkpoint names is kept as alfred.cold.prev: the one there, if a
-// freeze since that checkpoint moved it there already (a checkpoint
-// removes it), else the one replaced.
-func (f *freezing) write(repo string, keepPrev bool) error {
+// write writes the cold file of f into repo. A background freeze first
+// removes the open checkpoint (dropCk): it names the file this one
+// replaces, and a store that stops before its Close writes the next one
+// (a crash) reads every record at its next Open, as after any crash that
+// moved the branch.
+func (f *freezing) write(repo string, dropCk bool) error {
 	path := filepath.Join(repo, coldName)
-	if keepPrev {
-		prev := filepath.Join(repo, coldPrevName)
-		if _, err := os.Stat(prev); os.IsNotExist(err) {
-			if err := os.Rename(path, prev); err != nil && !os.IsNotExist(err) {
-				return fmt.Errorf("write %s: keep the last one: %w", coldName, err)
-			}
+	if dropCk {
+		if err := os.Remove(checkpointPath(repo)); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("write %s: remove the checkpoint naming the last one: %w", coldName, err)
+		}
+		if err := syncDirFD(repo); err != nil {
+			return fmt.Errorf("write %s: %w", coldName, err)
 		}
 	}
 	if err := writeColdFile(path, f.tip, f.root, f.old, f.warm, f.groups); err != nil {
@@ -175,6 +172,11 @@ func (s *Store) maybeFreeze() {
 	if !due {
 		return
 	}
+	s.freezeMu.Lock()
+	defer s.freezeMu.Unlock()
+	if s.freezeStopped { // Close has begun: no file is written after it
+		return
+	}
 	s.freezeRunning.Store(true)
 	s.freezeWG.Add(1)
 	go func() {
@@ -194,6 +196,15 @@ func (s *Store) maybeFreeze() {
 		s.freezeDone = f
 		s.freezeMu.Unlock()
 	}()
+}
+
+// stopFreezes lets no background freeze start and waits for the one under
+// way; Close calls it before it installs that freeze and writes its own.
+func (s *Store) stopFreezes() {
+	s.freezeMu.Lock()
+	s.freezeStopped = true
+	s.freezeMu.Unlock()
+	s.freezeWG.Wait()
 }
 
 // installFreeze installs a background freeze that ended; the leader calls

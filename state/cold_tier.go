@@ -2,7 +2,6 @@ package state
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"iter"
 	"os"
@@ -245,22 +244,13 @@ func (s *snapshot) coldChanged() bool {
 // openCold opens the cold file of repo that checkpoint h names and makes
 // it the snapshot's cold tier.
 func (s *snapshot) openCold(repo string, h ckHeader) error {
-	var f *coldFile
-	var errs []error
-	for _, name := range []string{coldName, coldPrevName} { // a freeze since the checkpoint replaced it
-		c, err := openColdFile(filepath.Join(repo, name))
-		if err == nil && c.id != h.cold {
-			c.Close()
-			err = fmt.Errorf("%s is not the one the checkpoint names (size %d and checksum %08x, not %d and %08x)", name, c.id.size, c.id.sum, h.cold.size, h.cold.sum)
-		}
-		if err == nil {
-			f = c
-			break
-		}
-		errs = append(errs, err)
+	f, err := openColdFile(filepath.Join(repo, coldName))
+	if err != nil {
+		return err
 	}
-	if f == nil {
-		return errors.Join(errs...)
+	if f.id != h.cold {
+		f.Close()
+		return fmt.Errorf("%s is not the one the checkpoint names (size %d and checksum %08x, not %d and %08x)", coldName, f.id.size, f.id.sum, h.cold.size, h.cold.sum)
 	}
 	if err := s.installCold(f); err != nil {
 		f.Close()

@@ -40,7 +40,9 @@ type propTx struct {
 const propWorkers = 4
 
 // TestRandomTransactions: random transactions, up to four at once (so they
-// share journal frames), against a store with Options.Journal and a map; some fail or panic after
+// share journal frames), against a store with Options.Journal and a map;
+// half the mailboxes written are finished, so that they go cold (at Close
+// and in the background) and come back warm; some fail or panic after
 // writing and must leave nothing. The store is compared with the map after
 // every step, reopened at random points, half of them without folding the
 // journal (as a crash leaves it: Open replays it), then compared again, as
@@ -49,6 +51,8 @@ const propWorkers = 4
 // -state.prop sets how long it runs, -state.seed replays a run:
 // go test ./state -run TestRandomTransactions -args -state.prop=5m
 func TestRandomTransactions(t *testing.T) {
+	defer func(at int) { coldFreezeAt = at }(coldFreezeAt)
+	coldFreezeAt = 3
 	seed := *propSeed
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
@@ -172,6 +176,9 @@ func (p propTx) run(tx *Tx) error {
 	for iid, retries := range p.mbPuts {
 		m := testMailbox(iid)
 		m.LLMRetries = retries
+		if retries%2 == 0 { // finished: Close and the background freezes make it cold, a write warm again
+			m.Status, m.Phase = MailboxDone, "done"
+		}
 		if err := tx.PutMailbox(m); err != nil {
 			return err
 		}

@@ -128,8 +128,9 @@ type Store struct {
 	// The background freeze (cold_freeze.go).
 	freezeRunning atomic.Bool
 	freezeWG      sync.WaitGroup
-	freezeMu      sync.Mutex
+	freezeMu      sync.Mutex // guards freezeDone and freezeStopped
 	freezeDone    *freezing
+	freezeStopped bool // Close has begun
 }
 
 type request struct {
@@ -341,7 +342,7 @@ func (s *Store) shut(fold bool) error {
 		err = errors.Join(err, s.jr.close())
 		s.mergeWG.Wait()
 		s.ckWG.Wait()
-		s.freezeWG.Wait()
+		s.stopFreezes()
 		s.installFreeze()
 		if fold && err == nil {
 			if cerr := s.saveCheckpoint(); cerr != nil {
