@@ -189,7 +189,7 @@ func (s *Store) saveCheckpoint() error {
 	if err != nil || tip != snap.tip {
 		return err // git moved the branch: the next Open loads it whole
 	}
-	groups, err := snap.finishedGroups()
+	f, err := captureFreeze(snap) // no write runs: no lock to read
 	if err != nil {
 		return err
 	}
@@ -197,14 +197,11 @@ func (s *Store) saveCheckpoint() error {
 	if snap.cold != nil {
 		cold = snap.cold.file.id
 	}
-	if at, names := checkpointTip(s.dir); len(groups) == 0 && !snap.coldChanged() && at == tip && names == cold {
+	if at, names := checkpointTip(s.dir); len(f.groups) == 0 && !snap.coldChanged() && at == tip && names == cold {
 		return nil // its damage, if any, is caught at the next Open, which replaces it
 	}
-	if len(groups) > 0 || snap.coldChanged() {
-		s.mu.Lock()
-		err := s.freezeCold(groups)
-		s.mu.Unlock()
-		if err != nil {
+	if len(f.groups) > 0 || snap.coldChanged() {
+		if err := s.freezeCold(f); err != nil {
 			return err
 		}
 	}

@@ -73,7 +73,7 @@ func (f *freezing) write(repo string, dropCk bool) error {
 	if err := writeColdFile(path, f.tip, f.root, f.old, f.warm, f.groups); err != nil {
 		return err
 	}
-	file, err := openColdFile(path)
+	file, err := openColdFile(path, false)
 	if err != nil {
 		return fmt.Errorf("write %s: read it back: %w", coldName, err)
 	}
@@ -136,17 +136,14 @@ func (f *freezing) unchanged(i int) bool {
 	return !open
 }
 
-// freezeCold makes the snapshot's finished mailboxes cold at once; the
-// caller holds the store's write lock, and no write runs.
-func (s *Store) freezeCold(groups []coldGroup) error {
-	f, err := captureFreeze(s.snap)
-	if err != nil {
-		return err
-	}
-	f.groups = groups
+// freezeCold writes what f read and installs it at once; no write runs
+// (Close).
+func (s *Store) freezeCold(f *freezing) error {
 	if err := f.write(s.dir, false); err != nil {
 		return err
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	return f.install()
 }
 

@@ -21,8 +21,10 @@ type coldFile struct {
 	strs      []string // the strings table: what the records' values refer to
 }
 
-// openColdFile opens the cold file at path and checks it whole.
-func openColdFile(path string) (*coldFile, error) {
+// openColdFile opens the cold file at path; with whole set it reads it
+// through and checks its checksum first (a file just written and synced
+// by this process need not be).
+func openColdFile(path string, whole bool) (*coldFile, error) {
 	file, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -30,7 +32,7 @@ func openColdFile(path string) (*coldFile, error) {
 	st, err := file.Stat()
 	if err == nil {
 		var c *coldFile
-		if c, err = newColdFile(file, st.Size()); err == nil {
+		if c, err = newColdFile(file, st.Size(), whole); err == nil {
 			c.file = file
 			return c, nil
 		}
@@ -39,13 +41,15 @@ func openColdFile(path string) (*coldFile, error) {
 	return nil, fmt.Errorf("open cold file %s: %w", path, err)
 }
 
-// newColdFile reads the cold file of size bytes in r, checked whole.
+// newColdFile reads the cold file of size bytes in r: its directory and
+// block indexes, and, with whole set, every byte against its checksum.
+// A block's own checks are made at each read of it.
 func newColdFile(r interface {
 	ReadAt([]byte, int64) (int, error)
-}, size int64) (*coldFile, error) {
+}, size int64, whole bool) (*coldFile, error) {
 	f, err := table.Open(r, size)
-	if err == nil {
-		err = f.Verify()
+	if err == nil && whole {
+		err = f.Checksum()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errCold, err)

@@ -49,7 +49,7 @@ func makeCold(t *testing.T, snap *snapshot, old *coldFile, gone map[string]bool,
 	if err := writeCold(&buf, snap.tip, snap.trees.root, old, gone, add); err != nil {
 		t.Fatal(err)
 	}
-	c, err := newColdFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	c, err := newColdFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()), true)
 	if err != nil {
 		t.Fatal(err)
 	}

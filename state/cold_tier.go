@@ -244,7 +244,7 @@ func (s *snapshot) coldChanged() bool {
 // openCold opens the cold file of repo that checkpoint h names and makes
 // it the snapshot's cold tier.
 func (s *snapshot) openCold(repo string, h ckHeader) error {
-	f, err := openColdFile(filepath.Join(repo, coldName))
+	f, err := openColdFile(filepath.Join(repo, coldName), true)
 	if err != nil {
 		return err
 	}

@@ -67,13 +67,13 @@ func buildYearStore(t *testing.T, dir string) {
 // freeze makes the store's finished mailboxes cold.
 func freeze(t *testing.T, s *Store) {
 	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	groups, err := s.snap.finishedGroups()
+	s.mu.RLock()
+	f, err := captureFreeze(s.snap)
+	s.mu.RUnlock()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.freezeCold(groups); err != nil {
+	if err := s.freezeCold(f); err != nil {
 		t.Fatal(err)
 	}
 }

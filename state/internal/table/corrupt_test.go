@@ -32,7 +32,7 @@ func wantCorrupt(t testing.TB, what string, err error) {
 }
 
 // checkDamaged checks a damaged copy of the file of tables: Open fails,
-// or Verify fails and every read returns the right data or an error
+// or Verify and Checksum fail and every read returns the right data or an error
 // wrapping ErrCorrupt.
 func checkDamaged(t testing.TB, data []byte, tables []spec) {
 	t.Helper()
@@ -45,6 +45,11 @@ func checkDamaged(t testing.TB, data []byte, tables []spec) {
 		t.Fatal("Verify found no damage")
 	} else {
 		wantCorrupt(t, "Verify", err)
+	}
+	if err := f.Checksum(); err == nil {
+		t.Fatal("Checksum found no damage")
+	} else {
+		wantCorrupt(t, "Checksum", err)
 	}
 	if len(f.Names()) != len(tables) {
 		t.Fatalf("Names() = %q", f.Names())

@@ -103,6 +103,9 @@ func TestRoundTrip(t *testing.T) {
 			if err := f.Verify(); err != nil {
 				t.Fatal(err)
 			}
+			if err := f.Checksum(); err != nil {
+				t.Fatal(err)
+			}
 			var names []string
 			for _, s := range tables {
 				names = append(names, s.name)

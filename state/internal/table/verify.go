@@ -53,6 +53,21 @@ func (f *File) verify() error {
 	return nil
 }
 
+// Checksum reads the whole file, in 1 MiB chunks, and checks the checksum
+// of the whole file alone: any byte changed since it was written fails it,
+// while a block's own checks wait for its first read (Verify makes them
+// all). Errors reporting damage wrap ErrCorrupt.
+func (f *File) Checksum() error {
+	h := crc32.New(castagnoli)
+	if _, err := io.Copy(h, bufio.NewReaderSize(io.NewSectionReader(f.r, 0, f.size-4), chunkSize)); err != nil {
+		return fmt.Errorf("checksum table file: %w", streamErr(err))
+	}
+	if got := h.Sum32(); got != f.fileCRC {
+		return fmt.Errorf("checksum table file: %w", corrupt("file checksum %#08x, footer says %#08x", got, f.fileCRC))
+	}
+	return nil
+}
+
 // streamErr reports an error reading the file as a stream: running out of
 // bytes means the file is shorter than its size.
 func streamErr(err error) error {
