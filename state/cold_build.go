@@ -72,7 +72,7 @@ func groupRuns(g *coldGroup) map[string]totals {
 		if e.tag != ckSession {
 			continue
 		}
-		rp := g.dir + "/runs/" + escapeSegment(e.runID) + ".json"
+		rp := runPathIn(g.dir, e.runID)
 		if t, ok := runs[rp]; ok && ids[rp] == e.runID {
 			t.add(e.tot, 1)
 			runs[rp] = t

@@ -146,17 +146,12 @@ func (c *coldFile) paths(prefix string) iter.Seq2[string, error] {
 	}
 }
 
-// lookup returns the path table name holds for key ("" when none).
-func (c *coldFile) lookup(name string, key []byte) (string, error) {
-	v, ok, err := c.f.Table(name).Get(key)
-	if err != nil || !ok {
-		return "", err
-	}
-	return string(v), nil
-}
 
 // run returns the path of the cold run whose record name is name.
-func (c *coldFile) run(name string) (string, error) { return c.lookup(coldRuns, []byte(name)) }
+func (c *coldFile) run(name string) (string, error) {
+	v, _, err := c.f.Table(coldRuns).Get([]byte(name))
+	return string(v), err
+}
 
 // claims yields the paths of the cold mailboxes claiming rt, in order.
 func (c *coldFile) claims(rt Route) iter.Seq2[string, error] {

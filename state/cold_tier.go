@@ -6,6 +6,7 @@ import (
 	"iter"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -90,22 +91,15 @@ func (s *snapshot) coldRecord(e *ckEntry) *record {
 	return r
 }
 
-// warmFor makes warm the cold mailboxes that paths are in, before a write
-// reads what they hold; the caller holds the store's write lock when the
-// snapshot is installed. A mailbox the file cannot give back fails the
-// write, which changes nothing.
-func (s *snapshot) warmFor(paths iter.Seq[string]) error {
-	if s.cold == nil {
-		return nil
-	}
-	for p := range paths { // paths or folders: a folder is its own mailbox's
-		if dir := mailboxDirOf(p + "/"); s.coldDir(dir) {
-			if err := s.warmUp(dir); err != nil {
-				return err
-			}
+// coldDirs returns the folders of the cold mailboxes paths are in.
+func (s *snapshot) coldDirs(paths iter.Seq[string]) []string {
+	var out []string
+	for p := range paths {
+		if dir := mailboxDirOf(p); !slices.Contains(out, dir) && s.coldDir(dir) {
+			out = append(out, dir)
 		}
 	}
-	return nil
+	return out
 }
 
 // warmUp moves the cold mailbox in folder dir into memory.
@@ -367,7 +361,7 @@ func (s *snapshot) statsOf(mbID string) (*mbStats, error) {
 		ls := s.coldRecord(e).val.(*sessionLite)
 		st.sessions++
 		st.tot.add(ls.tot, 1)
-		if re := runs[g.dir+"/runs/"+escapeSegment(ls.RunID)+".json"]; re != nil && re.r.ID == ls.RunID {
+		if re := runs[runPathIn(g.dir, ls.RunID)]; re != nil && re.r.ID == ls.RunID {
 			re.tot.add(ls.tot, 1)
 			if re.last == nil || sessionLess(re.last, ls) {
 				re.last = ls

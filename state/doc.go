@@ -181,7 +181,7 @@
 // memory keeps the blocks' first keys and, of each cold mailbox, only its
 // runs in the day buckets and a count in its project. The queries read
 // memory and the file (snapshot.rec and its kin); a write into a cold
-// mailbox makes it warm first (snapshot.warmFor: its records back into
+// mailbox makes it warm first (Store.warm: its records back into
 // memory from the file, unchanged), and the file's copy is masked until the
 // next file. Mailboxes are made cold at Close and, once memory holds
 // enough finished ones, in the background (cold_freeze.go): what is taken

@@ -247,9 +247,6 @@ func (s *Store) rebase() error {
 	pend := s.pend
 	s.pend = newPending(pend.folded)
 	s.pend.seq = pend.seq
-	if err := snap.warmFor(maps.Keys(overlay)); err != nil { // not installed yet: no lock
-		return fmt.Errorf("rebase the state journal: %w", err)
-	}
 	changes := keepChanges(snap, overlay)
 	newTrees, objs, err := buildTrees(snap.trees, changes)
 	if err != nil {

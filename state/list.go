@@ -926,7 +926,7 @@ func sessionRunPath(path string, ls *sessionLite) (dir, run string) {
 	if i < 0 {
 		return "", ""
 	}
-	return path[:i], path[:i] + "/runs/" + escapeSegment(ls.RunID) + ".json"
+	return path[:i], runPathIn(path[:i], ls.RunID)
 }
 
 // sessionRun is sessionRunPath's run path, found through the runs index

@@ -586,25 +586,27 @@ func runBatch(snap *snapshot, batch []*request, results []error) map[string]*cha
 	return overlay
 }
 
-// warm makes warm the cold mailboxes overlay writes in (see
-// snapshot.warmFor), under the write lock when there are any; the caller
-// leads (only the leader, and the folder under jmu, change the snapshot).
+// warm makes warm the cold mailboxes overlay writes in, before the write
+// is kept against what they hold, under the write lock when there are
+// any; the caller leads (only the leader, and the folder under jmu,
+// change the snapshot). A mailbox the file cannot give back fails the
+// write, which changes nothing.
 func (s *Store) warm(snap *snapshot, overlay map[string]*change) error {
 	if snap.cold == nil {
 		return nil
 	}
-	var cold []string
-	for p := range overlay {
-		if dir := mailboxDirOf(p); !slices.Contains(cold, dir) && snap.coldDir(dir) {
-			cold = append(cold, dir)
-		}
-	}
+	cold := snap.coldDirs(maps.Keys(overlay))
 	if len(cold) == 0 {
 		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return snap.warmFor(slices.Values(cold))
+	for _, dir := range cold {
+		if err := snap.warmUp(dir); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // keepChanges drops from overlay what does not change the tip and returns

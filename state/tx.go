@@ -201,8 +201,11 @@ func runPath(mailboxID, id string) (string, error) {
 	if id == "" {
 		return "", fmt.Errorf("run of mailbox %s: id is required", mailboxID)
 	}
-	return dir + "/runs/" + escapeSegment(id) + ".json", nil
+	return runPathIn(dir, id), nil
 }
+
+// runPathIn is the path of run id's record in the mailbox folder dir.
+func runPathIn(dir, id string) string { return dir + "/runs/" + escapeSegment(id) + ".json" }
 
 func sessionPath(mailboxID, id string) (string, error) {
 	dir, err := mailboxDir(mailboxID)
