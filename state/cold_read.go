@@ -146,7 +146,6 @@ func (c *coldFile) paths(prefix string) iter.Seq2[string, error] {
 	}
 }
 
-
 // run returns the path of the cold run whose record name is name.
 func (c *coldFile) run(name string) (string, error) {
 	v, _, err := c.f.Table(coldRuns).Get([]byte(name))
