@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -134,6 +135,35 @@ func (f *freezing) unchanged(i int) bool {
 	}
 	_, open := f.snap.openMailboxes[g.dir+"/mailbox.json"]
 	return !open
+}
+
+// writeColdFile writes the cold file at path: to a temporary file, synced
+// and renamed, the folder synced.
+func writeColdFile(path string, tip, root plumbing.Hash, old *coldFile, gone map[string]bool, groups []coldGroup) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", coldName, err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	err = writeCold(w, tip, root, old, gone, groups)
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", coldName, err)
+	}
+	return syncDirFD(filepath.Dir(path))
 }
 
 // freezeCold writes what f read and installs it at once; no write runs

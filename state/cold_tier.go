@@ -1,16 +1,12 @@
 package state
 
 import (
-	"bufio"
 	"fmt"
 	"iter"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
-
-	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // coldTier is the part of a snapshot kept on disk: the finished mailboxes
@@ -36,7 +32,13 @@ func (s *snapshot) coldDir(dir string) bool {
 		return false
 	}
 	_, ok, err := s.cold.file.record(dir + "/mailbox.json")
-	return ok || err != nil // a damaged file: its records read as unreadable
+	if err == nil {
+		return ok
+	}
+	// The file cannot say: a folder the branch holds and memory does not
+	// is cold (warmUp reads it from the branch then); a new one is not.
+	n, err := s.trees.tree(dir)
+	return n != nil || err != nil
 }
 
 // rec returns the record at path, from memory or the cold file; nil when
@@ -102,11 +104,17 @@ func (s *snapshot) coldDirs(paths iter.Seq[string]) []string {
 	return out
 }
 
-// warmUp moves the cold mailbox in folder dir into memory.
+// warmUp moves the cold mailbox in folder dir into memory: from the cold
+// file, or, when the file cannot give it back, from the branch's trees,
+// which hold what the file held of it (a cold mailbox is unchanged since
+// it went cold).
 func (s *snapshot) warmUp(dir string) error {
 	entries, err := s.cold.file.group(dir)
 	if err != nil {
-		return fmt.Errorf("read the finished mailbox %s from %s: %w", dir, coldName, err)
+		var terr error
+		if entries, terr = s.treeGroup(dir); terr != nil {
+			return fmt.Errorf("read the finished mailbox %s from %s: %w; from the branch: %w", dir, coldName, err, terr)
+		}
 	}
 	recs := make([]*record, len(entries))
 	for i := range entries {
@@ -126,6 +134,41 @@ func (s *snapshot) warmUp(dir string) error {
 	s.cold.warm[dir] = true
 	s.cold.n -= len(entries)
 	return nil
+}
+
+// treeGroup returns the entries of the records under folder dir, in path
+// order, read from the snapshot's trees (the journal's writes included)
+// and decoded as a full load decodes them.
+func (s *snapshot) treeGroup(dir string) ([]ckEntry, error) {
+	var out []ckEntry
+	var walk func(d string) error
+	walk = func(d string) error {
+		n, err := s.trees.tree(d)
+		if err != nil || n == nil {
+			return err
+		}
+		for _, e := range n.entries {
+			p := d + "/" + e.name
+			if e.dir {
+				if err := walk(p); err != nil {
+					return err
+				}
+				continue
+			}
+			raw, err := s.body(&record{hash: e.hash})
+			if err != nil {
+				return fmt.Errorf("%s: %w", p, err)
+			}
+			v, derr := decodeRecord(p, raw)
+			out = append(out, entryOf(p, e.hash, v, derr != nil))
+		}
+		return nil
+	}
+	if err := walk(dir); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b ckEntry) int { return strings.Compare(a.path, b.path) })
+	return out, nil
 }
 
 // freeze drops from memory the mailboxes of groups, which the tier's file
@@ -391,58 +434,25 @@ func (s *snapshot) coldMailboxPaths() []string {
 	return out
 }
 
-// sessionsOfRun yields the paths of the llm sessions of run id, whose
-// record is at runPath: memory's, and the cold file's in its mailbox.
-func (s *snapshot) sessionsOfRun(id, runPath string) iter.Seq[string] {
-	return func(yield func(string) bool) {
-		for p := range s.sessionsByRun.of(id) {
-			if !yield(p) {
-				return
-			}
-		}
-		mbID, _, ok := mailboxIDOf(runPath)
-		if !ok {
-			return
-		}
-		g, ok, err := s.coldGroupOf(mbID)
-		if err != nil || !ok {
-			return
-		}
-		for i := range g.entries {
-			if e := &g.entries[i]; e.tag == ckSession && e.runID == id && !yield(e.path) {
-				return
-			}
+// sessionsOfRun returns the paths of the llm sessions of run id, whose
+// record is at runPath: memory's, and the cold file's in its mailbox (or
+// why the file could not give them).
+func (s *snapshot) sessionsOfRun(id, runPath string) ([]string, error) {
+	out := slices.Collect(s.sessionsByRun.of(id))
+	mbID, _, ok := mailboxIDOf(runPath)
+	if !ok {
+		return out, nil
+	}
+	g, ok, err := s.coldGroupOf(mbID)
+	if err != nil || !ok {
+		return out, err
+	}
+	for i := range g.entries {
+		if e := &g.entries[i]; e.tag == ckSession && e.runID == id {
+			out = append(out, e.path)
 		}
 	}
-}
-
-// writeColdFile writes the cold file at path: to a temporary file, synced
-// and renamed, the folder synced.
-func writeColdFile(path string, tip, root plumbing.Hash, old *coldFile, gone map[string]bool, groups []coldGroup) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", coldName, err)
-	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	err = writeCold(w, tip, root, old, gone, groups)
-	if err == nil {
-		err = w.Flush()
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", coldName, err)
-	}
-	return syncDirFD(filepath.Dir(path))
+	return out, nil
 }
 
 // records yields every record in path order, memory's and the cold

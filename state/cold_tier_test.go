@@ -467,3 +467,75 @@ func TestColdCrashAfterFreeze(t *testing.T) {
 	}
 	diffColdAnswers(t, "after the next Close", want, got)
 }
+
+// TestColdFileDamagedWhileOpen: when the cold file is damaged under a
+// running store, the queries that read a cold mailbox say so, but writes go
+// on: a new mailbox is made, and a write into a cold one reads it from the
+// branch (the file is a copy of it), after which it answers whole.
+func TestColdFileDamagedWhileOpen(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "state.git")
+	buildYearStore(t, dir)
+	s, err := Open(ctx, dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.shut(false)
+	mbs, err := s.Mailboxes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var done Mailbox
+	for _, m := range mbs {
+		if m.Finished() && s.snap.coldDir(m.Key().dir()) {
+			done = m
+			break
+		}
+	}
+	runs, err := s.Runs(done.Key().ID())
+	if err != nil || len(runs) == 0 {
+		t.Fatalf("runs of %s: %d, %v", done.Key().ID(), len(runs), err)
+	}
+	// Every data block's bytes zeroed in place: the open file reads them.
+	f, err := os.OpenFile(filepath.Join(dir, coldName), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := f.Stat()
+	if _, err := f.WriteAt(make([]byte, st.Size()/2), 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	if _, err := s.Mailbox(done.Key()); err == nil {
+		t.Fatal("a cold mailbox read from a damaged file without error")
+	}
+	if _, _, err := s.RunWithSessions(runs[0].ID); err == nil {
+		t.Fatal("a cold run read from a damaged file without error")
+	}
+	n := s.Len()
+	changed := done
+	changed.Title = "written into a damaged mailbox"
+	if err := s.Update(ctx, func(tx *Tx) error { return tx.PutMailbox(changed) }); err != nil {
+		t.Fatalf("a write into a cold mailbox of a damaged file: %v", err)
+	}
+	if got, err := s.Mailbox(done.Key()); err != nil || got.Title != changed.Title {
+		t.Fatalf("the mailbox written: %q, %v", got.Title, err)
+	}
+	if again, err := s.Runs(done.Key().ID()); err != nil || len(again) != len(runs) || again[0].ID != runs[0].ID {
+		t.Fatalf("its runs, read back from the branch: %d (%v), want %d", len(again), err, len(runs))
+	}
+	if _, sessions, err := s.RunWithSessions(runs[0].ID); err != nil || len(sessions) == 0 {
+		t.Fatalf("its first run's sessions: %d, %v", len(sessions), err)
+	}
+	fresh := testMailbox(999)
+	if err := s.Update(ctx, func(tx *Tx) error { return tx.PutMailbox(fresh) }); err != nil {
+		t.Fatalf("a write elsewhere: %v", err)
+	}
+	if got, err := s.Mailbox(fresh.Key()); err != nil || got.IID != 999 {
+		t.Fatalf("the mailbox written elsewhere: %v", err)
+	}
+	if s.Len() != n+1 {
+		t.Fatalf("%d records, want %d", s.Len(), n+1)
+	}
+}

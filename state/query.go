@@ -218,7 +218,11 @@ func (s *Store) RunWithSessions(runID string) (Run, []LLMSession, error) {
 	}
 	var sessions []LLMSession
 	var errs []error
-	for sp := range s.snap.sessionsOfRun(runID, p) {
+	paths, err := s.snap.sessionsOfRun(runID, p)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, sp := range paths {
 		ls, err := s.snap.session(sp, s.snap.rec(sp))
 		if err != nil {
 			errs = append(errs, err)
