@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // coldTier is the part of a snapshot kept on disk: the finished mailboxes
@@ -141,34 +143,44 @@ func (s *snapshot) warmUp(dir string) error {
 // and decoded as a full load decodes them.
 func (s *snapshot) treeGroup(dir string) ([]ckEntry, error) {
 	var out []ckEntry
-	var walk func(d string) error
-	walk = func(d string) error {
-		n, err := s.trees.tree(d)
-		if err != nil || n == nil {
-			return err
+	err := s.treeFiles(dir, func(p string, h plumbing.Hash) error {
+		raw, err := s.body(&record{hash: h})
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, err)
 		}
-		for _, e := range n.entries {
-			p := d + "/" + e.name
-			if e.dir {
-				if err := walk(p); err != nil {
-					return err
-				}
-				continue
-			}
-			raw, err := s.body(&record{hash: e.hash})
-			if err != nil {
-				return fmt.Errorf("%s: %w", p, err)
-			}
-			v, derr := decodeRecord(p, raw)
-			out = append(out, entryOf(p, e.hash, v, derr != nil))
-		}
+		v, derr := decodeRecord(p, raw)
+		out = append(out, entryOf(p, h, v, derr != nil))
 		return nil
-	}
-	if err := walk(dir); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
 	slices.SortFunc(out, func(a, b ckEntry) int { return strings.Compare(a.path, b.path) })
 	return out, nil
+}
+
+// treeFiles calls fn with the path and blob of each file under folder dir
+// ("": all) of the snapshot's trees, the journal's writes included.
+func (s *snapshot) treeFiles(dir string, fn func(path string, blob plumbing.Hash) error) error {
+	n, err := s.trees.tree(dir)
+	if err != nil || n == nil {
+		return err
+	}
+	for _, e := range n.entries {
+		p := e.name
+		if dir != "" {
+			p = dir + "/" + e.name
+		}
+		if e.dir {
+			err = s.treeFiles(p, fn)
+		} else {
+			err = fn(p, e.hash)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // freeze drops from memory the mailboxes of groups, which the tier's file
@@ -241,11 +253,8 @@ func (s *snapshot) listFiles(dir string, deep bool) []string {
 		prefix = dir + "/"
 	}
 	var cold []string
-	for p, err := range s.cold.file.paths(prefix) {
-		if err != nil {
-			break // rec says so for each record it cannot give
-		}
-		if (deep || strings.IndexByte(p[len(prefix):], '/') < 0) && !s.cold.warm[mailboxDirOf(p)] {
+	for _, p := range s.coldPaths(dir) {
+		if deep || strings.IndexByte(p[len(prefix):], '/') < 0 {
 			cold = append(cold, p)
 		}
 	}
@@ -423,11 +432,39 @@ func (s *snapshot) coldMailboxPaths() []string {
 		return nil
 	}
 	var out []string
-	for p, err := range s.cold.file.paths("mailboxes/") {
-		if err != nil {
-			break // rec says so for each record it cannot give
+	for _, p := range s.coldPaths("mailboxes") {
+		if kindOf(p) == "mailbox" {
+			out = append(out, p)
 		}
-		if kindOf(p) == "mailbox" && !s.cold.warm[mailboxDirOf(p)] {
+	}
+	return out
+}
+
+// coldPaths returns the paths of the cold records under folder dir ("":
+// all), in order: the file's, or, when it cannot give them, those of the
+// branch's trees that memory does not hold.
+func (s *snapshot) coldPaths(dir string) []string {
+	prefix := ""
+	if dir != "" {
+		prefix = dir + "/"
+	}
+	var out []string
+	for p, err := range s.cold.file.paths(prefix) {
+		if err != nil {
+			out = out[:0]
+			terr := s.treeFiles(dir, func(p string, _ plumbing.Hash) error {
+				if s.files[p] == nil && mailboxDirOf(p) != "" && !s.cold.warm[mailboxDirOf(p)] {
+					out = append(out, p)
+				}
+				return nil
+			})
+			if terr != nil {
+				return nil // neither can say: the records are read as unreadable, if at all
+			}
+			sort.Strings(out)
+			return out
+		}
+		if !s.cold.warm[mailboxDirOf(p)] {
 			out = append(out, p)
 		}
 	}

@@ -496,6 +496,7 @@ func TestColdFileDamagedWhileOpen(t *testing.T) {
 	if err != nil || len(runs) == 0 {
 		t.Fatalf("runs of %s: %d, %v", done.Key().ID(), len(runs), err)
 	}
+	listed, all := s.List(done.Key().dir()), s.List("")
 	// Every data block's bytes zeroed in place: the open file reads them.
 	f, err := os.OpenFile(filepath.Join(dir, coldName), os.O_WRONLY, 0)
 	if err != nil {
@@ -510,6 +511,14 @@ func TestColdFileDamagedWhileOpen(t *testing.T) {
 	if _, err := s.Mailbox(done.Key()); err == nil {
 		t.Fatal("a cold mailbox read from a damaged file without error")
 	}
+	// The listings come from the branch when the file cannot give them.
+	if got := s.List(done.Key().dir()); !slices.Equal(got, listed) {
+		t.Fatalf("its folder listed from a damaged file: %q, want %q", got, listed)
+	}
+	if got := s.List(""); !slices.Equal(got, all) {
+		t.Fatalf("the store listed from a damaged file: %d paths, want %d", len(got), len(all))
+	}
+
 	if _, _, err := s.RunWithSessions(runs[0].ID); err == nil {
 		t.Fatal("a cold run read from a damaged file without error")
 	}
