@@ -42,19 +42,6 @@ type coldTables struct {
 	values  *ckEncoder // of the records' values, with the strings table
 }
 
-// projectKey is the project of a mailbox id: its escaped
-// "forge/owner/project" ("" when it has no such part).
-func projectKey(mbID string) string {
-	i := strings.LastIndexByte(mbID, '/')
-	if i <= 0 {
-		return ""
-	}
-	if i = strings.LastIndexByte(mbID[:i], '/'); i <= 0 {
-		return ""
-	}
-	return mbID[:i]
-}
-
 // groupRuns returns, for each run of g by path, the totals of its llm
 // sessions, as the overview links them (a session to the run of its
 // RunID in the same mailbox).

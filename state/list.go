@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"net/url"
 	"slices"
 	"sort"
 	"strconv"
@@ -875,19 +876,14 @@ func timeKey(t time.Time) int64 {
 
 // project returns the project of a mailbox id, made when missing.
 func (o *overview) project(mbID string) *projIndex {
-	i := strings.LastIndexByte(mbID, '/')
-	i = strings.LastIndexByte(mbID[:i], '/')
-	key := mbID[:i]
-	p := o.projects[key]
-	if p == nil {
-		k, err := ParseMailboxID(mbID)
-		if err != nil {
-			return nil
-		}
-		p = &projIndex{ref: ProjectRef{k.Forge, k.Owner, k.Project}, key: key, days: dayBuckets{}}
-		o.projects[key] = p
+	key := projectKey(mbID)
+	if p := o.projects[key]; p != nil {
+		return p
 	}
-	return p
+	if _, err := ParseMailboxID(mbID); err != nil {
+		return nil
+	}
+	return o.projectByKey(key)
 }
 
 // projectByKey returns the project of escaped key "forge/owner/project",
@@ -896,7 +892,34 @@ func (o *overview) projectByKey(key string) *projIndex {
 	if p := o.projects[key]; p != nil {
 		return p
 	}
-	return o.project(key + "/issue/1")
+	parts := strings.Split(key, "/")
+	if len(parts) != 3 {
+		return nil
+	}
+	var ref ProjectRef
+	for i, f := range []*string{&ref.Forge, &ref.Owner, &ref.Project} {
+		v, err := url.PathUnescape(parts[i])
+		if err != nil || v == "" || escapeSegment(v) != parts[i] {
+			return nil
+		}
+		*f = v
+	}
+	p := &projIndex{ref: ref, key: key, days: dayBuckets{}}
+	o.projects[key] = p
+	return p
+}
+
+// projectKey is the project of a mailbox id: its escaped
+// "forge/owner/project" ("" when it has no such part).
+func projectKey(mbID string) string {
+	i := strings.LastIndexByte(mbID, '/')
+	if i <= 0 {
+		return ""
+	}
+	if i = strings.LastIndexByte(mbID[:i], '/'); i <= 0 {
+		return ""
+	}
+	return mbID[:i]
 }
 
 func (o *overview) dropProject(p *projIndex) {
