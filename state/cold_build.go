@@ -42,6 +42,20 @@ type coldTables struct {
 	values  *ckEncoder // of the records' values, with the strings table
 }
 
+// mailbox returns the id of g's mailbox ("" when its folder names none)
+// and its project's key ("" when the id does not parse: the overview
+// lists it nowhere).
+func (g *coldGroup) mailbox() (mbID, project string) {
+	mbID, _, ok := mailboxIDOf(g.dir + "/mailbox.json")
+	if !ok {
+		return "", ""
+	}
+	if _, err := ParseMailboxID(mbID); err != nil {
+		return mbID, ""
+	}
+	return mbID, projectKey(mbID)
+}
+
 // groupRuns returns, for each run of g by path, the totals of its llm
 // sessions, as the overview links them (a session to the run of its
 // RunID in the same mailbox).
@@ -71,13 +85,9 @@ func groupRuns(g *coldGroup) map[string]totals {
 // add adds g's entries to the tables, and its runs to the days (sign 1),
 // or only takes its runs away from the days (sign -1).
 func (c *coldTables) add(g *coldGroup, sign int64) {
-	mbID, _, ok := mailboxIDOf(g.dir + "/mailbox.json")
-	if !ok {
+	mbID, proj := g.mailbox()
+	if mbID == "" {
 		return
-	}
-	proj := projectKey(mbID)
-	if _, err := ParseMailboxID(mbID); err != nil {
-		proj = "" // the overview lists it nowhere
 	}
 	runTotals := groupRuns(g)
 	for i := range g.entries {

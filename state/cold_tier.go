@@ -214,15 +214,12 @@ func (s *snapshot) freeze(groups []coldGroup) {
 // coldBuckets adds the runs of a cold mailbox to the day buckets and its
 // project's count of cold mailboxes (sign 1), or takes them away (-1).
 func (s *snapshot) coldBuckets(g *coldGroup, sign int64) {
-	mbID, _, ok := mailboxIDOf(g.dir + "/mailbox.json")
-	if !ok {
-		return
-	}
-	if _, err := ParseMailboxID(mbID); err != nil {
+	_, key := g.mailbox()
+	if key == "" {
 		return
 	}
 	o := &s.ov
-	p := o.project(mbID)
+	p := o.projectByKey(key)
 	if p == nil {
 		return
 	}
